@@ -1,0 +1,263 @@
+"""Translate & Align: live decoding with attention heatmaps.
+
+The page is layout and widgets only; decoding is s2s.decode, figures are s2s.figures.
+"""
+import json
+import time
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import ui
+from s2s.align import argmax_alignment, mean_entropy, merge_to_words
+from s2s.attention import SCORES
+from s2s.decode import Decoding, forced, translate
+from s2s.figures import alignment_lines, attention_heatmap, beam_tree_figure, token_bars
+from s2s.text import MAX_BEAM, MAX_CHARS, MAX_DECODE_LEN, InputError
+
+EXAMPLES = [
+    "The agreement on the European Economic Area was signed in August 1992.",
+    "I went to the lecture.",
+    "Where is the nearest train station?",
+    "She has a big black dog.",
+    "We should have left earlier, but we were waiting for my brother.",
+    "My grandmother lives in a small house near the sea. She walks to the beach every morning.",
+]
+METHODS = {"greedy": "Greedy", "beam": "Beam search", "sample": "Sampling"}
+DEFAULTS = dict(text=EXAMPLES[0], method="greedy", beam=5, nbest=3, temp=1.0, topk=0, seed=0, maxlen=120,
+                view="words")
+RANGES = dict(beam=(1, MAX_BEAM), nbest=(1, MAX_BEAM), temp=(0.1, 2.0), topk=(0, 200), seed=(0, 2**31 - 1),
+              maxlen=(1, MAX_DECODE_LEN))
+CHOICES = dict(method=list(METHODS), view=["words", "pieces"])
+
+
+@st.cache_data(max_entries=512, show_spinner=False)
+def decode_cached(model: str, text: str, method: str, beam: int, nbest: int, temp: float, topk: int, seed: int,
+                  maxlen: int) -> tuple[Decoding, float]:
+    tr = ui.load_model(model)
+    t = time.perf_counter()
+    if method == "beam":
+        d = translate(tr, text, "beam", width=beam, n_best=min(nbest, beam), max_len=maxlen)
+    elif method == "sample":
+        d = translate(tr, text, "sample", temperature=temp, top_k=topk, seed=seed, max_len=maxlen)
+    else:
+        d = translate(tr, text, "greedy", max_len=maxlen)
+    return d, (time.perf_counter() - t) * 1000
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def forced_cached(model: str, text: str, reference: str) -> Decoding:
+    return forced(ui.load_model(model), text, reference)
+
+
+def view_of(d: Decoding, words: bool) -> tuple[list[str], list[str], np.ndarray]:
+    """The attention matrix as pieces or merged into whole words."""
+    if words:
+        return merge_to_words(d.source_tokens, d.target_tokens, d.attention)
+    return d.source_tokens, d.target_tokens, d.attention
+
+
+def heatmap(d: Decoding, words: bool, key: str, title: str | None = None, height: int | None = None):
+    src, tgt, a = view_of(d, words)
+    st.plotly_chart(attention_heatmap(src, tgt, a, title=title, height=height), key=key,
+                    config={"toImageButtonOptions": {"format": "png", "filename": "attention"}})
+
+
+def code(piece: str) -> str:
+    """A piece as a markdown code span: shown literally, whatever characters it holds."""
+    return "`" + piece.replace("`", "ˋ") + "`"
+
+
+def set_example():
+    st.session_state.text = st.session_state.example
+
+
+# ------------------------------------------------------------------ input
+st.title("Translate & Align")
+st.caption("Type an English sentence and watch an encoder-decoder translate it to French: which source "
+           "words each output word attends to, step by step.")
+for note in ui.state_from_query(DEFAULTS, RANGES, CHOICES):
+    st.info(note)
+name = ui.model_picker()
+tr = ui.get_model(name) if name else None
+if tr is None:
+    st.stop()
+
+st.selectbox("Ready examples", EXAMPLES, index=None, key="example", on_change=set_example,
+             placeholder="Pick an example sentence…")
+with st.form("input"):
+    st.text_area("English text", key="text", height=90, max_chars=MAX_CHARS,
+                 help=f"Up to {MAX_CHARS} characters: one or a few sentences.")
+    c1, c2, c3, c4 = st.columns([1.3, 1, 1, 1])
+    c1.radio("Decoding", list(METHODS), key="method", format_func=METHODS.get, horizontal=True)
+    c1.slider("Max length (pieces)", 1, MAX_DECODE_LEN, key="maxlen")
+    c2.slider("Beam width", 1, MAX_BEAM, key="beam", help="Beam search only")
+    c2.slider("N-best shown", 1, MAX_BEAM, key="nbest", help="Beam search only; at most the beam width")
+    c3.slider("Temperature", 0.1, 2.0, step=0.05, key="temp", help="Sampling only: <1 sharpens, >1 flattens")
+    c3.number_input("Top-k (0 = all)", 0, 200, key="topk", help="Sampling only")
+    c4.number_input("Seed", 0, 2**31 - 1, key="seed", help="Sampling only: the same seed gives the same sample")
+    submitted = c4.form_submit_button("Translate", type="primary", use_container_width=True)
+
+S = st.session_state
+settings = dict(method=S.method, beam=S.beam, nbest=S.nbest, temp=float(S.temp), topk=int(S.topk),
+                seed=int(S.seed), maxlen=S.maxlen)
+if submitted:
+    st.query_params.from_dict({"model": name, "text": S.text, "view": S.view,
+                               **{k: str(v) for k, v in settings.items()}})
+try:
+    d, ms = decode_cached(name, S.text, **settings)
+except InputError as e:
+    st.warning(str(e))
+    st.stop()
+
+# ------------------------------------------------------------------ result
+st.markdown("**French**")
+ui.escaped(d.translation or "(empty output)")
+stopped = "" if d.target_tokens[-1] == "</s>" else " · stopped at the max length"
+st.caption(f"{METHODS[S.method]} · {len(d.target_tokens)} pieces · log p = {d.log_prob:.2f} · "
+           f"decoded in {ms:.0f} ms on {tr.device.type.upper()}{stopped}")
+if S.method == "beam" and d.nbest:
+    st.dataframe(pd.DataFrame([{"rank": i + 1, "translation": h.translation, "log p": round(h.log_prob, 3),
+                                "score (log p / lp)": round(h.score, 3)} for i, h in enumerate(d.nbest)]),
+                 hide_index=True, use_container_width=True)
+
+if d.attention is None:
+    st.info("This model has **no attention**: its decoder sees one fixed vector (the final encoder state) at "
+            "every step, so there is no alignment to draw. Compare it with an attention model on the "
+            "*Compare attention* tab.")
+words = st.segmented_control("Show tokens as", ["words", "pieces"], key="view",
+                             format_func={"words": "Whole words", "pieces": "Subword pieces"}.get) == "words"
+if d.attention is not None:
+    heatmap(d, words, "heatmap")
+    src, tgt, a = view_of(d, words)
+    frame = pd.DataFrame(a, index=tgt, columns=src)
+    c1, c2, _ = st.columns([1, 1, 4])
+    c1.download_button("Attention as CSV", frame.to_csv().encode("utf-8"), "attention.csv", "text/csv")
+    c2.download_button("Attention as JSON", json.dumps({"source_tokens": src, "target_tokens": tgt,
+                                                         "attention": np.round(a, 6).tolist()}, ensure_ascii=False),
+                       "attention.json", "application/json")
+
+tabs = st.tabs(["Step by step", "Beam tree", "Forced decoding", "Compare attention", "Alignment lines",
+                "Attention emerges"])
+
+# ------------------------------------------------------------------ step by step
+with tabs[0]:
+    st.caption("Replay the decoder: at each step it attends over the source, then picks the next token.")
+    c1, c2 = st.columns([1, 3])
+    delay = c1.slider("Seconds per step", 0.0, 1.5, 0.4, 0.1, key="delay")
+    if c1.button("▶ Play decoding", key="play"):
+        box, tokens_box = st.empty(), st.empty()
+
+        def show(j, partial):
+            tokens_box.markdown("**So far:** " + " ".join(code(t) for t in partial.target_tokens))
+            if partial.attention is not None:
+                box.plotly_chart(attention_heatmap(partial.source_tokens, partial.target_tokens, partial.attention,
+                                                   height=max(320, 120 + 26 * len(d.target_tokens))),
+                                 key=f"live{j}")
+            time.sleep(delay)
+
+        forced(tr, S.text, reference_ids=d.target_ids, on_step=show)
+    n = len(d.target_tokens)
+    t = st.slider("Step", 1, n, n, key="step") - 1 if n > 1 else 0
+    chosen = d.target_tokens[t]
+    st.markdown(f"Step **{t + 1}** of {n}: the decoder chose {code(chosen)} "
+                f"(p = {np.exp(d.token_log_probs[t]):.3f})")
+    c1, c2 = st.columns(2)
+    with c1:
+        st.markdown("**Attention over the source** (α at this step)")
+        if d.attention is not None:
+            st.plotly_chart(token_bars(d.source_tokens, d.attention[t], "attention weight α",
+                                       highlight=int(d.attention[t].argmax())), key="step_attn")
+        else:
+            st.caption("No attention in this model.")
+    with c2:
+        st.markdown("**Most likely next tokens**")
+        top = d.step_top[t] if t < len(d.step_top) else []
+        toks = [tok for tok, _ in top]
+        st.plotly_chart(token_bars(toks, [p for _, p in top], "probability",
+                                   highlight=toks.index(chosen) if chosen in toks else None), key="step_top")
+
+# ------------------------------------------------------------------ beam tree
+with tabs[1]:
+    if S.method != "beam":
+        st.info("Choose **Beam search** in the decoding settings and press Translate to see its tree.")
+    else:
+        st.caption("Every hypothesis the beam kept at every step. Bold paths are the final n-best, the darkest "
+                   "is the winner; red dots are finished hypotheses (they emitted </s>). Scores are "
+                   "log p / ((5+|y|)/6)^0.6, so longer outputs are not penalised for their length alone.")
+        st.plotly_chart(beam_tree_figure(d.beam_tree, [h.node for h in d.nbest]), key="beam_tree")
+
+# ------------------------------------------------------------------ forced decoding
+with tabs[2]:
+    st.caption("Paste a reference translation: the model is forced to produce it, and you see how it aligns "
+               "and how likely it finds each token.")
+    with st.form("forced"):
+        ref = st.text_input("Reference (French)", key="reference", max_chars=MAX_CHARS)
+        go = st.form_submit_button("Score this translation")
+    if ref.strip():
+        try:
+            f = forced_cached(name, S.text, ref)
+        except InputError as e:
+            st.warning(str(e))
+        else:
+            ppl = float(np.exp(-f.log_prob / len(f.target_tokens)))
+            st.markdown(f"log p(reference) = **{f.log_prob:.2f}**, perplexity **{ppl:.2f}** "
+                        f"(the model's own output: log p = {d.log_prob:.2f})")
+            c1, c2 = st.columns([3, 2])
+            with c1:
+                if f.attention is not None:
+                    heatmap(f, words, "forced_heatmap")
+            with c2:
+                st.plotly_chart(token_bars(f.target_tokens, f.token_log_probs, "log p(token)",
+                                           highlight=int(np.argmin(f.token_log_probs))), key="forced_lp")
+                st.caption("The darkest bar is the token the model found least likely.")
+
+# ------------------------------------------------------------------ compare attention
+with tabs[3]:
+    st.caption("The same input through the four attention functions (greedy). Entropy is the mean over output "
+               "tokens of −Σ α log α (nats): 0 means each output token looks at one source token.")
+    cols = st.columns(2)
+    for k, score in enumerate(SCORES):
+        with cols[k % 2]:
+            other = f"en-fr-{score}"
+            try:
+                od, _ = decode_cached(other, S.text, "greedy", 1, 1, 1.0, 0, 0, S.maxlen)
+            except Exception as e:   # a missing or broken checkpoint must not break the page
+                st.warning(f"{other}: {e}")
+                continue
+            st.markdown(f"**{score}** · entropy {mean_entropy(od.attention):.2f}")
+            ui.escaped(od.translation, size="1.05rem")
+            heatmap(od, words, f"cmp_{score}", height=320 + 14 * len(od.target_tokens))
+            src, tgt, a = view_of(od, words)
+            st.caption("Argmax alignment: " + " · ".join(f"{t}→{s}" for t, s, _ in argmax_alignment(src, tgt, a)))
+
+# ------------------------------------------------------------------ alignment lines
+with tabs[4]:
+    if d.attention is None:
+        st.info("No attention in this model.")
+    else:
+        st.caption("Each line joins an output token to a source token; its opacity is the attention weight.")
+        src, tgt, a = view_of(d, words)
+        st.plotly_chart(alignment_lines(src, tgt, a), key="lines")
+
+# ------------------------------------------------------------------ training trace
+with tabs[5]:
+    trace = tr.metrics.get("trace")
+    if not trace or tr.model.scorer is None:
+        st.info("This model has no attention trace.")
+    else:
+        probes = trace["probes"]
+        points = trace["points"]
+        i = st.selectbox("Probe sentence", range(len(probes)), format_func=lambda i: probes[i]["source"], key="probe")
+        k = st.select_slider("Training step", options=list(range(len(points))), value=len(points) - 1,
+                             format_func=lambda k: str(points[k]["step"]), key="trace_step")
+        st.caption("The probe's reference translation is forced, so the matrix keeps its shape while the model "
+                   f"learns. log p(reference) at this step: {points[k]['probes'][i]['log_prob']:.2f}")
+        p = probes[i]
+        a = np.array(points[k]["probes"][i]["attention"])
+        src, tgt = p["source_tokens"], p["target_tokens"]
+        if words:
+            src, tgt, a = merge_to_words(src, tgt, a)
+        st.plotly_chart(attention_heatmap(src, tgt, a, title=f"after {points[k]['step']} training steps"),
+                        key="trace_heatmap")

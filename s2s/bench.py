@@ -1,0 +1,86 @@
+"""Speed and memory figures for this machine, as JSON.
+
+    python -m s2s.bench --json
+
+greedy_ms_p50 / beam5_ms_p50: one 20-word sentence, batch 1, attention captured, median
+of --runs runs; batch_sentences_per_s: batched greedy over 1,000 sentences; load_s: loading
+every checkpoint; peak_rss_mb: the process's peak resident memory.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from .checkpoint import CheckpointError, checkpoint_root, list_checkpoints, load_translator
+from .decode import beam_search, greedy, greedy_batch
+
+SENTENCE_20 = "My grandmother told me that she would visit us next week if the weather was good enough for the long drive."
+SENTENCES = [
+    "I went to the lecture.", "Where is the nearest train station?", "She has a big black dog.",
+    "I think it's going to rain tomorrow.", "Tom didn't want to go to school today.",
+    "We should have left earlier, but we were waiting for my brother.", "Can you help me carry this box?",
+    "My grandmother lives in a small house near the sea.", "The children are playing in the garden.",
+    "He forgot his keys at the office again.", "Do you know what time the museum opens?",
+    "I have never seen such a beautiful sunset.", "Please turn off the lights when you leave.",
+    "They bought a new car last year.", "Why are you always late?", "This book is more interesting than that one.",
+    "The agreement on the European Economic Area was signed in August 1992.",
+    "We ate dinner at a small restaurant near the river.", "It is too cold to swim today.",
+    "I would like a cup of coffee, please.",
+]
+
+
+def timed_ms(fn, runs: int) -> float:
+    fn()   # warm-up
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t) * 1000)
+    return round(statistics.median(times), 2)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m s2s.bench", description=__doc__.splitlines()[0])
+    p.add_argument("--model", default=str(checkpoint_root() / "en-fr-additive"), help="translation checkpoint to time")
+    p.add_argument("--checkpoints", default=str(checkpoint_root()), help="folder whose checkpoints load_s loads")
+    p.add_argument("--runs", type=int, default=30)
+    p.add_argument("--batch-sentences", type=int, default=1000)
+    p.add_argument("--json", action="store_true")
+    a = p.parse_args(argv)
+    try:
+        t = time.perf_counter()
+        for info in list_checkpoints(a.checkpoints):
+            if info.kind == "translation":
+                load_translator(info.path)
+        load_s = round(time.perf_counter() - t, 3)
+        tr = load_translator(a.model)
+    except CheckpointError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    assert len(SENTENCE_20.split()) == 20
+    out = {
+        "model": Path(a.model).name,
+        "greedy_ms_p50": timed_ms(lambda: greedy(tr, SENTENCE_20), a.runs),
+        "beam5_ms_p50": timed_ms(lambda: beam_search(tr, SENTENCE_20, width=5), a.runs),
+    }
+    texts = [SENTENCES[i % len(SENTENCES)] for i in range(a.batch_sentences)]
+    t = time.perf_counter()
+    greedy_batch(tr, texts)
+    out["batch_sentences_per_s"] = round(len(texts) / (time.perf_counter() - t), 1)
+    out["load_s"] = load_s
+    out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    if a.json:
+        print(json.dumps(out))
+    else:
+        for k, v in out.items():
+            print(f"{k:>24}: {v}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+"""Checkpoints: the one loader and saver, and a registry of what `checkpoints/` holds.
+
+A checkpoint is a folder:
+    config.json         {"name", "kind", "description", "model": {...ModelConfig}}
+    model.safetensors   fp16 weights (safetensors never executes code, unlike pickle)
+    spm.model           the sentencepiece tokenizer
+    metrics.json        test scores, loss curves, training trace (optional)
+Weights are stored in fp16 to halve the size and loaded in fp32 (fp16 matmuls are slow
+on CPUs). Models go to CUDA when present, else the CPU.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+from .model import ModelConfig, Seq2Seq
+from .tokenizer import Tokenizer
+
+ROOT = Path(__file__).resolve().parent.parent / "checkpoints"
+
+
+def checkpoint_root() -> Path:
+    """The folder of shipped checkpoints; the S2S_CHECKPOINTS environment variable overrides it."""
+    return Path(os.environ.get("S2S_CHECKPOINTS") or ROOT)
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint is missing, incomplete, corrupt or inconsistent (the message names it)."""
+
+
+def default_device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+@dataclass
+class Translator:
+    """A loaded translation checkpoint: model, tokenizer and its metadata."""
+    name: str
+    path: Path
+    model: Seq2Seq
+    tokenizer: Tokenizer
+    config: dict
+    metrics: dict = field(default_factory=dict)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    @property
+    def description(self) -> str:
+        return self.config.get("description", "")
+
+
+def save_checkpoint(model: Seq2Seq, tokenizer_file: str | Path, out_dir: str | Path, name: str,
+                    description: str, metrics: dict | None = None) -> Path:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    weights = {k: v.detach().to("cpu", torch.float16).contiguous() for k, v in model.state_dict().items()}
+    save_file(weights, str(out / "model.safetensors"), metadata={"format": "pt"})
+    config = {"name": name, "kind": "translation", "description": description, "model": model.cfg.to_dict()}
+    (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    (out / "spm.model").write_bytes(Path(tokenizer_file).read_bytes())
+    if metrics is not None:
+        (out / "metrics.json").write_text(json.dumps(metrics) + "\n")
+    return out
+
+
+def read_json(path: Path, what: str) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CheckpointError(f"{what}: {path.name} is missing") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise CheckpointError(f"{what}: {path.name} is not valid JSON ({e})") from None
+
+
+def load_translator(path: str | Path, device: torch.device | str | None = None) -> Translator:
+    """Load a translation checkpoint folder, or raise CheckpointError naming it."""
+    path = Path(path)
+    what = f"checkpoint {path.name!r}"
+    if not path.is_dir():
+        raise CheckpointError(f"{what}: folder {path} does not exist")
+    config = read_json(path / "config.json", what)
+    try:
+        cfg = ModelConfig.from_dict(config["model"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise CheckpointError(f"{what}: config.json does not describe a model ({e})") from None
+    if not (path / "spm.model").is_file():
+        raise CheckpointError(f"{what}: tokenizer spm.model is missing")
+    try:
+        tokenizer = Tokenizer(path / "spm.model")
+    except (RuntimeError, OSError) as e:
+        raise CheckpointError(f"{what}: tokenizer spm.model cannot be read ({e})") from None
+    if len(tokenizer) != cfg.vocab_size:
+        raise CheckpointError(f"{what}: tokenizer has {len(tokenizer)} pieces but the model expects {cfg.vocab_size}")
+    if not (path / "model.safetensors").is_file():
+        raise CheckpointError(f"{what}: model.safetensors is missing")
+    try:
+        weights = load_file(str(path / "model.safetensors"))
+    except (SafetensorError, OSError, ValueError, RuntimeError) as e:
+        raise CheckpointError(f"{what}: model.safetensors is corrupt or truncated ({e})") from None
+    model = Seq2Seq(cfg)
+    expected = model.state_dict()
+    missing = sorted(set(expected) - set(weights))
+    unexpected = sorted(set(weights) - set(expected))
+    wrong = [k for k in expected if k in weights and weights[k].shape != expected[k].shape]
+    if missing or unexpected or wrong:
+        raise CheckpointError(f"{what}: weights do not match config.json "
+                              f"(missing {missing[:3]}, unexpected {unexpected[:3]}, wrong shape {wrong[:3]})")
+    model.load_state_dict({k: v.float() for k, v in weights.items()})
+    model.to(device or default_device()).eval()
+    metrics = read_json(path / "metrics.json", what) if (path / "metrics.json").is_file() else {}
+    return Translator(config.get("name", path.name), path, model, tokenizer, config, metrics)
+
+
+@dataclass
+class CheckpointInfo:
+    """One row of the registry: enough to list a model without loading its weights."""
+    name: str
+    path: Path
+    kind: str
+    description: str
+    metrics: dict
+    error: str | None = None
+
+
+def list_checkpoints(root: str | Path | None = None) -> list[CheckpointInfo]:
+    """Every checkpoint folder under `root`, sorted by name; broken ones carry `error`."""
+    rows = []
+    root = Path(root) if root is not None else checkpoint_root()
+    for d in sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []:
+        try:
+            config = read_json(d / "config.json", f"checkpoint {d.name!r}")
+            metrics = read_json(d / "metrics.json", d.name) if (d / "metrics.json").is_file() else {}
+            rows.append(CheckpointInfo(d.name, d, config.get("kind", "translation"),
+                                       config.get("description", ""), metrics))
+        except CheckpointError as e:
+            rows.append(CheckpointInfo(d.name, d, "unknown", "", {}, error=str(e)))
+    return rows

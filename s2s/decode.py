@@ -1,0 +1,269 @@
+"""The one decode API: every method returns a `Decoding` with tokens, log-probs,
+the attention matrix (target x source) and the decoder state of every step.
+
+    greedy       y_j = argmax_y p(y | y_<j, x)
+    beam search  keep the `width` best prefixes by sum_j log p(y_j | y_<j, x); finished
+                 hypotheses are ranked by that sum divided by a length penalty
+                 lp(|y|) = ((5 + |y|) / 6)^alpha   (Wu et al. 2016), so short ones don't win
+    sampling     y_j ~ softmax(logits / T), optionally restricted to the top k (ancestral)
+    forced       y_j = the reference's j-th token (teacher forcing): how the model aligns
+                 and scores a given pair
+
+The encoder runs once per sentence, and so do the attention keys (Memory).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .checkpoint import Translator
+from .text import (MAX_BEAM, MAX_DECODE_LEN, MAX_SOURCE_TOKENS, MAX_TOP_K, TEMPERATURE_RANGE,
+                   InputError, check_range, clean_text)
+from .tokenizer import BOS, EOS, PAD
+
+TOPK_RECORDED = 5   # next-token candidates kept per step, for the step-by-step view
+
+
+@dataclass
+class Decoding:
+    source_tokens: list[str]          # pieces, ending in </s>
+    target_tokens: list[str]          # pieces, ending in </s> when the decoder stopped by itself
+    target_ids: list[int]
+    translation: str
+    token_log_probs: list[float]      # log p(y_j | y_<j, x) of each target token
+    attention: np.ndarray | None      # (len(target_tokens), len(source_tokens)), rows sum to 1
+    states: np.ndarray                # (len(target_tokens), H) decoder state s_j
+    step_top: list[list[tuple[str, float]]] = field(default_factory=list)   # top next tokens, p
+    nbest: list["Hypothesis"] = field(default_factory=list)                 # beam search only
+    beam_tree: list[dict] = field(default_factory=list)                     # beam search only
+
+    @property
+    def log_prob(self) -> float:
+        return float(sum(self.token_log_probs))
+
+    def to_json(self) -> dict:
+        return {"translation": self.translation, "source_tokens": self.source_tokens,
+                "target_tokens": self.target_tokens,
+                "attention": None if self.attention is None else self.attention.tolist(),
+                "log_prob": self.log_prob, "token_log_probs": self.token_log_probs}
+
+
+@dataclass
+class Hypothesis:
+    translation: str
+    tokens: list[str]
+    log_prob: float
+    score: float        # log_prob / length penalty: what beam search ranks by
+    node: int = -1      # its last token in Decoding.beam_tree
+
+
+def length_penalty(length: int, alpha: float) -> float:
+    return ((5 + length) / 6) ** alpha
+
+
+def encode_source(tr: Translator, text: str) -> list[int]:
+    """Clean `text` and turn it into source ids ending in EOS (InputError if unusable)."""
+    text = clean_text(text)
+    ids = tr.tokenizer.encode(text)
+    if len(ids) > MAX_SOURCE_TOKENS:
+        raise InputError(f"The text is {len(ids)} subword pieces long; the limit is {MAX_SOURCE_TOKENS}. "
+                         "Try a shorter passage.")
+    return ids + [EOS]
+
+
+def _max_len(n_src: int, max_len: int | None) -> int:
+    if max_len is None:
+        return min(2 * n_src + 10, MAX_DECODE_LEN)
+    return check_range("Max length", max_len, 1, MAX_DECODE_LEN)
+
+
+def _encode(tr: Translator, src_ids: list[int]):
+    src = torch.tensor([src_ids], device=tr.device)
+    return tr.model.encode(src, torch.tensor([len(src_ids)]))
+
+
+Chooser = Callable[[int, torch.Tensor], int]   # (step j, log-probs (V,)) -> token id
+
+
+@torch.inference_mode()
+def _left_to_right(tr: Translator, src_ids: list[int], choose: Chooser, max_len: int,
+                   on_step: Callable[[int, "Decoding"], None] | None = None) -> Decoding:
+    """Greedy, sampling and forced decoding share this loop; only `choose` differs."""
+    model, tok = tr.model, tr.tokenizer
+    memory, state = _encode(tr, src_ids)
+    feed = model.initial_feed(1)
+    y = torch.tensor([BOS], device=tr.device)
+    ids, logps, alphas, states, tops = [], [], [], [], []
+    src_tokens = tok.pieces(src_ids)
+    for j in range(max_len):
+        st = model.step(y, state, feed, memory)
+        state, feed = st.state, st.feed
+        logp = F.log_softmax(st.logits[0].float(), dim=-1)
+        nxt = choose(j, logp)
+        top_p, top_i = logp.exp().topk(TOPK_RECORDED)
+        tops.append([(tok.piece(i), p) for p, i in zip(top_p.tolist(), top_i.tolist())])
+        ids.append(nxt)
+        logps.append(float(logp[nxt]))
+        states.append(state[0][0])
+        if st.alpha is not None:
+            alphas.append(st.alpha[0])
+        if on_step is not None:
+            on_step(j, _result(tok, src_tokens, ids, logps, alphas, states, tops))
+        if nxt == EOS:
+            break
+        y = torch.tensor([nxt], device=tr.device)
+    return _result(tok, src_tokens, ids, logps, alphas, states, tops)
+
+
+def _result(tok, src_tokens, ids, logps, alphas, states, tops) -> Decoding:
+    attention = torch.stack(alphas).cpu().numpy().astype(np.float64) if alphas else None
+    return Decoding(src_tokens, tok.pieces(ids), list(ids), tok.decode(ids), list(logps), attention,
+                    torch.stack(states).cpu().numpy() if states else np.zeros((0, 0)), list(tops))
+
+
+def greedy(tr: Translator, text: str, max_len: int | None = None, on_step=None) -> Decoding:
+    src = encode_source(tr, text)
+    return _left_to_right(tr, src, lambda j, logp: int(logp.argmax()), _max_len(len(src), max_len), on_step)
+
+
+def sample(tr: Translator, text: str, temperature: float = 1.0, top_k: int = 0, seed: int = 0,
+           max_len: int | None = None, on_step=None) -> Decoding:
+    """Ancestral sampling from softmax(logits / T), restricted to the top k tokens if k > 0.
+    Reported log-probs are the model's own (T = 1); the same seed gives the same sample."""
+    check_range("Temperature", temperature, *TEMPERATURE_RANGE)
+    check_range("Top-k", top_k, 0, MAX_TOP_K)
+    src = encode_source(tr, text)
+    gen = torch.Generator(device="cpu").manual_seed(int(seed))
+
+    def choose(j, logp):
+        scaled = logp / temperature
+        if top_k > 0:
+            kth = scaled.topk(min(top_k, scaled.numel())).values[-1]
+            scaled = scaled.masked_fill(scaled < kth, float("-inf"))
+        return int(torch.multinomial(F.softmax(scaled, -1).cpu(), 1, generator=gen))
+
+    return _left_to_right(tr, src, choose, _max_len(len(src), max_len), on_step)
+
+
+def forced(tr: Translator, text: str, reference: str | None = None, reference_ids: Sequence[int] | None = None,
+           on_step=None) -> Decoding:
+    """Teacher-force a reference (text, or piece ids ending in EOS): the model's alignment
+    and per-token log-probs for that exact pair."""
+    src = encode_source(tr, text)
+    if reference_ids is None:
+        if reference is None:
+            raise InputError("Give a reference translation to score.")
+        reference_ids = tr.tokenizer.encode(clean_text(reference, what="reference")) + [EOS]
+    ref = list(reference_ids)
+    if not ref or len(ref) > MAX_DECODE_LEN:
+        raise InputError(f"The reference is {len(ref)} pieces long; the limit is {MAX_DECODE_LEN}.")
+    return _left_to_right(tr, src, lambda j, logp: ref[j], len(ref), on_step)
+
+
+@torch.inference_mode()
+def beam_search(tr: Translator, text: str, width: int = 5, n_best: int | None = None, alpha: float = 0.6,
+                max_len: int | None = None) -> Decoding:
+    """Beam search; returns the best hypothesis, plus `nbest` and `beam_tree`.
+
+    beam_tree lists every hypothesis kept at every step: {step, token, log_prob, parent,
+    finished} where parent indexes the same list (-1 for the root). The best hypothesis is
+    then re-run with its tokens forced, which yields its attention, states and the
+    step-by-step top tokens without carrying them for every hypothesis in the beam."""
+    check_range("Beam width", width, 1, MAX_BEAM)
+    n_best = width if n_best is None else check_range("N-best", n_best, 1, width)
+    model, tok = tr.model, tr.tokenizer
+    src_ids = encode_source(tr, text)
+    max_len = _max_len(len(src_ids), max_len)
+    memory1, state = _encode(tr, src_ids)
+    feed = model.initial_feed(1)
+    memory = memory1
+    live: list[tuple[list[int], int, float]] = [([], -1, 0.0)]     # (ids, tree node, log-prob sum)
+    finished: list[tuple[list[int], int, float]] = []
+    tree: list[dict] = []
+    y = torch.tensor([BOS], device=tr.device)
+    V = len(tok)
+    for j in range(max_len):
+        st = model.step(y, state, feed, memory)
+        logp = F.log_softmax(st.logits.float(), dim=-1)                  # (k, V)
+        scores = torch.tensor([h[2] for h in live], device=logp.device)
+        top_v, top_i = (scores[:, None] + logp).view(-1).topk(min(2 * width, len(live) * V))
+        keep, new_live = [], []
+        for v, flat in zip(top_v.tolist(), top_i.tolist()):
+            k, t = divmod(flat, V)
+            tree.append({"step": j, "token": tok.piece(t), "log_prob": v, "parent": live[k][1], "finished": t == EOS})
+            h = (live[k][0] + [t], len(tree) - 1, v)
+            if t == EOS:
+                finished.append(h)
+            else:
+                new_live.append(h)
+                keep.append(k)
+            if len(new_live) == width:
+                break
+        if len(finished) >= width or not new_live:
+            break
+        live = new_live
+        idx = torch.tensor(keep, device=tr.device)
+        state = tuple(s.index_select(0, idx) for s in st.state)
+        feed = st.feed.index_select(0, idx)
+        memory = memory1.select(torch.zeros(len(keep), dtype=torch.long, device=tr.device))
+        y = torch.tensor([h[0][-1] for h in live], device=tr.device)
+    else:
+        finished.extend(live)   # max_len reached: unfinished hypotheses compete too
+    ranked = sorted(finished, key=lambda h: h[2] / length_penalty(len(h[0]), alpha), reverse=True)
+    nbest = [Hypothesis(tok.decode(ids), tok.pieces(ids), lp, lp / length_penalty(len(ids), alpha), node)
+             for ids, node, lp in ranked[:n_best]]
+    best = forced(tr, text, reference_ids=ranked[0][0])
+    best.nbest, best.beam_tree = nbest, tree
+    return best
+
+
+def translate(tr: Translator, text: str, method: str = "greedy", **kw) -> Decoding:
+    """Dispatch to greedy / beam / sample / forced by name (what CLIs and pages call)."""
+    if method == "greedy":
+        return greedy(tr, text, **kw)
+    if method == "beam":
+        return beam_search(tr, text, **kw)
+    if method == "sample":
+        return sample(tr, text, **kw)
+    if method == "forced":
+        return forced(tr, text, **kw)
+    raise InputError(f"Unknown decoding method {method!r}: use greedy, beam, sample or forced.")
+
+
+@torch.inference_mode()
+def greedy_batch(tr: Translator, texts: Sequence[str], batch_size: int = 64,
+                 max_len: int | None = None) -> list[str]:
+    """Greedy translations of many sentences, `batch_size` at a time (sorted by length
+    so that little time goes to padding). Same outputs as `greedy`, up to float noise."""
+    model = tr.model
+    srcs = [encode_source(tr, t) for t in texts]
+    order = sorted(range(len(srcs)), key=lambda i: len(srcs[i]))
+    out: list[str] = [""] * len(srcs)
+    for b in range(0, len(order), batch_size):
+        idx = order[b:b + batch_size]
+        S = max(len(srcs[i]) for i in idx)
+        src = torch.full((len(idx), S), PAD, dtype=torch.long)
+        for r, i in enumerate(idx):
+            src[r, :len(srcs[i])] = torch.tensor(srcs[i])
+        memory, state = model.encode(src.to(tr.device), torch.tensor([len(srcs[i]) for i in idx]))
+        feed = model.initial_feed(len(idx))
+        y = torch.full((len(idx),), BOS, dtype=torch.long, device=tr.device)
+        done = torch.zeros(len(idx), dtype=torch.bool, device=tr.device)
+        ids = []
+        for j in range(_max_len(S, max_len)):
+            st = model.step(y, state, feed, memory)
+            state, feed = st.state, st.feed
+            y = st.logits.argmax(-1).masked_fill(done, PAD)
+            ids.append(y)
+            done |= y == EOS
+            if bool(done.all()):
+                break
+        ids_t = torch.stack(ids, 1).tolist()
+        for r, i in enumerate(idx):
+            row = ids_t[r]
+            out[i] = tr.tokenizer.decode(row[:row.index(EOS)] if EOS in row else row)
+    return out

@@ -1,0 +1,123 @@
+"""Evaluation: BLEU and chrF (sacrebleu, one reference), perplexity, and BLEU by source length.
+
+    python -m s2s.evaluate --model checkpoints/en-fr-additive --test data/tatoeba/test.tsv --beam 5 --json
+
+BLEU by length bins the test pairs by source words (1-10, 11-20, ..., 51-60), the
+analogue of Bahdanau et al. (2015), Fig. 2.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from typing import Callable, Sequence
+
+import sacrebleu
+import torch
+
+from .checkpoint import CheckpointError, Translator, load_translator
+from .data import Pair, read_pairs, token_batches
+from .decode import beam_search, greedy_batch
+from .model import sequence_loss
+from .text import InputError, check_range
+from .tokenizer import BOS
+
+LENGTH_BINS = [(lo, lo + 9) for lo in range(1, 61, 10)]
+
+
+def bleu(hyps: Sequence[str], refs: Sequence[str]) -> float:
+    return float(sacrebleu.corpus_bleu(list(hyps), [list(refs)]).score) if hyps else 0.0
+
+
+def chrf(hyps: Sequence[str], refs: Sequence[str]) -> float:
+    return float(sacrebleu.corpus_chrf(list(hyps), [list(refs)]).score) if hyps else 0.0
+
+
+def translate_all(tr: Translator, sources: Sequence[str], beam: int = 1,
+                  progress: Callable[[int, int], None] | None = None) -> list[str]:
+    """Greedy (beam 1, batched) or beam-search translations of `sources`."""
+    if beam <= 1:
+        out = greedy_batch(tr, sources)
+        if progress:
+            progress(len(sources), len(sources))
+        return out
+    out = []
+    for i, s in enumerate(sources):
+        out.append(beam_search(tr, s, width=beam, n_best=1).translation)
+        if progress and (i % 20 == 0 or i + 1 == len(sources)):
+            progress(i + 1, len(sources))
+    return out
+
+
+def by_length(sources: Sequence[str], hyps: Sequence[str], refs: Sequence[str]) -> list[dict]:
+    rows = []
+    for lo, hi in LENGTH_BINS:
+        idx = [i for i, s in enumerate(sources) if lo <= len(s.split()) <= hi]
+        rows.append({"min_words": lo, "max_words": hi, "n": len(idx),
+                     "bleu": round(bleu([hyps[i] for i in idx], [refs[i] for i in idx]), 2) if idx else None})
+    return rows
+
+
+@torch.inference_mode()
+def perplexity(tr: Translator, pairs: Sequence[Pair], max_tokens: int = 4000) -> float:
+    """exp( -1/N sum_j log p(y_j | y_<j, x) ) over the target tokens (teacher forcing)."""
+    model, tok = tr.model, tr.tokenizer
+    examples = [(tok.encode(s), tok.encode(t)) for s, t in pairs]
+    nll, n = 0.0, 0
+    for batch in token_batches(examples, max_tokens, BOS, seed=0, shuffle=False):
+        batch = batch.to(tr.device)
+        logits, _ = model(batch.src, batch.src_len, batch.tgt_in)
+        nll += float(sequence_loss(logits.float(), batch.tgt_out))
+        n += batch.n_tokens
+    return math.exp(nll / max(n, 1))
+
+
+def evaluate_pairs(tr: Translator, pairs: Sequence[Pair], beam: int = 1,
+                   progress: Callable[[int, int], None] | None = None) -> dict:
+    sources, refs = [p[0] for p in pairs], [p[1] for p in pairs]
+    hyps = translate_all(tr, sources, beam, progress)
+    return {"bleu": round(bleu(hyps, refs), 2), "chrf": round(chrf(hyps, refs), 2), "n": len(pairs),
+            "beam": beam, "by_length": by_length(sources, hyps, refs)}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m s2s.evaluate", description=__doc__.splitlines()[0])
+    p.add_argument("--model", required=True, help="checkpoint folder, e.g. checkpoints/en-fr-additive")
+    p.add_argument("--test", help="TSV of source<TAB>reference pairs")
+    p.add_argument("--text-file", help="plain text, for character-level models (bits per character)")
+    p.add_argument("--beam", type=int, default=1, help="beam width (1 = greedy, batched)")
+    p.add_argument("--limit", type=int, default=0, help="only the first N pairs (0 = all)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    a = p.parse_args(argv)
+    try:
+        if not a.test:
+            raise InputError("--test FILE.tsv is required for a translation model")
+        check_range("--beam", a.beam, 1, 16)
+        tr = load_translator(a.model)
+        try:
+            pairs = read_pairs(a.test)
+        except OSError as e:
+            raise InputError(f"cannot read {a.test}: {e.strerror}") from None
+        if a.limit:
+            pairs = pairs[:a.limit]
+        if not pairs:
+            raise InputError(f"{a.test} holds no source<TAB>reference lines")
+        result = evaluate_pairs(tr, pairs, a.beam)
+        result["perplexity"] = round(perplexity(tr, pairs), 3)
+    except (CheckpointError, InputError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if a.json:
+        print(json.dumps(result))
+    else:
+        print(f"BLEU {result['bleu']:.2f}  chrF {result['chrf']:.2f}  perplexity {result['perplexity']:.2f}  "
+              f"n {result['n']}  beam {a.beam}")
+        for r in result["by_length"]:
+            if r["n"]:
+                print(f"  {r['min_words']:>2}-{r['max_words']:<2} words  n {r['n']:>5}  BLEU {r['bleu']:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

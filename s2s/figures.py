@@ -1,0 +1,146 @@
+"""Pure figure builders: data in, plotly figure out (no Streamlit, no model calls).
+
+Token labels are HTML-escaped: plotly renders a subset of HTML in labels, and user text
+must always show as text, never as markup. Axes are positional (0..n-1) with the tokens
+as tick labels, because two equal tokens ("the" ... "the") must stay two columns.
+"""
+from __future__ import annotations
+
+import html
+from typing import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+# A sequential scale with strong contrast from near-white to near-black: it survives a
+# washed-out classroom projector better than scales whose ends are both dark.
+PROJECTOR_SCALE = "YlGnBu"
+
+
+def display_token(piece: str) -> str:
+    """A token for a plotly label, HTML-escaped (plotly renders a subset of HTML in labels).
+    Subword pieces keep their word-start marker "▁", so "▁lect" "ure" reads as one word."""
+    return html.escape(piece)
+
+
+def attention_heatmap(source_tokens: Sequence[str], target_tokens: Sequence[str], attention: np.ndarray,
+                      title: str | None = None, height: int | None = None) -> go.Figure:
+    """Alignment heatmap: source tokens on x, target tokens on y (first at the top),
+    hover shows the exact weight alpha_ij."""
+    attention = np.asarray(attention, dtype=float)
+    src = [display_token(t) for t in source_tokens]
+    tgt = [display_token(t) for t in target_tokens]
+    hover = [[f"{tgt[j]} ← {src[i]}<br>α = {attention[j, i]:.4f}" for i in range(len(src))] for j in range(len(tgt))]
+    fig = go.Figure(go.Heatmap(
+        z=attention, x=list(range(len(src))), y=list(range(len(tgt))), zmin=0.0, zmax=1.0,
+        colorscale=PROJECTOR_SCALE, text=hover, hovertemplate="%{text}<extra></extra>",
+        colorbar=dict(title=dict(text="α"), thickness=14)))
+    fig.update_xaxes(tickmode="array", tickvals=list(range(len(src))), ticktext=src, tickangle=-60,
+                     title_text="source (English)", side="top", tickfont=dict(size=14))
+    fig.update_yaxes(tickmode="array", tickvals=list(range(len(tgt))), ticktext=tgt, autorange="reversed",
+                     title_text="output (French)", tickfont=dict(size=14))
+    fig.update_layout(title=dict(text=html.escape(title)) if title else None,
+                      height=height or max(320, 120 + 26 * len(tgt)), margin=dict(l=10, r=10, t=110, b=10),
+                      plot_bgcolor="white")
+    return fig
+
+
+def alignment_lines(source_tokens: Sequence[str], target_tokens: Sequence[str], attention: np.ndarray,
+                    min_weight: float = 0.02) -> go.Figure:
+    """Source tokens on a top row, target tokens on a bottom row, joined by lines whose
+    opacity is the attention weight (as in distill.pub's attention figure)."""
+    a = np.asarray(attention, dtype=float)
+    n_src, n_tgt = len(source_tokens), len(target_tokens)
+    width = max(n_src, n_tgt) - 1 or 1
+    xs = np.linspace(0, width, n_src) if n_src > 1 else np.array([width / 2])
+    xt = np.linspace(0, width, n_tgt) if n_tgt > 1 else np.array([width / 2])
+    fig = go.Figure()
+    # lines grouped into 10 opacity levels: 10 traces instead of one per pair
+    for level in range(10):
+        lo, hi = level / 10, (level + 1) / 10
+        x, y = [], []
+        for j in range(n_tgt):
+            for i in range(n_src):
+                w = a[j, i]
+                if w >= min_weight and lo <= w < hi + (1e-9 if level == 9 else 0):
+                    x += [xs[i], xt[j], None]
+                    y += [1, 0, None]
+        if x:
+            fig.add_trace(go.Scatter(x=x, y=y, mode="lines", hoverinfo="skip", showlegend=False,
+                                     line=dict(color=f"rgba(8,64,129,{max(hi, 0.08):.2f})", width=1 + 3 * hi)))
+    for xx, yy, toks, pos in ((xs, 1, source_tokens, "top center"), (xt, 0, target_tokens, "bottom center")):
+        fig.add_trace(go.Scatter(x=xx, y=[yy] * len(toks), mode="markers+text", text=[display_token(t) for t in toks],
+                                 textposition=pos, textfont=dict(size=15), marker=dict(size=7, color="#253494"),
+                                 hoverinfo="text", showlegend=False))
+    fig.update_xaxes(visible=False, range=[-0.8, width + 0.8])
+    fig.update_yaxes(visible=False, range=[-0.35, 1.35])
+    fig.update_layout(height=260, margin=dict(l=10, r=10, t=10, b=10), plot_bgcolor="white",
+                      annotations=[dict(x=-0.8, y=1.22, text="English", showarrow=False, xanchor="left"),
+                                   dict(x=-0.8, y=-0.22, text="French", showarrow=False, xanchor="left")])
+    return fig
+
+
+def token_bars(tokens: Sequence[str], values: Sequence[float], x_title: str, highlight: int | None = None,
+               height: int | None = None, value_format: str = ".3f") -> go.Figure:
+    """Horizontal bars, one per token in order (top to bottom); `highlight` is drawn darker."""
+    labels = [display_token(t) for t in tokens]
+    colors = ["#c7e9b4" if i != highlight else "#225ea8" for i in range(len(tokens))]
+    fig = go.Figure(go.Bar(x=list(values), y=list(range(len(tokens))), orientation="h", marker_color=colors,
+                           text=[f"{v:{value_format}}" for v in values], textposition="auto",
+                           hovertext=labels, hovertemplate="%{hovertext}: %{x:" + value_format + "}<extra></extra>"))
+    fig.update_yaxes(tickmode="array", tickvals=list(range(len(tokens))), ticktext=labels, autorange="reversed",
+                     tickfont=dict(size=14))
+    fig.update_xaxes(title_text=x_title)
+    fig.update_layout(height=height or max(220, 60 + 28 * len(tokens)), margin=dict(l=10, r=10, t=10, b=40),
+                      plot_bgcolor="white")
+    return fig
+
+
+def beam_tree_figure(tree: Sequence[dict], final_nodes: Sequence[int]) -> go.Figure:
+    """Every hypothesis kept at every step (x = step, y = rank); edges join a token to its
+    parent. Paths of the final n-best are drawn bold, the best one darkest."""
+    by_step: dict[int, list[int]] = {}
+    for n, node in enumerate(tree):
+        by_step.setdefault(node["step"], []).append(n)
+    pos = {}
+    for step, nodes in by_step.items():
+        for rank, n in enumerate(nodes):
+            pos[n] = (step + 1, rank)
+    pos[-1] = (0, 0)
+    on_path: dict[int, int] = {}
+    for rank, n in reversed(list(enumerate(final_nodes))):
+        while n >= 0:
+            on_path[n] = rank
+            n = tree[n]["parent"]
+    fig = go.Figure()
+    ex, ey, px, py = [], [], [], []
+    for n, node in enumerate(tree):
+        (x0, y0), (x1, y1) = pos[node["parent"]], pos[n]
+        (px if n in on_path else ex).extend([x0, x1, None])
+        (py if n in on_path else ey).extend([y0, y1, None])
+    fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", line=dict(color="#cccccc", width=1), hoverinfo="skip", showlegend=False))
+    fig.add_trace(go.Scatter(x=px, y=py, mode="lines", line=dict(color="#41b6c4", width=3), hoverinfo="skip",
+                             name="final n-best"))
+    best = []
+    n = final_nodes[0] if final_nodes else -1
+    while n >= 0:
+        best.append(n)
+        n = tree[n]["parent"]
+    bx = [pos[-1][0]] + [pos[n][0] for n in reversed(best)]
+    by = [pos[-1][1]] + [pos[n][1] for n in reversed(best)]
+    fig.add_trace(go.Scatter(x=bx, y=by, mode="lines", line=dict(color="#081d58", width=5), hoverinfo="skip", name="best"))
+    fig.add_trace(go.Scatter(
+        x=[pos[n][0] for n in range(len(tree))], y=[pos[n][1] for n in range(len(tree))], mode="markers+text",
+        text=[display_token(t["token"]) for t in tree], textposition="top center", textfont=dict(size=12),
+        marker=dict(size=[11 if n in on_path else 7 for n in range(len(tree))],
+                    color=["#d7301f" if t["finished"] else ("#225ea8" if n in on_path else "#969696")
+                           for n, t in enumerate(tree)]),
+        hovertext=[f"{display_token(t['token'])}<br>step {t['step'] + 1}<br>log p(prefix) = {t['log_prob']:.3f}"
+                   + ("<br>finished" if t["finished"] else "") for t in tree],
+        hovertemplate="%{hovertext}<extra></extra>", showlegend=False))
+    fig.update_xaxes(title_text="decoding step", dtick=1, range=[-0.5, max(p[0] for p in pos.values()) + 0.7])
+    fig.update_yaxes(title_text="rank in beam", autorange="reversed", dtick=1, range=[-0.8, max(p[1] for p in pos.values()) + 0.5])
+    fig.update_layout(height=max(300, 110 + 46 * (max(p[1] for p in pos.values()) + 1)),
+                      margin=dict(l=10, r=10, t=30, b=40), plot_bgcolor="white",
+                      legend=dict(orientation="h", y=1.08, x=0))
+    return fig

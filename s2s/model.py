@@ -1,0 +1,172 @@
+"""The encoder-decoder: a bidirectional recurrent encoder and an attentional decoder.
+
+Encoder (Sutskever et al. 2014, Cho et al. 2014, bidirectional as in Bahdanau et al. 2015):
+    h_i = [h_fwd_i ; h_bwd_i],  i = 1..m
+
+Decoder, one step j (Luong et al. 2015 with input feeding):
+    s_j      = Cell([E y_{j-1} ; h~_{j-1}], s_{j-1})      the recurrent state
+    c_j      = sum_i alpha_ij h_i                          attention context (see attention.py)
+    h~_j     = tanh(W_c [c_j ; s_j])                       context combined with the state
+    p(y_j|.) = softmax(E h~_j + b)                         output layer tied to the embedding
+
+h~_j is fed to the next step, so the decoder knows what it attended to before.
+With attention `none` (the RNNencdec baseline of Bahdanau et al.), c_j is the same
+fixed vector at every step: the final encoder state [h_fwd_m ; h_bwd_1]. Everything
+else is identical, so the two differ only in what the decoder can see of the source.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from .attention import ATTENTIONS, attend, make_scorer
+from .tokenizer import BOS, EOS, PAD
+
+CELLS = {"rnn": (nn.RNN, nn.RNNCell), "gru": (nn.GRU, nn.GRUCell), "lstm": (nn.LSTM, nn.LSTMCell)}
+
+State = tuple[torch.Tensor, ...]   # (h,) for RNN/GRU, (h, c) for LSTM
+
+
+@dataclass
+class ModelConfig:
+    vocab_size: int
+    emb_dim: int = 256
+    hidden: int = 256          # decoder state size; the encoder has hidden/2 per direction
+    attn_dim: int = 256
+    cell: str = "lstm"
+    attention: str = "additive"
+    dropout: float = 0.2
+
+    def __post_init__(self):
+        if self.cell not in CELLS:
+            raise ValueError(f"unknown cell {self.cell!r}; choose one of {', '.join(CELLS)}")
+        if self.attention not in ATTENTIONS:
+            raise ValueError(f"unknown attention {self.attention!r}; choose one of {', '.join(ATTENTIONS)}")
+        if self.hidden % 2:
+            raise ValueError("hidden must be even (it is split over the two encoder directions)")
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ModelConfig":
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Memory:
+    """What the decoder reads of one batch of source sentences (computed once)."""
+    states: torch.Tensor    # (B, S, H) encoder states h_i
+    keys: torch.Tensor | None   # (B, S, Dk) scorer keys, None without attention
+    mask: torch.Tensor      # (B, S) True at real positions
+    summary: torch.Tensor   # (B, H) final encoder state [h_fwd_m ; h_bwd_1]
+
+    def select(self, index: torch.Tensor) -> "Memory":
+        """Rows `index` of the batch (beam search repeats and reorders sentences)."""
+        return Memory(self.states.index_select(0, index),
+                      None if self.keys is None else self.keys.index_select(0, index),
+                      self.mask.index_select(0, index), self.summary.index_select(0, index))
+
+
+@dataclass
+class Step:
+    """One decoder step's outputs."""
+    logits: torch.Tensor            # (B, V)
+    state: State                    # new recurrent state s_j (and c for LSTM)
+    feed: torch.Tensor              # h~_j, fed to the next step
+    alpha: torch.Tensor | None      # (B, S) attention weights, None without attention
+
+
+class Seq2Seq(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        H, E = cfg.hidden, cfg.emb_dim
+        rnn, cell = CELLS[cfg.cell]
+        self.embed = nn.Embedding(cfg.vocab_size, E, padding_idx=PAD)   # joint vocabulary: shared
+        self.encoder = rnn(E, H // 2, batch_first=True, bidirectional=True)
+        self.bridge = nn.Linear(H, H)                                      # s_0 from the summary
+        self.bridge_c = nn.Linear(H, H) if cfg.cell == "lstm" else None
+        self.decoder = cell(E + E, H)                                      # [E y ; h~] -> s
+        self.scorer = None if cfg.attention == "none" else make_scorer(cfg.attention, H, H, cfg.attn_dim)
+        self.combine = nn.Linear(H + H, E, bias=False)                     # W_c [c ; s]
+        self.out_bias = nn.Parameter(torch.zeros(cfg.vocab_size))          # output weight = embedding
+        self.drop = nn.Dropout(cfg.dropout)
+
+    @property
+    def is_lstm(self) -> bool:
+        return self.cfg.cell == "lstm"
+
+    # ------------------------------------------------------------ encoder
+    def encode(self, src: torch.Tensor, src_len: torch.Tensor) -> tuple[Memory, State]:
+        """(B, S) padded source ids -> Memory and the decoder's initial state s_0."""
+        x = self.drop(self.embed(src))
+        packed = pack_padded_sequence(x, src_len.cpu(), batch_first=True, enforce_sorted=False)
+        out, final = self.encoder(packed)
+        states, _ = pad_packed_sequence(out, batch_first=True, total_length=src.size(1))
+        h_n = final[0] if self.is_lstm else final          # (2, B, H/2): forward, backward
+        summary = torch.cat([h_n[0], h_n[1]], dim=-1)
+        s0 = torch.tanh(self.bridge(summary))
+        if self.is_lstm:
+            c_n = final[1]
+            state: State = (s0, self.bridge_c(torch.cat([c_n[0], c_n[1]], dim=-1)))
+        else:
+            state = (s0,)
+        keys = None if self.scorer is None else self.scorer.keys(states)
+        return Memory(states, keys, src != PAD, summary), state
+
+    # ------------------------------------------------------------ decoder
+    def initial_feed(self, batch: int) -> torch.Tensor:
+        return self.embed.weight.new_zeros(batch, self.cfg.emb_dim)
+
+    def step(self, y_prev: torch.Tensor, state: State, feed: torch.Tensor, memory: Memory,
+             with_logits: bool = True) -> Step:
+        """One decoder step j (see the module docstring for the equations)."""
+        x = self.drop(torch.cat([self.embed(y_prev), feed], dim=-1))
+        if self.is_lstm:
+            state = self.decoder(x, state)
+        else:
+            state = (self.decoder(x, state[0]),)
+        s = state[0]
+        if self.scorer is None:
+            context, alpha = memory.summary, None
+        else:
+            context, alpha = attend(self.scorer, memory.keys, memory.states, memory.mask, s)
+        feed = torch.tanh(self.combine(torch.cat([context, s], dim=-1)))
+        logits = self.output(self.drop(feed)) if with_logits else feed
+        return Step(logits, state, feed, alpha)
+
+    def output(self, h: torch.Tensor) -> torch.Tensor:
+        """Logits E h~ + b, with the output weight tied to the input embedding."""
+        return F.linear(h, self.embed.weight, self.out_bias)
+
+    def forward(self, src: torch.Tensor, src_len: torch.Tensor, tgt_in: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Teacher forcing: (B, T) gold previous tokens -> logits (B, T, V), attention (B, T, S)."""
+        memory, state = self.encode(src, src_len)
+        feed = self.initial_feed(src.size(0))
+        feeds, alphas = [], []
+        for j in range(tgt_in.size(1)):
+            st = self.step(tgt_in[:, j], state, feed, memory, with_logits=False)
+            state, feed = st.state, st.feed
+            feeds.append(feed)
+            alphas.append(st.alpha)
+        # one big output matmul after the loop is much faster than one per step
+        logits = self.output(self.drop(torch.stack(feeds, dim=1)))
+        attn = None if self.scorer is None else torch.stack(alphas, dim=1)
+        return logits, attn
+
+
+def sequence_loss(logits: torch.Tensor, tgt_out: torch.Tensor, label_smoothing: float = 0.0,
+                  reduction: str = "sum") -> torch.Tensor:
+    """Cross-entropy -sum_j log p(y_j | y_<j, x) over non-pad target tokens."""
+    return F.cross_entropy(logits.reshape(-1, logits.size(-1)), tgt_out.reshape(-1),
+                           ignore_index=PAD, label_smoothing=label_smoothing, reduction=reduction)
+
+
+__all__ = ["ModelConfig", "Seq2Seq", "Memory", "Step", "sequence_loss", "BOS", "EOS", "PAD", "CELLS"]

@@ -1,0 +1,53 @@
+"""Input checks shared by the CLIs and the app: what text a model will accept.
+
+Users paste anything. Control characters (NUL, escape codes) and invisible bidi
+controls are removed, text is NFC-normalised, and anything empty or too long is
+refused with a message a person can act on (InputError), never a traceback.
+"""
+from __future__ import annotations
+
+import unicodedata
+
+MAX_CHARS = 1000          # a paragraph; the models were trained on inputs up to ~60 words
+MAX_SOURCE_TOKENS = 200   # subword pieces after tokenization
+MAX_DECODE_LEN = 250      # hard cap on generated pieces
+MAX_BEAM = 16
+MAX_TOP_K = 1000
+TEMPERATURE_RANGE = (0.05, 5.0)
+
+
+class InputError(ValueError):
+    """The user's input cannot be used; the message says why and what to do."""
+
+
+def clean_text(text: str, max_chars: int = MAX_CHARS, what: str = "text") -> str:
+    """NFC-normalise, drop control and format (bidi) characters, collapse white space."""
+    if not isinstance(text, str):
+        raise InputError(f"The {what} must be a string.")
+    if len(text) > 20 * max_chars:   # don't even normalise a whole book
+        raise InputError(f"The {what} is {len(text):,} characters long; the limit is {max_chars:,}. "
+                         "Try one or a few sentences.")
+    text = unicodedata.normalize("NFC", text)
+    kept = []
+    for ch in text:
+        cat = unicodedata.category(ch)
+        if ch in "\t\n\r" or cat == "Zs":
+            kept.append(" ")
+        elif cat in ("Cc", "Cf", "Cs", "Co", "Cn"):
+            continue     # NUL, escapes, zero-width and bidi controls, surrogates, unassigned
+        else:
+            kept.append(ch)
+    text = " ".join("".join(kept).split())
+    if not text:
+        raise InputError(f"The {what} is empty: type a sentence.")
+    if len(text) > max_chars:
+        raise InputError(f"The {what} is {len(text):,} characters long; the limit is {max_chars:,}. "
+                         "Try one or a few sentences.")
+    return text
+
+
+def check_range(name: str, value, lo, hi):
+    """Return `value` if lo <= value <= hi, else raise InputError naming the setting."""
+    if value is None or not (lo <= value <= hi):
+        raise InputError(f"{name} must be between {lo} and {hi} (got {value}).")
+    return value

@@ -1,0 +1,53 @@
+"""The one tokenizer wrapper: a joint English-French sentencepiece model.
+
+Ids 0-3 are reserved: <pad>, <unk>, <s> (BOS), </s> (EOS). The model file lives in each
+checkpoint folder as `spm.model`, so a checkpoint is self-contained.
+"""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Iterable
+
+import sentencepiece as spm
+
+PAD, UNK, BOS, EOS = 0, 1, 2, 3
+
+
+class Tokenizer:
+    def __init__(self, model_file: str | Path):
+        self.path = Path(model_file)
+        self.sp = spm.SentencePieceProcessor(model_file=str(self.path))
+
+    def __len__(self) -> int:
+        return self.sp.get_piece_size()
+
+    def encode(self, text: str) -> list[int]:
+        """Text -> piece ids (no BOS/EOS)."""
+        return self.sp.encode(text)
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return self.sp.decode([i for i in ids if i > EOS])
+
+    def piece(self, i: int) -> str:
+        return self.sp.id_to_piece(int(i))
+
+    def pieces(self, ids: Iterable[int]) -> list[str]:
+        return [self.piece(i) for i in ids]
+
+
+def train_tokenizer(sentences: Iterable[str], model_file: str | Path, vocab_size: int = 8000,
+                    character_coverage: float = 0.9999) -> Tokenizer:
+    """Train a unigram sentencepiece model on `sentences` and write it to `model_file`."""
+    buf = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(list(sentences)), model_writer=buf, vocab_size=vocab_size,
+        model_type="unigram", character_coverage=character_coverage,
+        pad_id=PAD, unk_id=UNK, bos_id=BOS, eos_id=EOS,
+        pad_piece="<pad>", unk_piece="<unk>", bos_piece="<s>", eos_piece="</s>",
+        input_sentence_size=400_000, shuffle_input_sentence=True, minloglevel=2,
+        hard_vocab_limit=False,
+    )
+    Path(model_file).parent.mkdir(parents=True, exist_ok=True)
+    Path(model_file).write_bytes(buf.getvalue())
+    return Tokenizer(model_file)

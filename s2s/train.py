@@ -1,0 +1,277 @@
+"""Train an English->French encoder-decoder on a Tatoeba-style TSV.
+
+    python -m s2s.train --data ../shared/data/tatoeba-en-fr/fra.txt --attention additive \\
+        --out checkpoints/en-fr-additive
+
+What it does, top to bottom:
+ 1. split the pairs by English sentence (deterministic; written to --split-dir) and train
+    the joint sentencepiece tokenizer on the train split, unless both already exist;
+ 2. train with teacher forcing and cross-entropy (label smoothing), Adam, linear warm-up
+    then cosine decay, gradient clipping; each epoch mixes single pairs with long pairs
+    (2-4 pairs joined) so the model sees inputs up to ~60 words;
+ 3. every --eval-every steps: validation loss, a resumable state in --work
+    (safetensors + JSON, no pickle), and at ~20 points the attention of 8 probe
+    sentences (the "training trace");
+ 4. at the end: export fp16 weights to --out and evaluate them on the test splits
+    (BLEU/chrF with beam search, by source length, perplexity) into metrics.json.
+Run it again with the same --work to resume after an interruption.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+from tqdm import tqdm
+
+from .checkpoint import Translator, load_translator, save_checkpoint
+from .data import read_pairs, split_pairs, token_batches, write_splits
+from .decode import forced
+from .evaluate import evaluate_pairs, perplexity
+from .model import ModelConfig, Seq2Seq, sequence_loss
+from .tokenizer import BOS, Tokenizer, train_tokenizer
+
+# Fixed probe pairs whose attention is recorded during training ("watch attention emerge").
+PROBES = [
+    ("I went to the lecture.", "Je suis allé au cours."),
+    ("The agreement on the European Economic Area was signed in August 1992.",
+     "L'accord sur la zone économique européenne a été signé en août 1992."),
+    ("Tom didn't want to go to school today.", "Tom ne voulait pas aller à l'école aujourd'hui."),
+    ("Where is the nearest train station?", "Où est la gare la plus proche ?"),
+    ("She has a big black dog.", "Elle a un gros chien noir."),
+    ("I think it's going to rain tomorrow.", "Je pense qu'il va pleuvoir demain."),
+    ("We should have left earlier, but we were waiting for my brother.",
+     "Nous aurions dû partir plus tôt, mais nous attendions mon frère."),
+    ("My grandmother lives in a small house near the sea.", "Ma grand-mère vit dans une petite maison près de la mer."),
+]
+
+
+def lr_at(step: int, total: int, peak: float, warmup: int) -> float:
+    """Linear warm-up to `peak`, then cosine decay to peak/20 at `total` steps."""
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    return peak * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def epoch_examples(singles: list, long_fraction: float, seed: int) -> list:
+    """All single pairs plus long_fraction * len(singles) pairs of 2-4 joined singles.
+    Joining the ids equals tokenizing the joined text: every sentence starts a new word."""
+    rng = random.Random(seed)
+    joined = []
+    for _ in range(int(long_fraction * len(singles))):
+        parts = rng.sample(singles, rng.randint(2, 4))
+        joined.append(([i for p in parts for i in p[0]], [i for p in parts for i in p[1]]))
+    return singles + joined
+
+
+# ---------------------------------------------------------------- resumable state, no pickle
+
+def save_state(work: Path, model: Seq2Seq, opt: torch.optim.Optimizer, meta: dict) -> None:
+    tensors = {f"model.{k}": v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    osd = opt.state_dict()
+    for i, st in osd["state"].items():
+        for k, v in st.items():
+            tensors[f"optim.{i}.{k}"] = torch.as_tensor(v).cpu().contiguous()
+    tensors["rng.torch"] = torch.get_rng_state()
+    tmp = work / "state.safetensors.tmp"
+    save_file(tensors, str(tmp))
+    tmp.replace(work / "state.safetensors")
+    meta = dict(meta, param_groups=osd["param_groups"])
+    (work / "state.json").write_text(json.dumps(meta))
+
+
+def load_state(work: Path, model: Seq2Seq, opt: torch.optim.Optimizer) -> dict:
+    tensors = load_file(str(work / "state.safetensors"))
+    meta = json.loads((work / "state.json").read_text())
+    model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
+    state: dict = {}
+    for k, v in tensors.items():
+        if k.startswith("optim."):
+            _, i, name = k.split(".", 2)
+            state.setdefault(int(i), {})[name] = v
+    opt.load_state_dict({"state": state, "param_groups": meta.pop("param_groups")})
+    torch.set_rng_state(tensors["rng.torch"])
+    return meta
+
+
+# ---------------------------------------------------------------- training
+
+@torch.no_grad()
+def valid_loss(model: Seq2Seq, examples: list, max_tokens: int) -> float:
+    model.eval()
+    nll, n = 0.0, 0
+    for b in token_batches(examples, max_tokens, BOS, seed=0, shuffle=False):
+        logits, _ = model(b.src, b.src_len, b.tgt_in)
+        nll += float(sequence_loss(logits, b.tgt_out))
+        n += b.n_tokens
+    model.train()
+    return nll / max(n, 1)
+
+
+def probe_trace(tr: Translator, step: int) -> dict:
+    """Attention of the probe pairs under forced decoding of their references (fixed shapes)."""
+    tr.model.eval()
+    rows = []
+    for src, ref in PROBES:
+        d = forced(tr, src, ref)
+        rows.append({"log_prob": round(d.log_prob, 3),
+                     "attention": None if d.attention is None else np.round(d.attention, 3).tolist()})
+    tr.model.train()
+    return {"step": step, "probes": rows}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m s2s.train", description=__doc__.splitlines()[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    p.add_argument("--data", required=True, help="english<TAB>french TSV (e.g. ../shared/data/tatoeba-en-fr/fra.txt)")
+    p.add_argument("--out", required=True, help="checkpoint folder to write, e.g. checkpoints/en-fr-additive")
+    p.add_argument("--split-dir", default="data/tatoeba", help="where the splits and the tokenizer are kept")
+    p.add_argument("--valid-pairs", type=int, default=1000, help="English sentences held out for validation")
+    p.add_argument("--test-pairs", type=int, default=2000, help="English sentences held out for testing")
+    p.add_argument("--work", help="resumable training state (default runs/<out name>)")
+    p.add_argument("--name", help="model name (default: the --out folder's name)")
+    p.add_argument("--description", default="", help="one line for the model registry")
+    p.add_argument("--attention", default="additive", choices=["none", "dot", "general", "additive", "scaled-dot"])
+    p.add_argument("--cell", default="lstm", choices=["rnn", "gru", "lstm"])
+    p.add_argument("--emb", type=int, default=256)
+    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--vocab", type=int, default=8000)
+    p.add_argument("--dropout", type=float, default=0.2)
+    p.add_argument("--label-smoothing", type=float, default=0.1)
+    p.add_argument("--steps", type=int, default=2000, help="optimizer steps (the schedule's length)")
+    p.add_argument("--max-tokens", type=int, default=2400, help="target tokens per batch")
+    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--warmup", type=int, default=150)
+    p.add_argument("--clip", type=float, default=1.0)
+    p.add_argument("--long-fraction", type=float, default=0.1, help="joined pairs per epoch, as a fraction of single pairs")
+    p.add_argument("--eval-every", type=int, default=100)
+    p.add_argument("--trace-points", type=int, default=20)
+    p.add_argument("--test-beam", type=int, default=5)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's default)")
+    p.add_argument("--no-eval", action="store_true", help="skip the final test evaluation")
+    a = p.parse_args(argv)
+
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+    out = Path(a.out)
+    name = a.name or out.name
+    work = Path(a.work or Path("runs") / name)
+    work.mkdir(parents=True, exist_ok=True)
+    log = open(work / "train.log", "a")
+
+    def say(msg: str) -> None:
+        tqdm.write(msg)
+        log.write(f"{time.strftime('%H:%M:%S')} {msg}\n")
+        log.flush()
+
+    # 1. data and tokenizer
+    split_dir = Path(a.split_dir)
+    if not (split_dir / "test_long.tsv").is_file():
+        write_splits(split_pairs(read_pairs(a.data), a.valid_pairs, a.test_pairs), split_dir)
+    train_pairs, valid_pairs = read_pairs(split_dir / "train.tsv"), read_pairs(split_dir / "valid.tsv")
+    spm_file = split_dir / "spm.model"
+    if not spm_file.is_file():
+        train_tokenizer([s for s, _ in train_pairs] + [t for _, t in train_pairs], spm_file, a.vocab)
+    tok = Tokenizer(spm_file)
+    singles = [(tok.encode(s), tok.encode(t)) for s, t in train_pairs]
+    valid = [(tok.encode(s), tok.encode(t)) for s, t in valid_pairs]
+    say(f"{name}: {len(singles)} train pairs, {len(valid)} valid, vocab {len(tok)}")
+
+    # 2. model, optimizer, resumable state
+    cfg = ModelConfig(len(tok), a.emb, a.hidden, a.hidden, a.cell, a.attention, a.dropout)
+    model = Seq2Seq(cfg)
+    opt = torch.optim.Adam(model.parameters(), lr=a.lr)
+    meta = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "tokens": 0, "seconds": 0.0, "curves": [], "trace": []}
+    if (work / "state.safetensors").is_file():
+        meta = load_state(work, model, opt)
+        say(f"resumed at step {meta['step']}")
+    say(f"{sum(p.numel() for p in model.parameters()):,} parameters: {json.dumps(cfg.to_dict())}")
+    tr = Translator(name, out, model, tok, {})
+    trace_every = max(1, a.steps // a.trace_points)
+
+    model.train()
+    bar = tqdm(total=a.steps, initial=meta["step"], desc=name, unit="step", dynamic_ncols=True)
+    t_start, seconds0 = time.time(), meta["seconds"]
+    loss_sum, tok_sum = 0.0, 0
+    if meta["step"] == 0:
+        meta["trace"].append(probe_trace(tr, 0))
+    while meta["step"] < a.steps:
+        examples = epoch_examples(singles, a.long_fraction, a.seed * 1000 + meta["epoch"])
+        batches = token_batches(examples, a.max_tokens, BOS, seed=a.seed * 1000 + meta["epoch"])
+        for bi, batch in enumerate(batches):
+            if bi < meta["batch_in_epoch"]:
+                continue    # resuming inside an epoch: same order, skip what was done
+            for g in opt.param_groups:
+                g["lr"] = lr_at(meta["step"], a.steps, a.lr, a.warmup)
+            logits, _ = model(batch.src, batch.src_len, batch.tgt_in)
+            loss = sequence_loss(logits, batch.tgt_out, a.label_smoothing)
+            opt.zero_grad(set_to_none=True)
+            (loss / batch.n_tokens).backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), a.clip)
+            opt.step()
+            meta["step"] += 1
+            meta["batch_in_epoch"] = bi + 1
+            meta["tokens"] += batch.n_tokens
+            loss_sum, tok_sum = loss_sum + loss.item(), tok_sum + batch.n_tokens
+            bar.update(1)
+            step = meta["step"]
+            if step % trace_every == 0 or step == a.steps:
+                meta["trace"].append(probe_trace(tr, step))
+            if step % a.eval_every == 0 or step == a.steps:
+                meta["seconds"] = seconds0 + time.time() - t_start
+                vl = valid_loss(model, valid, 4000)
+                row = {"step": step, "train_loss": round(loss_sum / tok_sum, 4), "valid_loss": round(vl, 4),
+                       "valid_ppl": round(math.exp(vl), 3), "tokens": meta["tokens"],
+                       "minutes": round(meta["seconds"] / 60, 2),
+                       "tokens_per_s": round(meta["tokens"] / max(meta["seconds"], 1e-9))}
+                meta["curves"].append(row)
+                loss_sum, tok_sum = 0.0, 0
+                bar.set_postfix(valid_ppl=row["valid_ppl"], tok_s=row["tokens_per_s"])
+                say(json.dumps(row))
+                save_state(work, model, opt, meta)
+            if step >= a.steps:
+                break
+        else:
+            meta["epoch"] += 1
+            meta["batch_in_epoch"] = 0
+    bar.close()
+
+    # 4. export fp16 and evaluate what was exported
+    model.eval()
+    metrics = {"name": name, "train": {k: v for k, v in vars(a).items() if k not in ("threads",)},
+               "parameters": sum(p.numel() for p in model.parameters()),
+               "train_minutes": round(meta["seconds"] / 60, 2), "train_tokens": meta["tokens"],
+               "curves": meta["curves"],
+               "trace": {"probes": [{"source": s, "reference": r,
+                                     "source_tokens": tok.pieces(tok.encode(s)) + ["</s>"],
+                                     "target_tokens": tok.pieces(tok.encode(r)) + ["</s>"]} for s, r in PROBES],
+                         "points": meta["trace"]}}
+    save_checkpoint(model, spm_file, out, name, a.description, metrics)
+    if not a.no_eval:
+        shipped = load_translator(out)
+        test = {}
+        for split in ("test", "test_joined3", "test_long"):
+            pairs = read_pairs(split_dir / f"{split}.tsv")
+            t0 = time.time()
+            test[split] = evaluate_pairs(shipped, pairs, a.test_beam)
+            test[split]["perplexity"] = round(perplexity(shipped, pairs), 3)
+            say(f"{split}: BLEU {test[split]['bleu']} chrF {test[split]['chrf']} "
+                f"ppl {test[split]['perplexity']} ({time.time() - t0:.0f}s)")
+        metrics["test"] = test
+        save_checkpoint(model, spm_file, out, name, a.description, metrics)
+    say(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

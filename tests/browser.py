@@ -1,0 +1,91 @@
+"""Real-browser helpers: start `streamlit run app.py` on loopback and drive Debian's
+Chromium with Playwright (no browser download: executable_path=/usr/bin/chromium)."""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def streamlit_server(env: dict | None = None, timeout: float = 90):
+    """Yield the URL of a fresh `streamlit run app.py`; stop it afterwards."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+         "--server.fileWatcherType", "none"],
+        cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + timeout
+        while True:
+            try:
+                if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
+                    break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError("streamlit did not start: " + proc.stdout.read().decode(errors="replace")[-2000:])
+            time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@contextlib.contextmanager
+def browser():
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+HEATMAP = "[class*='st-key-heatmap'] .js-plotly-plot, .stPlotlyChart .js-plotly-plot"
+
+
+def open_app(b, url: str, width: int = 1400, height: int = 1000, path: str = ""):
+    page = b.new_page(viewport={"width": width, "height": height})
+    page.goto(url + path)
+    page.wait_for_selector(".js-plotly-plot", timeout=90_000)
+    return page
+
+
+def translate_in_page(page, text: str, expect_word: str, timeout_ms: int = 30_000) -> float:
+    """Type `text`, press Translate; return ms until the heatmap shows `expect_word` on its axis."""
+    area = page.get_by_role("textbox", name="English text")
+    area.fill(text)
+    t = time.perf_counter()
+    page.get_by_role("button", name="Translate", exact=True).click()
+    page.wait_for_function(
+        """word => [...document.querySelectorAll('.js-plotly-plot .xtick text')]
+                    .some(e => e.textContent === word)""", arg=expect_word, timeout=timeout_ms)
+    return (time.perf_counter() - t) * 1000
+
+
+def exceptions(page) -> list[str]:
+    return [e.inner_text() for e in page.query_selector_all('[data-testid="stException"]')]

@@ -1,0 +1,91 @@
+"""Shared fixtures: tiny data generated here and tiny models trained on it.
+
+Nothing here needs ../shared: the reversal task ("c a f" -> "f a c") is generated, and a
+tiny model learns it through the real `python -m s2s.train` entry point in seconds.
+"""
+from __future__ import annotations
+
+import os
+import random
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+
+from s2s import train as train_cli  # noqa: E402
+from s2s.checkpoint import load_translator, save_checkpoint  # noqa: E402
+from s2s.model import ModelConfig, Seq2Seq  # noqa: E402
+from s2s.tokenizer import train_tokenizer  # noqa: E402
+
+LETTERS = "abcdefghij"
+
+
+def reversal_pairs(n: int, seed: int = 0, lo: int = 3, hi: int = 7) -> list[tuple[str, str]]:
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(n):
+        words = [rng.choice(LETTERS) for _ in range(rng.randint(lo, hi))]
+        pairs.append((" ".join(words), " ".join(reversed(words))))
+    return pairs
+
+
+def write_tsv(pairs, path: Path) -> Path:
+    path.write_text("".join(f"{s}\t{t}\n" for s, t in pairs), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
+def reversal_tsv(tmp_path_factory) -> Path:
+    return write_tsv(reversal_pairs(6000), tmp_path_factory.mktemp("data") / "reversal.tsv")
+
+
+def train_tiny(tsv: Path, root: Path, attention: str, steps: int) -> Path:
+    out = root / f"tiny-{attention}"
+    rc = train_cli.main([
+        "--data", str(tsv), "--out", str(out), "--split-dir", str(root / "split"), "--work", str(root / f"work-{attention}"),
+        "--attention", attention, "--vocab", "40", "--emb", "32", "--hidden", "64", "--dropout", "0.0",
+        "--label-smoothing", "0", "--steps", str(steps), "--max-tokens", "600", "--lr", "0.01", "--warmup", "20",
+        "--eval-every", "50", "--trace-points", "4", "--valid-pairs", "100", "--test-pairs", "100",
+        "--long-fraction", "0", "--test-beam", "2", "--description", f"tiny reversal model ({attention})"])
+    assert rc == 0
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_root(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("ckpt")
+
+
+@pytest.fixture(scope="session")
+def tiny_additive(reversal_tsv, tiny_root) -> Path:
+    """A checkpoint folder of a tiny additive-attention model trained to reverse letters."""
+    return train_tiny(reversal_tsv, tiny_root, "additive", 300)
+
+
+@pytest.fixture(scope="session")
+def tiny_none(reversal_tsv, tiny_root) -> Path:
+    """The same without attention (trained briefly: its tests only need a working checkpoint)."""
+    return train_tiny(reversal_tsv, tiny_root, "none", 20)
+
+
+@pytest.fixture(scope="session")
+def untrained_translators(tmp_path_factory):
+    """One untrained checkpoint per attention function, sharing a tiny tokenizer."""
+    root = tmp_path_factory.mktemp("untrained")
+    pairs = reversal_pairs(500, seed=1)
+    spm_file = root / "spm.model"
+    vocab = len(train_tokenizer([s for s, _ in pairs] + [t for _, t in pairs], spm_file, vocab_size=40))
+    out = {}
+    for i, att in enumerate(["none", "dot", "general", "additive", "scaled-dot"]):
+        torch.manual_seed(i)
+        model = Seq2Seq(ModelConfig(vocab_size=vocab, emb_dim=16, hidden=24, attn_dim=20,
+                                    attention=att, dropout=0.0))
+        path = save_checkpoint(model, spm_file, root / att, att, f"untrained {att}")
+        out[att] = load_translator(path)
+    return out
+

@@ -1,0 +1,219 @@
+"""AppTest: each control of the Translate page, on a zoo of tiny checkpoints made by the tests.
+
+The zoo has the five shipped names (en-fr-none, -dot, -general, -additive, -scaled-dot)
+so the page runs exactly as with the real models; `test_shipped_models_smoke` runs it on
+the real checkpoints too.
+"""
+import base64
+import json
+import shutil
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def zoo(tmp_path_factory, tiny_additive, tiny_none, untrained_translators):
+    root = tmp_path_factory.mktemp("zoo")
+    shutil.copytree(tiny_additive, root / "en-fr-additive")
+    shutil.copytree(tiny_none, root / "en-fr-none")
+    for att in ("dot", "general", "scaled-dot"):
+        shutil.copytree(untrained_translators[att].path, root / f"en-fr-{att}")
+    return root
+
+
+@pytest.fixture
+def app(zoo, monkeypatch):
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(zoo))
+
+    def make(**query) -> AppTest:
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+        for k, v in query.items():
+            at.query_params[k] = v
+        return at.run()
+    return make
+
+
+def chart(at, key):
+    for c in at.get("plotly_chart"):
+        if c.proto.id and key in c.proto.id:
+            return json.loads(c.proto.spec)
+    return None
+
+
+def array(v) -> np.ndarray:
+    """A plotly array from a chart spec: a list, or plotly's base64 typed array."""
+    if isinstance(v, dict) and "bdata" in v:
+        shape = [int(x) for x in str(v.get("shape", "-1")).split(",")]
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"])).reshape(shape)
+    return np.asarray(v)
+
+
+def texts(at) -> str:
+    return "\n".join([m.value for m in at.markdown] + [c.value for c in at.caption] + [i.value for i in at.info]
+                     + [w.value for w in at.warning])
+
+
+def translation(at) -> str:
+    return [m.value for m in at.markdown if "s2s-text" in m.value][0]
+
+
+def submit(at, **values) -> AppTest:
+    for key, value in values.items():
+        _widget(at, key).set_value(value)
+    [b for b in at.button if b.label == "Translate"][0].click()
+    return at.run()
+
+
+def _widget(at, key):
+    w = at.get_by_key(key)
+    return w[0] if isinstance(w, list) else w
+
+
+def test_first_view_translates_the_example_and_draws_the_heatmap(app):
+    at = app()
+    assert not at.exception
+    assert at.title[0].value == "Translate & Align"
+    assert chart(at, "heatmap") is not None
+    assert "Device: **CPU**" in "\n".join(c.value for c in at.sidebar.caption)
+    assert [d for d in at.get("download_button")], "CSV and JSON downloads are offered"
+
+
+def test_submit_translates_and_puts_settings_in_the_url(app):
+    at = submit(app(), text="a b c d")
+    assert not at.exception
+    assert ">d c b a<" in translation(at)
+    assert at.query_params["text"] in ("a b c d", ["a b c d"])
+    spec = chart(at, "heatmap")
+    z = array(spec["data"][0]["z"])
+    assert z.shape == (5, 5) and np.allclose(z.sum(1), 1, atol=1e-3)   # 4 words + </s>, rows sum to 1
+
+
+def test_beam_search_shows_nbest_and_tree(app):
+    at = submit(app(), text="a b c", method="beam", beam=4, nbest=3)
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert list(table["rank"]) == [1, 2, 3] and table["translation"][0] == "c b a"
+    assert chart(at, "beam_tree") is not None
+
+
+def test_sampling_is_reproducible_with_its_seed(app):
+    at = submit(app(), text="a b c d e f", method="sample", temp=2.0, topk=5, seed=11)
+    first = translation(at)
+    at = submit(at, text="a b c d e f")
+    assert translation(at) == first and not at.exception
+
+
+def test_shared_link_restores_the_view(app):
+    at = app(text="e f g", method="beam", beam="3", nbest="2", view="pieces")
+    assert not at.exception
+    assert _widget(at, "beam").value == 3 and _widget(at, "method").value == "beam"
+    assert ">g f e<" in translation(at)
+    ticks = chart(at, "heatmap")["layout"]["xaxis"]["ticktext"]
+    assert ticks[0].startswith("▁")            # subword view keeps the word-start marker
+
+
+def test_bad_link_values_are_ignored_with_a_note(app):
+    at = app(beam="99", method="teleport", text="a b")
+    assert not at.exception
+    assert "Ignored the link's beam" in texts(at) and "Ignored the link's method" in texts(at)
+    assert _widget(at, "beam").value == 5
+
+
+@pytest.mark.parametrize("text,message", [("", "empty"), ("\x00\x07\u200b", "empty"), ("a b " * 240, "limit")])
+def test_bad_input_gets_a_message(app, text, message):
+    at = submit(app(), text=text)
+    assert not at.exception
+    assert any(message in w.value for w in at.warning)
+
+
+def test_html_is_shown_as_text(app):
+    at = submit(app(), text="<b>a</b> <script>alert(1)</script>")
+    assert not at.exception
+    out = translation(at)
+    assert "<b>" not in out.replace("<div", "").split(">", 1)[1] and "<script>" not in out
+
+
+def test_none_model_says_there_is_no_alignment(app):
+    at = app()
+    at.sidebar.selectbox[0].set_value("en-fr-none").run()
+    assert not at.exception
+    assert "no attention" in texts(at)
+    assert chart(at, "heatmap") is None
+
+
+def test_words_and_pieces_toggle(app):
+    at = submit(app(), text="a b c")
+    words = chart(at, "heatmap")["layout"]["xaxis"]["ticktext"]
+    _widget(at, "view").set_value("pieces")
+    at.run()
+    pieces = chart(at, "heatmap")["layout"]["xaxis"]["ticktext"]
+    assert words == ["a", "b", "c", "&lt;/s&gt;"] and pieces == ["▁a", "▁b", "▁c", "&lt;/s&gt;"]
+
+
+def test_step_slider_and_live_decoding(app):
+    at = submit(app(), text="a b c")
+    _widget(at, "step").set_value(1)
+    at.run()
+    assert "Step **1** of 4" in texts(at)
+    assert chart(at, "step_attn") is not None and chart(at, "step_top") is not None
+    _widget(at, "delay").set_value(0.0)
+    [b for b in at.button if "Play decoding" in b.label][0].click()
+    at.run()
+    assert not at.exception and chart(at, "live3") is not None   # one frame per decoder step
+
+
+def test_forced_decoding_scores_a_reference(app):
+    at = submit(app(), text="a b c")
+    _widget(at, "reference").set_value("c b a")
+    [b for b in at.button if b.label == "Score this translation"][0].click()
+    at.run()
+    assert not at.exception
+    assert "log p(reference)" in texts(at)
+    assert chart(at, "forced_heatmap") is not None and chart(at, "forced_lp") is not None
+
+
+def test_compare_attention_functions(app):
+    at = submit(app(), text="a b c")
+    page = texts(at)
+    for score in ("dot", "general", "additive", "scaled-dot"):
+        assert f"**{score}** · entropy" in page
+        assert chart(at, f"cmp_{score}") is not None
+    assert "Argmax alignment" in page
+
+
+def test_alignment_lines_and_training_trace(app):
+    at = app()
+    assert chart(at, "lines") is not None
+    _widget(at, "trace_step").set_value(0)
+    at.run()
+    assert "after 0 training steps" in json.dumps(chart(at, "trace_heatmap")["layout"]["title"])
+
+
+def test_a_broken_checkpoint_is_reported_and_the_others_work(zoo, tmp_path, monkeypatch):
+    shutil.copytree(zoo, tmp_path / "zoo")
+    (tmp_path / "zoo" / "en-fr-broken").mkdir()
+    (tmp_path / "zoo" / "en-fr-broken" / "config.json").write_text("{")
+    (tmp_path / "zoo" / "en-fr-dot" / "model.safetensors").write_bytes(b"truncated")
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(tmp_path / "zoo"))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    assert not at.exception
+    assert any("en-fr-broken" in w.value for w in at.sidebar.warning)
+    assert chart(at, "heatmap") is not None
+    # the compare tab names the corrupt model and still draws the others
+    assert any("en-fr-dot" in w.value and "corrupt" in w.value for w in at.warning)
+    assert chart(at, "cmp_additive") is not None
+
+
+@pytest.mark.skipif(not (ROOT / "checkpoints" / "en-fr-additive" / "metrics.json").is_file(),
+                    reason="needs the shipped checkpoints")
+def test_shipped_models_smoke(monkeypatch):
+    monkeypatch.delenv("S2S_CHECKPOINTS", raising=False)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90).run()
+    assert not at.exception
+    assert chart(at, "heatmap") is not None
+    at = submit(at, text="I went to the lecture.")
+    assert "cours" in translation(at) or "conférence" in translation(at)

@@ -1,0 +1,67 @@
+"""A real headless Chromium driving `streamlit run app.py` through the main flows."""
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from browser import CHROMIUM, browser, exceptions, open_app, streamlit_server, translate_in_page
+from conftest import ROOT
+
+if not Path(CHROMIUM).exists():
+    if os.environ.get("CI"):
+        raise RuntimeError("CI needs Debian's chromium for the browser tests: apt-get install -y chromium")
+    pytest.skip("chromium is not installed (apt-get install -y chromium)", allow_module_level=True)
+
+SHIPPED = (ROOT / "checkpoints" / "en-fr-additive" / "metrics.json").is_file()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, tiny_additive, tiny_none):
+    """The app on the shipped checkpoints, or on tiny ones where those are not there yet."""
+    env = {}
+    if not SHIPPED:
+        zoo = tmp_path_factory.mktemp("zoo")
+        shutil.copytree(tiny_additive, zoo / "en-fr-additive")
+        shutil.copytree(tiny_none, zoo / "en-fr-none")
+        env["S2S_CHECKPOINTS"] = str(zoo)
+    with streamlit_server(env) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def chrome():
+    with browser() as b:
+        yield b
+
+
+def test_type_a_sentence_and_see_the_heatmap(server, chrome, tmp_path):
+    page = open_app(chrome, server)
+    text, last = ("Where is the nearest train station?", "station?") if SHIPPED else ("a b c d e f", "f")
+    ms = translate_in_page(page, text, last)
+    print(f"submit -> heatmap: {ms:.0f} ms")
+    assert exceptions(page) == []
+    shown = page.locator(".s2s-text").first.inner_text()
+    assert shown.strip()
+    page.screenshot(path=str(tmp_path / "translate.png"))
+
+
+def test_user_html_is_never_rendered_as_markup(server, chrome):
+    page = open_app(chrome, server)
+    translate_in_page(page, '<img src=x onerror="window.pwned=1"> <b>bold</b> a', "a")
+    assert exceptions(page) == []
+    assert page.evaluate("window.pwned") is None
+    # the only <img>/<b> elements in the app are Streamlit's own, none inside our text blocks
+    assert page.locator(".s2s-text img, .s2s-text b").count() == 0
+    # heatmap labels are escaped: "</s>" shows as text (unescaped, plotly would drop it as a tag)
+    labels = page.eval_on_selector_all(".js-plotly-plot .xtick text", "els => els.map(e => e.textContent)")
+    assert "</s>" in labels
+    assert page.locator(".js-plotly-plot .xtick text tspan[style*='bold']").count() == 0
+
+
+def test_a_shared_link_reproduces_the_view(server, chrome):
+    text = "She has a big black dog." if SHIPPED else "a b c"
+    page = open_app(chrome, server, path="/?method=beam&beam=3&nbest=2&text=" + text.replace(" ", "+"))
+    page.wait_for_selector("[data-testid='stDataFrame']", timeout=60_000)   # the n-best table of beam search
+    assert page.get_by_role("textbox", name="English text").input_value() == text
+    assert exceptions(page) == []

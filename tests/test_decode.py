@@ -1,0 +1,131 @@
+import numpy as np
+import pytest
+import torch
+
+from s2s.data import make_batch
+from s2s.decode import beam_search, forced, greedy, greedy_batch, sample, translate
+from s2s.model import sequence_loss
+from s2s.text import InputError
+from s2s.tokenizer import BOS, EOS
+
+ATTENTIONS = ["none", "dot", "general", "additive", "scaled-dot"]
+TEXTS = ["a b c", "j i h g f e d", "c"]
+
+
+@pytest.mark.parametrize("att", ATTENTIONS)
+def test_beam_width_one_equals_greedy(untrained_translators, att):
+    tr = untrained_translators[att]
+    for text in TEXTS:
+        g, b = greedy(tr, text), beam_search(tr, text, width=1)
+        assert b.target_ids == g.target_ids
+        assert b.log_prob == pytest.approx(g.log_prob, abs=1e-4)
+        if att != "none":
+            assert np.allclose(b.attention, g.attention, atol=1e-6)
+
+
+def test_beam_width_one_equals_greedy_on_a_trained_model(tiny_additive):
+    from s2s.checkpoint import load_translator
+    tr = load_translator(tiny_additive)
+    for text in ["a b c d", "j a j a i", "e"]:
+        assert beam_search(tr, text, width=1).translation == greedy(tr, text).translation
+
+
+@pytest.mark.parametrize("att", ATTENTIONS)
+def test_forced_log_prob_is_negative_cross_entropy(untrained_translators, att):
+    tr = untrained_translators[att]
+    src, ref = "a b c d", "d c b a"
+    d = forced(tr, src, ref)
+    batch = make_batch([(tr.tokenizer.encode(src), tr.tokenizer.encode(ref))], BOS)
+    with torch.no_grad():
+        logits, attn = tr.model(batch.src, batch.src_len, batch.tgt_in)
+    assert d.log_prob == pytest.approx(-float(sequence_loss(logits, batch.tgt_out)), abs=1e-4)
+    assert d.target_ids == batch.tgt_out[0].tolist()
+    if att == "none":
+        assert d.attention is None and attn is None
+    else:
+        assert np.allclose(d.attention, attn[0].numpy(), atol=1e-5)
+
+
+@pytest.mark.parametrize("att", ATTENTIONS[1:])
+def test_attention_matrix_is_target_by_source_and_rows_sum_to_one(untrained_translators, att):
+    tr = untrained_translators[att]
+    for d in (greedy(tr, "a b c"), beam_search(tr, "a b c", width=3), sample(tr, "a b c", seed=1)):
+        assert d.attention.shape == (len(d.target_tokens), len(d.source_tokens))
+        assert np.allclose(d.attention.sum(1), 1.0, atol=1e-5)
+        assert d.source_tokens[-1] == "</s>"
+        assert d.states.shape[0] == len(d.target_tokens)
+        assert len(d.token_log_probs) == len(d.target_tokens)
+
+
+def test_trained_model_reverses_and_attends_to_the_mirror_position(tiny_additive):
+    from s2s.checkpoint import load_translator
+    tr = load_translator(tiny_additive)
+    d = greedy(tr, "a b c d e")
+    assert d.translation == "e d c b a"
+    # output word k comes from input word n-1-k: the alignment is the anti-diagonal
+    words = [i for i, t in enumerate(d.target_tokens) if t != "</s>"]
+    argmax = d.attention[words].argmax(1)
+    assert list(argmax) == [4, 3, 2, 1, 0]
+    # the step view records the top next tokens, the chosen one first for greedy
+    assert d.step_top[0][0][0] == d.target_tokens[0]
+
+
+def test_beam_nbest_is_sorted_and_tree_is_consistent(tiny_additive):
+    from s2s.checkpoint import load_translator
+    tr = load_translator(tiny_additive)
+    d = beam_search(tr, "a b c d", width=4, n_best=3)
+    assert len(d.nbest) == 3
+    scores = [h.score for h in d.nbest]
+    assert scores == sorted(scores, reverse=True)
+    assert d.nbest[0].translation == d.translation == "d c b a"
+    for node in d.beam_tree:
+        assert node["parent"] < 0 or d.beam_tree[node["parent"]]["step"] == node["step"] - 1
+    assert any(n["finished"] for n in d.beam_tree)
+
+
+def test_sampling_is_seeded_and_top_k_one_is_greedy(tiny_additive):
+    from s2s.checkpoint import load_translator
+    tr = load_translator(tiny_additive)
+    a = sample(tr, "a b c d e f", temperature=2.0, seed=7)
+    b = sample(tr, "a b c d e f", temperature=2.0, seed=7)
+    assert a.target_ids == b.target_ids
+    many = {sample(tr, "a b c d e f", temperature=3.0, seed=s).translation for s in range(12)}
+    assert len(many) > 1, "high temperature should vary with the seed"
+    assert sample(tr, "a b c d e f", top_k=1, seed=3).translation == greedy(tr, "a b c d e f").translation
+
+
+def test_batched_greedy_equals_greedy(tiny_additive):
+    from s2s.checkpoint import load_translator
+    tr = load_translator(tiny_additive)
+    texts = ["a b c", "j i h g f e d", "c", "b b a a", "e f g h i j a b"]
+    assert greedy_batch(tr, texts, batch_size=2) == [greedy(tr, t).translation for t in texts]
+
+
+def test_max_len_stops_decoding(untrained_translators):
+    tr = untrained_translators["additive"]
+    d = greedy(tr, "a b c", max_len=2)
+    assert len(d.target_ids) <= 2
+
+
+@pytest.mark.parametrize("kw", [dict(method="beam", width=0), dict(method="beam", width=17),
+                                dict(method="sample", temperature=0.0), dict(method="sample", top_k=-1),
+                                dict(method="greedy", max_len=0), dict(method="greedy", max_len=10_000),
+                                dict(method="teleport")])
+def test_out_of_range_settings_are_refused(untrained_translators, kw):
+    with pytest.raises(InputError):
+        translate(untrained_translators["dot"], "a b", **kw)
+
+
+@pytest.mark.parametrize("text", ["", " \n\t ", "\x00\x1b\x07\u200f", "x" * 20_000, "a" * 5000])
+def test_bad_text_is_refused_with_a_message(untrained_translators, text):
+    with pytest.raises(InputError) as e:
+        greedy(untrained_translators["dot"], text)
+    assert "limit" in str(e.value) or "empty" in str(e.value)
+
+
+def test_odd_characters_translate(untrained_translators):
+    tr = untrained_translators["dot"]
+    d = greedy(tr, "a 😀 b <b>x</b> \u202e c", max_len=30)
+    assert "<unk>" in d.source_tokens          # unknown characters become <unk>, not an error
+    assert "\u202e" not in "".join(d.source_tokens)
+    assert 1 <= len(d.target_ids) <= 30

@@ -1,0 +1,113 @@
+"""Streamlit glue shared by the pages: cached model loading and the sidebar model picker.
+
+Models are cached with st.cache_resource, so switching pages or models never reloads
+what is already loaded. Everything that computes lives in s2s/.
+"""
+from __future__ import annotations
+
+import streamlit as st
+import torch
+
+from s2s.checkpoint import (CheckpointError, CheckpointInfo, Translator, checkpoint_root, default_device,
+                            list_checkpoints, load_translator)
+
+# One thread per request: batch-1 decoding gains little from more, and a shared server
+# with several users stays responsive when no request grabs every core.
+torch.set_num_threads(1)
+
+DEFAULT_MODEL = "en-fr-additive"
+
+
+@st.cache_resource(show_spinner="Loading the model…", max_entries=16)
+def load_path(path: str) -> Translator:
+    return load_translator(path)
+
+
+def load_model(name: str) -> Translator:
+    """A checkpoint by name, loaded once per server process (keyed by its full path)."""
+    return load_path(str(checkpoint_root() / name))
+
+
+@st.cache_data(ttl=60)
+def checkpoints_in(root: str) -> list[CheckpointInfo]:
+    return list_checkpoints(root)
+
+
+def translation_models() -> list[CheckpointInfo]:
+    return [c for c in checkpoints_in(str(checkpoint_root())) if c.kind == "translation"]
+
+
+def test_bleu(info: CheckpointInfo) -> float | None:
+    return info.metrics.get("test", {}).get("test", {}).get("bleu")
+
+
+def model_label(info: CheckpointInfo) -> str:
+    bleu = test_bleu(info)
+    return f"{info.name}" + (f"  (BLEU {bleu:.1f})" if bleu is not None else "")
+
+
+def model_picker(key: str = "model") -> str | None:
+    """Sidebar select box over the translation checkpoints; returns the chosen name."""
+    infos = checkpoints_in(str(checkpoint_root()))
+    usable = [i for i in infos if i.error is None and i.kind == "translation"]
+    with st.sidebar:
+        st.markdown("### Model")
+        if not usable:
+            st.error("No usable translation checkpoint found in `checkpoints/`.")
+            return None
+        names = [i.name for i in usable]
+        if st.session_state.get(key) not in names:
+            st.session_state[key] = DEFAULT_MODEL if DEFAULT_MODEL in names else names[0]
+        by_name = {i.name: i for i in usable}
+        name = st.selectbox("Translation model", names, key=key, format_func=lambda n: model_label(by_name[n]),
+                            help="Five models trained identically on Tatoeba English→French; "
+                                 "they differ only in the attention function.")
+        st.caption(by_name[name].description)
+        device = default_device()
+        st.caption(f"Device: **{'CUDA GPU' if device.type == 'cuda' else 'CPU'}**")
+        for bad in (i for i in infos if i.error):
+            st.warning(f"Skipped a broken checkpoint: {bad.error}")
+    return name
+
+
+def get_model(name: str) -> Translator | None:
+    """The cached model, or an error box naming the checkpoint (the others keep working)."""
+    try:
+        return load_model(name)
+    except CheckpointError as e:
+        st.error(f"This model cannot be loaded: {e}")
+        return None
+
+
+def escaped(text: str, size: str = "1.5rem") -> None:
+    """Show user or model text large, always as text (HTML-escaped), never as markup."""
+    import html
+    st.markdown(f"<div class='s2s-text' style='font-size:{size};line-height:1.35'>{html.escape(text)}</div>",
+                unsafe_allow_html=True)
+
+
+def state_from_query(defaults: dict, ranges: dict, choices: dict) -> list[str]:
+    """Seed st.session_state from the URL query string once per session, so that a shared
+    link reproduces the view. Values are checked; bad ones are ignored with a note."""
+    if st.session_state.get("_from_query"):
+        return []
+    st.session_state["_from_query"] = True
+    notes = []
+    qp = st.query_params
+    for key, default in defaults.items():
+        value = default
+        if key in qp:
+            raw = qp[key]
+            try:
+                value = type(default)(raw) if not isinstance(default, bool) else raw.lower() in ("1", "true", "yes")
+                if key in ranges and not (ranges[key][0] <= value <= ranges[key][1]):
+                    raise ValueError
+                if key in choices and value not in choices[key]:
+                    raise ValueError
+            except ValueError:
+                notes.append(f"Ignored the link's {key}={raw[:40]!r}: out of range.")
+                value = default
+        st.session_state.setdefault(key, value)
+    if "model" in qp:
+        st.session_state.setdefault("model", qp["model"])
+    return notes
