@@ -8,5 +8,6 @@ st.set_page_config(page_title="Seq2Seq Explorer", page_icon="🔤", layout="wide
 
 pages = [
     st.Page("pages/translate.py", title="Translate & Align", icon="🔤", default=True),
+    st.Page("pages/bottleneck.py", title="Bottleneck", icon="🍾"),
 ]
 st.navigation(pages).run()

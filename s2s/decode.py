@@ -37,6 +37,8 @@ class Decoding:
     token_log_probs: list[float]      # log p(y_j | y_<j, x) of each target token
     attention: np.ndarray | None      # (len(target_tokens), len(source_tokens)), rows sum to 1
     states: np.ndarray                # (len(target_tokens), H) decoder state s_j
+    contexts: np.ndarray              # (len(target_tokens), H) context c_j (the same row every step without attention)
+    encoder_states: np.ndarray        # (len(source_tokens), H) encoder states h_i
     step_top: list[list[tuple[str, float]]] = field(default_factory=list)   # top next tokens, p
     nbest: list["Hypothesis"] = field(default_factory=list)                 # beam search only
     beam_tree: list[dict] = field(default_factory=list)                     # beam search only
@@ -97,8 +99,9 @@ def _left_to_right(tr: Translator, src_ids: list[int], choose: Chooser, max_len:
     memory, state = _encode(tr, src_ids)
     feed = model.initial_feed(1)
     y = torch.tensor([BOS], device=tr.device)
-    ids, logps, alphas, states, tops = [], [], [], [], []
+    ids, logps, alphas, states, contexts, tops = [], [], [], [], [], []
     src_tokens = tok.pieces(src_ids)
+    enc = memory.states[0].float().cpu().numpy()
     for j in range(max_len):
         st = model.step(y, state, feed, memory)
         state, feed = st.state, st.feed
@@ -109,20 +112,25 @@ def _left_to_right(tr: Translator, src_ids: list[int], choose: Chooser, max_len:
         ids.append(nxt)
         logps.append(float(logp[nxt]))
         states.append(state[0][0])
+        contexts.append(st.context[0])
         if st.alpha is not None:
             alphas.append(st.alpha[0])
         if on_step is not None:
-            on_step(j, _result(tok, src_tokens, ids, logps, alphas, states, tops))
+            on_step(j, _result(tok, src_tokens, enc, ids, logps, alphas, states, contexts, tops))
         if nxt == EOS:
             break
         y = torch.tensor([nxt], device=tr.device)
-    return _result(tok, src_tokens, ids, logps, alphas, states, tops)
+    return _result(tok, src_tokens, enc, ids, logps, alphas, states, contexts, tops)
 
 
-def _result(tok, src_tokens, ids, logps, alphas, states, tops) -> Decoding:
-    attention = torch.stack(alphas).cpu().numpy().astype(np.float64) if alphas else None
+def _stack(rows: list[torch.Tensor]) -> np.ndarray:
+    return torch.stack(rows).float().cpu().numpy()
+
+
+def _result(tok, src_tokens, enc, ids, logps, alphas, states, contexts, tops) -> Decoding:
+    attention = _stack(alphas).astype(np.float64) if alphas else None
     return Decoding(src_tokens, tok.pieces(ids), list(ids), tok.decode(ids), list(logps), attention,
-                    torch.stack(states).cpu().numpy() if states else np.zeros((0, 0)), list(tops))
+                    _stack(states), _stack(contexts), enc, list(tops))
 
 
 def greedy(tr: Translator, text: str, max_len: int | None = None, on_step=None) -> Decoding:

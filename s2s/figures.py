@@ -23,26 +23,34 @@ def display_token(piece: str) -> str:
     return html.escape(piece)
 
 
+def matrix_heatmap(x_tokens: Sequence[str], y_tokens: Sequence[str], z: np.ndarray, value_name: str = "α",
+                   zmin: float = 0.0, zmax: float = 1.0, colorscale: str = PROJECTOR_SCALE,
+                   x_title: str = "source (English)", y_title: str = "output (French)",
+                   title: str | None = None, height: int | None = None) -> go.Figure:
+    """A (len(y) x len(x)) matrix with tokens on both axes; hover shows the exact value."""
+    z = np.asarray(z, dtype=float)
+    xs = [display_token(t) for t in x_tokens]
+    ys = [display_token(t) for t in y_tokens]
+    hover = [[f"{ys[j]} ← {xs[i]}<br>{value_name} = {z[j, i]:.4f}" for i in range(len(xs))] for j in range(len(ys))]
+    fig = go.Figure(go.Heatmap(
+        z=z, x=list(range(len(xs))), y=list(range(len(ys))), zmin=zmin, zmax=zmax,
+        colorscale=colorscale, text=hover, hovertemplate="%{text}<extra></extra>",
+        colorbar=dict(title=dict(text=html.escape(value_name)), thickness=14)))
+    fig.update_xaxes(tickmode="array", tickvals=list(range(len(xs))), ticktext=xs, tickangle=-60,
+                     title_text=x_title, side="top", tickfont=dict(size=14))
+    fig.update_yaxes(tickmode="array", tickvals=list(range(len(ys))), ticktext=ys, autorange="reversed",
+                     title_text=y_title, tickfont=dict(size=14))
+    fig.update_layout(title=dict(text=html.escape(title)) if title else None,
+                      height=height or max(320, 120 + 26 * len(ys)), margin=dict(l=10, r=10, t=110, b=10),
+                      plot_bgcolor="white")
+    return fig
+
+
 def attention_heatmap(source_tokens: Sequence[str], target_tokens: Sequence[str], attention: np.ndarray,
                       title: str | None = None, height: int | None = None) -> go.Figure:
     """Alignment heatmap: source tokens on x, target tokens on y (first at the top),
     hover shows the exact weight alpha_ij."""
-    attention = np.asarray(attention, dtype=float)
-    src = [display_token(t) for t in source_tokens]
-    tgt = [display_token(t) for t in target_tokens]
-    hover = [[f"{tgt[j]} ← {src[i]}<br>α = {attention[j, i]:.4f}" for i in range(len(src))] for j in range(len(tgt))]
-    fig = go.Figure(go.Heatmap(
-        z=attention, x=list(range(len(src))), y=list(range(len(tgt))), zmin=0.0, zmax=1.0,
-        colorscale=PROJECTOR_SCALE, text=hover, hovertemplate="%{text}<extra></extra>",
-        colorbar=dict(title=dict(text="α"), thickness=14)))
-    fig.update_xaxes(tickmode="array", tickvals=list(range(len(src))), ticktext=src, tickangle=-60,
-                     title_text="source (English)", side="top", tickfont=dict(size=14))
-    fig.update_yaxes(tickmode="array", tickvals=list(range(len(tgt))), ticktext=tgt, autorange="reversed",
-                     title_text="output (French)", tickfont=dict(size=14))
-    fig.update_layout(title=dict(text=html.escape(title)) if title else None,
-                      height=height or max(320, 120 + 26 * len(tgt)), margin=dict(l=10, r=10, t=110, b=10),
-                      plot_bgcolor="white")
-    return fig
+    return matrix_heatmap(source_tokens, target_tokens, attention, title=title, height=height)
 
 
 def alignment_lines(source_tokens: Sequence[str], target_tokens: Sequence[str], attention: np.ndarray,
@@ -144,3 +152,37 @@ def beam_tree_figure(tree: Sequence[dict], final_nodes: Sequence[int]) -> go.Fig
                       margin=dict(l=10, r=10, t=30, b=40), plot_bgcolor="white",
                       legend=dict(orientation="h", y=1.08, x=0))
     return fig
+
+
+def context_scatter(points: np.ndarray, tokens: Sequence[str], title: str) -> go.Figure:
+    """2-D projection of the context vectors c_1..c_t, joined in decoding order."""
+    labels = [display_token(t) for t in tokens]
+    fig = go.Figure(go.Scatter(
+        x=points[:, 0], y=points[:, 1], mode="lines+markers+text", text=labels, textposition="top center",
+        marker=dict(size=9, color=list(range(len(labels))), colorscale="Viridis", showscale=False),
+        line=dict(color="#bbbbbb", width=1), hovertext=[f"step {j + 1}: {t}" for j, t in enumerate(labels)],
+        hovertemplate="%{hovertext}<extra></extra>"))
+    fig.update_layout(title=dict(text=html.escape(title)), height=360, margin=dict(l=10, r=10, t=50, b=10),
+                      plot_bgcolor="white", xaxis_title="PC 1", yaxis_title="PC 2")
+    return fig
+
+
+# ---------------------------------------------------------------- altair (line charts)
+
+def length_chart(df, x: str, y: str, color: str = "model", x_title: str = "", y_title: str = "",
+                 highlight_x: float | None = None, highlight_label: str = ""):
+    """A line chart per model (altair); an optional vertical rule marks where something happens."""
+    import altair as alt
+    base = alt.Chart(df).encode(
+        x=alt.X(f"{x}:Q", title=x_title), y=alt.Y(f"{y}:Q", title=y_title),
+        color=alt.Color(f"{color}:N", title=None, legend=alt.Legend(orient="bottom", labelFontSize=14)),
+        tooltip=list(df.columns))
+    chart = base.mark_line(point=alt.OverlayMarkDef(size=70), strokeWidth=3)
+    if highlight_x is not None:
+        import pandas as pd
+        rule = alt.Chart(pd.DataFrame({x: [highlight_x], "label": [highlight_label]})).mark_rule(
+            color="#d7301f", strokeDash=[6, 4], strokeWidth=2).encode(x=f"{x}:Q")
+        text = rule.mark_text(align="left", dx=6, dy=-8, color="#d7301f", fontSize=14).encode(
+            text="label:N", y=alt.value(12))
+        chart = chart + rule + text
+    return chart.properties(height=320).configure_axis(labelFontSize=13, titleFontSize=14)

@@ -80,6 +80,7 @@ class Step:
     state: State                    # new recurrent state s_j (and c for LSTM)
     feed: torch.Tensor              # h~_j, fed to the next step
     alpha: torch.Tensor | None      # (B, S) attention weights, None without attention
+    context: torch.Tensor           # (B, H) c_j: what the decoder read of the source
 
 
 class Seq2Seq(nn.Module):
@@ -139,7 +140,7 @@ class Seq2Seq(nn.Module):
             context, alpha = attend(self.scorer, memory.keys, memory.states, memory.mask, s)
         feed = torch.tanh(self.combine(torch.cat([context, s], dim=-1)))
         logits = self.output(self.drop(feed)) if with_logits else feed
-        return Step(logits, state, feed, alpha)
+        return Step(logits, state, feed, alpha, context)
 
     def output(self, h: torch.Tensor) -> torch.Tensor:
         """Logits E h~ + b, with the output weight tied to the input embedding."""

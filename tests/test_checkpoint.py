@@ -6,7 +6,7 @@ import torch
 
 from s2s.checkpoint import CheckpointError, list_checkpoints, load_translator, save_checkpoint
 from s2s.decode import greedy
-from s2s.model import ModelConfig, Seq2Seq
+from s2s.model import Seq2Seq
 
 
 def test_round_trip_fp16_gives_the_same_outputs(untrained_translators, tmp_path):

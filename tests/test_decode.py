@@ -6,7 +6,7 @@ from s2s.data import make_batch
 from s2s.decode import beam_search, forced, greedy, greedy_batch, sample, translate
 from s2s.model import sequence_loss
 from s2s.text import InputError
-from s2s.tokenizer import BOS, EOS
+from s2s.tokenizer import BOS
 
 ATTENTIONS = ["none", "dot", "general", "additive", "scaled-dot"]
 TEXTS = ["a b c", "j i h g f e d", "c"]

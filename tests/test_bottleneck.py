@@ -1,0 +1,130 @@
+"""The bottleneck measurements (library) and the Bottleneck page (AppTest)."""
+import shutil
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from conftest import ROOT
+from s2s.bottleneck import (STRESS_PAIRS, StressRow, cosine_similarity, first_failure, joined_example, pca_2d,
+                            repetition_rate, stress_row)
+from s2s.checkpoint import load_translator
+from s2s.decode import greedy
+
+
+def test_joined_examples_grow_to_about_sixty_words():
+    assert joined_example(1) == STRESS_PAIRS[0]
+    src, ref = joined_example(6)
+    assert src.count(".") == 6 and 45 <= len(src.split()) <= 70
+    assert ref.startswith(STRESS_PAIRS[0][1]) and ref.endswith(STRESS_PAIRS[5][1])
+
+
+def test_repetition_rate():
+    assert repetition_rate("le chat dort".split()) == 0
+    assert repetition_rate("le chat le chat le chat".split()) == pytest.approx(1 - 2 / 5)
+
+
+def row(k, chrf, rep=0.0, out=10, ref=10):
+    return StressRow(k, 10 * k, out, ref, 0.0, chrf, rep, "")
+
+
+def test_first_failure_finds_the_breakdown():
+    assert first_failure([row(1, 60), row(2, 55), row(3, 50)]) is None
+    assert first_failure([row(1, 60), row(2, 50), row(3, 30)]) == 3          # chrF below 60% of its first
+    assert first_failure([row(1, 60), row(2, 59, rep=0.3)]) == 2            # repeating itself
+    assert first_failure([row(1, 60), row(2, 59, out=4, ref=10)]) == 2      # dropping content
+    assert first_failure([]) is None
+
+
+def test_cosine_and_pca():
+    a = np.array([[1.0, 0.0], [0.0, 2.0]])
+    assert np.allclose(cosine_similarity(a, a), np.eye(2))
+    x = np.random.default_rng(0).normal(size=(7, 5))
+    p = pca_2d(x)
+    assert p.shape == (7, 2) and abs(p[:, 0].var()) >= abs(p[:, 1].var())
+    assert np.allclose(pca_2d(np.ones((4, 3))), 0)      # one repeated vector: a single point
+
+
+def test_none_model_reads_the_same_context_at_every_step(tiny_none, tiny_additive):
+    d = greedy(load_translator(tiny_none), "a b c d e")
+    assert d.contexts.shape[0] == len(d.target_tokens)
+    assert np.allclose(d.contexts, d.contexts[0])                      # one fixed vector
+    a = greedy(load_translator(tiny_additive), "a b c d e")
+    assert not np.allclose(a.contexts, a.contexts[0])                  # a new mixture at each step
+    # with attention, c_j is exactly sum_i alpha_ij h_i
+    assert np.allclose(a.contexts, a.attention @ a.encoder_states, atol=1e-4)
+
+
+def test_stress_row_scores_against_the_reference(tiny_additive):
+    tr = load_translator(tiny_additive)
+    r = stress_row(greedy(tr, "a b c d e f"), 1, "a b c d e f", "f e d c b a")
+    assert r.bleu > 50 and r.chrf > 50 and r.repetition == 0 and r.length_ratio == 1
+
+
+@pytest.fixture
+def zoo_env(tmp_path, tiny_additive, tiny_none, monkeypatch):
+    shutil.copytree(tiny_additive, tmp_path / "en-fr-additive")
+    shutil.copytree(tiny_none, tmp_path / "en-fr-none")
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(tmp_path))
+    return tmp_path
+
+
+def bottleneck_page() -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90).run()
+    at.switch_page("pages/bottleneck.py")
+    return at.run()
+
+
+def chart_keys(at):
+    return {c.proto.id for c in at.get("plotly_chart")} | {c.proto.id for c in at.get("arrow_vega_lite_chart")}
+
+
+def test_bottleneck_page_draws_every_section(zoo_env):
+    at = bottleneck_page()
+    assert not at.exception
+    headers = [h.value for h in at.header]
+    assert headers == ["Side by side", "BLEU by source length", "Stress test", "What the decoder sees", "Cost"]
+    ids = " ".join(chart_keys(at))
+    for key in ("lp_en-fr-none", "lp_en-fr-additive", "sim_en-fr-none", "pca_en-fr-additive"):
+        assert key in ids
+    assert "attention weights" in " ".join(m.value for m in at.markdown)
+
+
+def test_stress_slider_and_bad_input(zoo_env):
+    at = bottleneck_page()
+    at.slider(key="bn_k").set_value(6).run()
+    assert not at.exception
+    assert at.slider(key="bn_k").value == 6
+    at.text_area(key="bn_text").set_value("")
+    [b for b in at.button if b.label == "Translate with both"][0].click()
+    at.run()
+    assert not at.exception and any("empty" in w.value for w in at.warning)
+
+
+def test_recompute_without_held_out_data_explains_what_to_do(zoo_env, tmp_path):
+    at = bottleneck_page()
+    at.text_input(key="bn_held_out").set_value(str(tmp_path / "nowhere.tsv"))
+    at.button(key="bn_recompute").click().run()
+    assert not at.exception
+    assert any("s2s.data" in w.value for w in at.warning)
+
+
+def test_page_needs_the_none_model(tmp_path, tiny_additive, monkeypatch):
+    shutil.copytree(tiny_additive, tmp_path / "en-fr-additive")
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(tmp_path))
+    at = bottleneck_page()
+    assert not at.exception and "en-fr-none" in at.error[0].value
+
+
+def test_recompute_on_held_out_pairs(zoo_env, tmp_path):
+    from conftest import reversal_pairs, write_tsv
+    tsv = write_tsv(reversal_pairs(40, seed=3, lo=2, hi=14), tmp_path / "held.tsv")
+    at = bottleneck_page()
+    at.text_input(key="bn_held_out").set_value(str(tsv))
+    at.number_input(key="bn_n").set_value(40)
+    at.button(key="bn_recompute").click().run()
+    assert not at.exception
+    got = at.session_state["bn_recomputed"]
+    assert set(got) == {"en-fr-none", "en-fr-additive"}
+    assert sum(b["n"] for b in got["en-fr-additive"]) == 40
+    assert "Recomputed here" in " ".join(c.value for c in at.caption)
