@@ -23,9 +23,15 @@ def load_path(path: str) -> Translator:
     return load_translator(path)
 
 
+def model_path(name: str) -> str:
+    """The full path of a checkpoint: what cached functions are keyed by, so that two
+    checkpoint folders with the same model name never share cached results."""
+    return str(checkpoint_root() / name)
+
+
 def load_model(name: str) -> Translator:
     """A checkpoint by name, loaded once per server process (keyed by its full path)."""
-    return load_path(str(checkpoint_root() / name))
+    return load_path(model_path(name))
 
 
 @st.cache_data(ttl=60)

@@ -33,9 +33,9 @@ CHOICES = dict(method=list(METHODS), view=["words", "pieces"])
 
 
 @st.cache_data(max_entries=512, show_spinner=False)
-def decode_cached(model: str, text: str, method: str, beam: int, nbest: int, temp: float, topk: int, seed: int,
+def decode_cached(path: str, text: str, method: str, beam: int, nbest: int, temp: float, topk: int, seed: int,
                   maxlen: int) -> tuple[Decoding, float]:
-    tr = ui.load_model(model)
+    tr = ui.load_path(path)
     t = time.perf_counter()
     if method == "beam":
         d = translate(tr, text, "beam", width=beam, n_best=min(nbest, beam), max_len=maxlen)
@@ -47,8 +47,8 @@ def decode_cached(model: str, text: str, method: str, beam: int, nbest: int, tem
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
-def forced_cached(model: str, text: str, reference: str) -> Decoding:
-    return forced(ui.load_model(model), text, reference)
+def forced_cached(path: str, text: str, reference: str) -> Decoding:
+    return forced(ui.load_path(path), text, reference)
 
 
 def view_of(d: Decoding, words: bool) -> tuple[list[str], list[str], np.ndarray]:
@@ -87,17 +87,19 @@ if tr is None:
 st.selectbox("Ready examples", EXAMPLES, index=None, key="example", on_change=set_example,
              placeholder="Pick an example sentence…")
 with st.form("input"):
-    st.text_area("English text", key="text", height=90, max_chars=MAX_CHARS,
+    st.text_area("English text", key="text", height=80, max_chars=MAX_CHARS,
                  help=f"Up to {MAX_CHARS} characters: one or a few sentences.")
-    c1, c2, c3, c4 = st.columns([1.3, 1, 1, 1])
+    c1, c2 = st.columns([4, 1], vertical_alignment="bottom")
     c1.radio("Decoding", list(METHODS), key="method", format_func=METHODS.get, horizontal=True)
-    c1.slider("Max length (pieces)", 1, MAX_DECODE_LEN, key="maxlen")
-    c2.slider("Beam width", 1, MAX_BEAM, key="beam", help="Beam search only")
-    c2.slider("N-best shown", 1, MAX_BEAM, key="nbest", help="Beam search only; at most the beam width")
-    c3.slider("Temperature", 0.1, 2.0, step=0.05, key="temp", help="Sampling only: <1 sharpens, >1 flattens")
-    c3.number_input("Top-k (0 = all)", 0, 200, key="topk", help="Sampling only")
-    c4.number_input("Seed", 0, 2**31 - 1, key="seed", help="Sampling only: the same seed gives the same sample")
-    submitted = c4.form_submit_button("Translate", type="primary", use_container_width=True)
+    submitted = c2.form_submit_button("Translate", type="primary", use_container_width=True)
+    with st.expander("Decoding settings: beam width, n-best, temperature, top-k, seed, max length"):
+        c1, c2, c3, c4 = st.columns(4)
+        c1.slider("Beam width", 1, MAX_BEAM, key="beam", help="Beam search only")
+        c1.slider("N-best shown", 1, MAX_BEAM, key="nbest", help="Beam search only; at most the beam width")
+        c2.slider("Temperature", 0.1, 2.0, step=0.05, key="temp", help="Sampling only: <1 sharpens, >1 flattens")
+        c2.number_input("Top-k (0 = all)", 0, 200, key="topk", help="Sampling only")
+        c3.number_input("Seed", 0, 2**31 - 1, key="seed", help="Sampling only: the same seed gives the same sample")
+        c4.slider("Max length (pieces)", 1, MAX_DECODE_LEN, key="maxlen")
 
 S = st.session_state
 settings = dict(method=S.method, beam=S.beam, nbest=S.nbest, temp=float(S.temp), topk=int(S.topk),
@@ -106,7 +108,7 @@ if submitted:
     st.query_params.from_dict({"model": name, "text": S.text, "view": S.view,
                                **{k: str(v) for k, v in settings.items()}})
 try:
-    d, ms = decode_cached(name, S.text, **settings)
+    d, ms = decode_cached(ui.model_path(name), S.text, **settings)
 except InputError as e:
     st.warning(str(e))
     st.stop()
@@ -197,7 +199,7 @@ with tabs[2]:
         go = st.form_submit_button("Score this translation")
     if ref.strip():
         try:
-            f = forced_cached(name, S.text, ref)
+            f = forced_cached(ui.model_path(name), S.text, ref)
         except InputError as e:
             st.warning(str(e))
         else:
@@ -217,12 +219,16 @@ with tabs[2]:
 with tabs[3]:
     st.caption("The same input through the four attention functions (greedy). Entropy is the mean over output "
                "tokens of −Σ α log α (nats): 0 means each output token looks at one source token.")
+    present = {i.name for i in ui.translation_models()}
+    shown = [s for s in SCORES if f"en-fr-{s}" in present]
+    if len(shown) < len(SCORES):
+        st.caption("Not in checkpoints/: " + ", ".join(f"en-fr-{s}" for s in SCORES if s not in shown))
     cols = st.columns(2)
-    for k, score in enumerate(SCORES):
+    for k, score in enumerate(shown):
         with cols[k % 2]:
             other = f"en-fr-{score}"
             try:
-                od, _ = decode_cached(other, S.text, "greedy", 1, 1, 1.0, 0, 0, S.maxlen)
+                od, _ = decode_cached(ui.model_path(other), S.text, "greedy", 1, 1, 1.0, 0, 0, S.maxlen)
             except Exception as e:   # a missing or broken checkpoint must not break the page
                 st.warning(f"{other}: {e}")
                 continue

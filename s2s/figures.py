@@ -88,19 +88,29 @@ def alignment_lines(source_tokens: Sequence[str], target_tokens: Sequence[str], 
     return fig
 
 
-def token_bars(tokens: Sequence[str], values: Sequence[float], x_title: str, highlight: int | None = None,
-               height: int | None = None, value_format: str = ".3f") -> go.Figure:
-    """Horizontal bars, one per token in order (top to bottom); `highlight` is drawn darker."""
+def token_bars(tokens: Sequence[str], values: Sequence[float], value_title: str, highlight: int | None = None,
+               height: int | None = None, value_format: str = ".3f", horizontal: bool = True) -> go.Figure:
+    """One bar per token, in order; `highlight` is drawn darker. Horizontal bars list the
+    tokens top to bottom (short lists); vertical bars put them along x (long outputs)."""
     labels = [display_token(t) for t in tokens]
-    colors = ["#c7e9b4" if i != highlight else "#225ea8" for i in range(len(tokens))]
-    fig = go.Figure(go.Bar(x=list(values), y=list(range(len(tokens))), orientation="h", marker_color=colors,
-                           text=[f"{v:{value_format}}" for v in values], textposition="auto",
-                           hovertext=labels, hovertemplate="%{hovertext}: %{x:" + value_format + "}<extra></extra>"))
-    fig.update_yaxes(tickmode="array", tickvals=list(range(len(tokens))), ticktext=labels, autorange="reversed",
-                     tickfont=dict(size=14))
-    fig.update_xaxes(title_text=x_title)
-    fig.update_layout(height=height or max(220, 60 + 28 * len(tokens)), margin=dict(l=10, r=10, t=10, b=40),
-                      plot_bgcolor="white")
+    pos = list(range(len(tokens)))
+    colors = ["#c7e9b4" if i != highlight else "#225ea8" for i in pos]
+    fig = go.Figure(go.Bar(x=list(values) if horizontal else pos, y=pos if horizontal else list(values),
+                           orientation="h" if horizontal else "v", marker_color=colors,
+                           text=[f"{v:{value_format}}" for v in values] if horizontal else None,
+                           textposition="auto", hovertext=labels,
+                           hovertemplate="%{hovertext}: %{" + ("x" if horizontal else "y") + ":" + value_format
+                           + "}<extra></extra>"))
+    token_axis = dict(tickmode="array", tickvals=pos, ticktext=labels, tickfont=dict(size=14))
+    if horizontal:
+        fig.update_yaxes(autorange="reversed", **token_axis)
+        fig.update_xaxes(title_text=value_title)
+        height = height or max(220, 60 + 28 * len(tokens))
+    else:
+        fig.update_xaxes(tickangle=-60, **token_axis)
+        fig.update_yaxes(title_text=value_title)
+        height = height or 320
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=10, b=40), plot_bgcolor="white")
     return fig
 
 
