@@ -88,8 +88,9 @@ def cosine_similarity(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def pca_2d(x: np.ndarray) -> np.ndarray:
     """Project the rows of x on their first two principal components."""
+    scale = max(float(np.abs(x).max()) if x.size else 0.0, 1e-12)
     x = x - x.mean(0, keepdims=True)
-    if len(x) < 2 or not np.any(x):
+    if len(x) < 2 or float(np.abs(x).max()) < 1e-6 * scale:    # one vector repeated: a single point
         return np.zeros((len(x), 2))
     _, _, vt = np.linalg.svd(x, full_matrices=False)
     out = x @ vt[:2].T

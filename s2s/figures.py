@@ -40,9 +40,10 @@ def matrix_heatmap(x_tokens: Sequence[str], y_tokens: Sequence[str], z: np.ndarr
                      title_text=x_title, side="top", tickfont=dict(size=14))
     fig.update_yaxes(tickmode="array", tickvals=list(range(len(ys))), ticktext=ys, autorange="reversed",
                      title_text=y_title, tickfont=dict(size=14))
-    fig.update_layout(title=dict(text=html.escape(title)) if title else None,
-                      height=height or max(320, 120 + 26 * len(ys)), margin=dict(l=10, r=10, t=110, b=10),
-                      plot_bgcolor="white")
+    # the source tokens sit on top, so a title needs room above them
+    fig.update_layout(title=dict(text=html.escape(title), y=0.995, yanchor="top") if title else None,
+                      height=(height or max(320, 120 + 26 * len(ys))) + (40 if title else 0),
+                      margin=dict(l=10, r=10, t=150 if title else 110, b=10), plot_bgcolor="white")
     return fig
 
 
@@ -174,6 +175,11 @@ def context_scatter(points: np.ndarray, tokens: Sequence[str], title: str) -> go
         hovertemplate="%{hovertext}<extra></extra>"))
     fig.update_layout(title=dict(text=html.escape(title)), height=360, margin=dict(l=10, r=10, t=50, b=10),
                       plot_bgcolor="white", xaxis_title="PC 1", yaxis_title="PC 2")
+    if len(points) and not np.any(points):
+        fig.update_xaxes(range=[-1, 1])
+        fig.update_yaxes(range=[-1, 1])
+        fig.add_annotation(x=0, y=-0.5, showarrow=False, font=dict(size=14),
+                           text=f"one point: the same vector at all {len(points)} steps")
     return fig
 
 

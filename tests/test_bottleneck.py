@@ -128,3 +128,11 @@ def test_recompute_on_held_out_pairs(zoo_env, tmp_path):
     assert set(got) == {"en-fr-none", "en-fr-additive"}
     assert sum(b["n"] for b in got["en-fr-additive"]) == 40
     assert "Recomputed here" in " ".join(c.value for c in at.caption)
+
+
+def test_context_scatter_says_when_every_step_reads_the_same_vector():
+    from s2s.figures import context_scatter
+    fig = context_scatter(np.zeros((4, 2)), ["a", "b", "c", "</s>"], "none")
+    assert "one point" in fig.layout.annotations[0].text
+    fig = context_scatter(np.arange(8.0).reshape(4, 2), ["a", "b", "c", "</s>"], "additive")
+    assert not fig.layout.annotations
