@@ -65,3 +65,14 @@ def test_a_shared_link_reproduces_the_view(server, chrome):
     page.wait_for_selector("[data-testid='stDataFrame']", timeout=60_000)   # the n-best table of beam search
     assert page.get_by_role("textbox", name="English text").input_value() == text
     assert exceptions(page) == []
+
+
+@pytest.mark.skipif(not SHIPPED, reason="the Bottleneck page needs en-fr-none and an attention model")
+def test_bottleneck_page_draws_its_charts(server, chrome):
+    page = open_app(chrome, server)                    # through the app, so st.navigation names the pages
+    page.get_by_role("link", name="Bottleneck").click()
+    page.wait_for_selector("text=What the decoder sees", timeout=90_000)
+    page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 6", timeout=90_000)
+    page.wait_for_function("document.querySelectorAll('[data-testid=\"stVegaLiteChart\"], .vega-embed').length >= 3",
+                           timeout=90_000)
+    assert exceptions(page) == []
