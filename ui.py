@@ -54,8 +54,8 @@ def model_label(info: CheckpointInfo) -> str:
 
 def model_picker(key: str = "model") -> str | None:
     """Sidebar select box over the translation checkpoints; returns the chosen name."""
-    infos = checkpoints_in(str(checkpoint_root()))
-    usable = [i for i in infos if i.error is None and i.kind == "translation"]
+    usable = [i for i in translation_models() if i.error is None]
+    broken = [i for i in checkpoints_in(str(checkpoint_root())) if i.error]
     with st.sidebar:
         st.markdown("### Model")
         if not usable:
@@ -71,7 +71,7 @@ def model_picker(key: str = "model") -> str | None:
         st.caption(by_name[name].description)
         device = default_device()
         st.caption(f"Device: **{'CUDA GPU' if device.type == 'cuda' else 'CPU'}**")
-        for bad in (i for i in infos if i.error):
+        for bad in broken:
             st.warning(f"Skipped a broken checkpoint: {bad.error}")
     return name
 
