@@ -188,15 +188,13 @@ with c1:
         views = {m: greedy_cached(m, text) for m in models}
     except InputError:
         views = {}
-    cols = st.columns(2)
-    for col, (m, d) in zip(cols, views.items()):
-        with col:
-            sim = cosine_similarity(d.contexts, d.encoder_states)
-            st.plotly_chart(matrix_heatmap(d.source_tokens, d.target_tokens, sim, value_name="cos(c_j, h_i)",
-                                           zmin=-1, zmax=1, colorscale="RdBu_r", title=f"{m}: context vs encoder states",
-                                           height=260 + 18 * len(d.target_tokens)), key=f"sim_{m}")
-            st.plotly_chart(context_scatter(pca_2d(d.contexts), d.target_tokens, f"{m}: context c_j over steps (PCA)"),
-                            key=f"pca_{m}")
+    for m, d in views.items():      # one above the other: long inputs need the width for their tokens
+        sim = cosine_similarity(d.contexts, d.encoder_states)
+        st.plotly_chart(matrix_heatmap(d.source_tokens, d.target_tokens, sim, value_name="cos(c_j, h_i)",
+                                       zmin=-1, zmax=1, colorscale="RdBu_r", title=f"{m}: context vs encoder states",
+                                       height=260 + 18 * len(d.target_tokens)), key=f"sim_{m}")
+        st.plotly_chart(context_scatter(pca_2d(d.contexts), d.target_tokens, f"{m}: context c_j over steps (PCA)"),
+                        key=f"pca_{m}")
 with c2:
     explain("Each row is one decoding step j; each column an encoder state h_i; colour is the cosine similarity "
             "between the context c_j the decoder read and h_i.")

@@ -37,7 +37,7 @@ def matrix_heatmap(x_tokens: Sequence[str], y_tokens: Sequence[str], z: np.ndarr
         colorscale=colorscale, text=hover, hovertemplate="%{text}<extra></extra>",
         colorbar=dict(title=dict(text=html.escape(value_name)), thickness=14)))
     fig.update_xaxes(tickmode="array", tickvals=list(range(len(xs))), ticktext=xs, tickangle=-60,
-                     title_text=x_title, side="top", tickfont=dict(size=14))
+                     title_text=x_title, side="top", tickfont=dict(size=14 if len(xs) <= 25 else 11))
     fig.update_yaxes(tickmode="array", tickvals=list(range(len(ys))), ticktext=ys, autorange="reversed",
                      title_text=y_title, tickfont=dict(size=14))
     # the source tokens sit on top, so a title needs room above them
