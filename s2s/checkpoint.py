@@ -1,10 +1,12 @@
 """Checkpoints: the one loader and saver, and a registry of what `checkpoints/` holds.
 
 A checkpoint is a folder:
-    config.json         {"name", "kind", "description", "model": {...ModelConfig}}
+    config.json         {"name", "kind", "description", "model": {...config}}
     model.safetensors   fp16 weights (safetensors never executes code, unlike pickle)
-    spm.model           the sentencepiece tokenizer
+    spm.model           the sentencepiece tokenizer (translation models; a character
+                        model's vocabulary is the `chars` string in its config)
     metrics.json        test scores, loss curves, training trace (optional)
+kind is "translation" (model.py) or "charlm" (charlm.py).
 Weights are stored in fp16 to halve the size and loaded in fp32 (fp16 matmuls are slow
 on CPUs). Models go to CUDA when present, else the CPU.
 """
@@ -19,6 +21,9 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
+from torch import nn
+
+from .charlm import CharLM, CharLMConfig
 from .model import ModelConfig, Seq2Seq
 from .tokenizer import Tokenizer
 
@@ -57,15 +62,31 @@ class Translator:
         return self.config.get("description", "")
 
 
-def save_checkpoint(model: Seq2Seq, tokenizer_file: str | Path, out_dir: str | Path, name: str,
+@dataclass
+class LanguageModel:
+    """A loaded character-level language model checkpoint."""
+    name: str
+    path: Path
+    model: CharLM
+    config: dict
+    metrics: dict = field(default_factory=dict)
+
+    @property
+    def description(self) -> str:
+        return self.config.get("description", "")
+
+
+def save_checkpoint(model: Seq2Seq | CharLM, tokenizer_file: str | Path | None, out_dir: str | Path, name: str,
                     description: str, metrics: dict | None = None) -> Path:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     weights = {k: v.detach().to("cpu", torch.float16).contiguous() for k, v in model.state_dict().items()}
     save_file(weights, str(out / "model.safetensors"), metadata={"format": "pt"})
-    config = {"name": name, "kind": "translation", "description": description, "model": model.cfg.to_dict()}
-    (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
-    (out / "spm.model").write_bytes(Path(tokenizer_file).read_bytes())
+    kind = "charlm" if isinstance(model, CharLM) else "translation"
+    config = {"name": name, "kind": kind, "description": description, "model": model.cfg.to_dict()}
+    (out / "config.json").write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    if tokenizer_file is not None:
+        (out / "spm.model").write_bytes(Path(tokenizer_file).read_bytes())
     if metrics is not None:
         (out / "metrics.json").write_text(json.dumps(metrics) + "\n")
     return out
@@ -87,6 +108,8 @@ def load_translator(path: str | Path, device: torch.device | str | None = None) 
     if not path.is_dir():
         raise CheckpointError(f"{what}: folder {path} does not exist")
     config = read_json(path / "config.json", what)
+    if config.get("kind", "translation") != "translation":
+        raise CheckpointError(f"{what}: not a translation model (kind {config.get('kind')!r})")
     try:
         cfg = ModelConfig.from_dict(config["model"])
     except (KeyError, TypeError, ValueError) as e:
@@ -99,13 +122,38 @@ def load_translator(path: str | Path, device: torch.device | str | None = None) 
         raise CheckpointError(f"{what}: tokenizer spm.model cannot be read ({e})") from None
     if len(tokenizer) != cfg.vocab_size:
         raise CheckpointError(f"{what}: tokenizer has {len(tokenizer)} pieces but the model expects {cfg.vocab_size}")
+    model = _load_weights(path, Seq2Seq(cfg), what, device)
+    metrics = read_json(path / "metrics.json", what) if (path / "metrics.json").is_file() else {}
+    return Translator(config.get("name", path.name), path, model, tokenizer, config, metrics)
+
+
+def load_charlm(path: str | Path, device: torch.device | str | None = None) -> LanguageModel:
+    """Load a character-level language model folder, or raise CheckpointError naming it."""
+    path = Path(path)
+    what = f"checkpoint {path.name!r}"
+    if not path.is_dir():
+        raise CheckpointError(f"{what}: folder {path} does not exist")
+    config = read_json(path / "config.json", what)
+    if config.get("kind") != "charlm":
+        raise CheckpointError(f"{what}: not a character-level language model (kind {config.get('kind')!r})")
+    try:
+        cfg = CharLMConfig.from_dict(config["model"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise CheckpointError(f"{what}: config.json does not describe a model ({e})") from None
+    model = _load_weights(path, CharLM(cfg), what, device)
+    metrics = read_json(path / "metrics.json", what) if (path / "metrics.json").is_file() else {}
+    return LanguageModel(config.get("name", path.name), path, model, config, metrics)
+
+
+def _load_weights(path: Path, model: nn.Module, what: str, device) -> nn.Module:
+    """Fill `model` from path/model.safetensors (fp16 on disk, fp32 in memory), checking
+    that every tensor is there with the shape the config implies."""
     if not (path / "model.safetensors").is_file():
         raise CheckpointError(f"{what}: model.safetensors is missing")
     try:
         weights = load_file(str(path / "model.safetensors"))
     except (SafetensorError, OSError, ValueError, RuntimeError) as e:
         raise CheckpointError(f"{what}: model.safetensors is corrupt or truncated ({e})") from None
-    model = Seq2Seq(cfg)
     expected = model.state_dict()
     missing = sorted(set(expected) - set(weights))
     unexpected = sorted(set(weights) - set(expected))
@@ -114,9 +162,7 @@ def load_translator(path: str | Path, device: torch.device | str | None = None) 
         raise CheckpointError(f"{what}: weights do not match config.json "
                               f"(missing {missing[:3]}, unexpected {unexpected[:3]}, wrong shape {wrong[:3]})")
     model.load_state_dict({k: v.float() for k, v in weights.items()})
-    model.to(device or default_device()).eval()
-    metrics = read_json(path / "metrics.json", what) if (path / "metrics.json").is_file() else {}
-    return Translator(config.get("name", path.name), path, model, tokenizer, config, metrics)
+    return model.to(device or default_device()).eval()
 
 
 @dataclass

@@ -40,6 +40,7 @@ class Decoding:
     contexts: np.ndarray              # (len(target_tokens), H) context c_j (the same row every step without attention)
     encoder_states: np.ndarray        # (len(source_tokens), H) encoder states h_i
     step_top: list[list[tuple[str, float]]] = field(default_factory=list)   # top next tokens, p
+    cells: np.ndarray | None = None   # (len(target_tokens), H) LSTM decoder cell state c_j; None for RNN/GRU
     nbest: list["Hypothesis"] = field(default_factory=list)                 # beam search only
     beam_tree: list[dict] = field(default_factory=list)                     # beam search only
 
@@ -88,49 +89,72 @@ def _encode(tr: Translator, src_ids: list[int]):
     return tr.model.encode(src, torch.tensor([len(src_ids)]))
 
 
-Chooser = Callable[[int, torch.Tensor], int]   # (step j, log-probs (V,)) -> token id
+Chooser = Callable[[int, torch.Tensor], int]   # (step j, logits (V,)) -> token id
 
 
 @torch.inference_mode()
 def _left_to_right(tr: Translator, src_ids: list[int], choose: Chooser, max_len: int,
                    on_step: Callable[[int, "Decoding"], None] | None = None) -> Decoding:
-    """Greedy, sampling and forced decoding share this loop; only `choose` differs."""
-    model, tok = tr.model, tr.tokenizer
+    """Greedy, sampling and forced decoding share this loop; only `choose` differs.
+    The loop keeps raw per-step tensors; log-softmax and top-k run once at the end."""
+    model = tr.model
     memory, state = _encode(tr, src_ids)
     feed = model.initial_feed(1)
     y = torch.tensor([BOS], device=tr.device)
-    ids, logps, alphas, states, contexts, tops = [], [], [], [], [], []
-    src_tokens = tok.pieces(src_ids)
-    enc = memory.states[0].float().cpu().numpy()
+    rec = _Record(tr, src_ids, memory)
     for j in range(max_len):
-        st = model.step(y, state, feed, memory)
+        st = model.decode_step(y, state, feed, memory)
         state, feed = st.state, st.feed
-        logp = F.log_softmax(st.logits[0].float(), dim=-1)
-        nxt = choose(j, logp)
-        top_p, top_i = logp.exp().topk(TOPK_RECORDED)
-        tops.append([(tok.piece(i), p) for p, i in zip(top_p.tolist(), top_i.tolist())])
-        ids.append(nxt)
-        logps.append(float(logp[nxt]))
-        states.append(state[0][0])
-        contexts.append(st.context[0])
-        if st.alpha is not None:
-            alphas.append(st.alpha[0])
+        nxt = choose(j, st.logits[0])
+        rec.add(nxt, st.logits[0], st, 0)
         if on_step is not None:
-            on_step(j, _result(tok, src_tokens, enc, ids, logps, alphas, states, contexts, tops))
+            on_step(j, rec.result())
         if nxt == EOS:
             break
         y = torch.tensor([nxt], device=tr.device)
-    return _result(tok, src_tokens, enc, ids, logps, alphas, states, contexts, tops)
+    return rec.result()
+
+
+class _Record:
+    """The per-step tensors of one hypothesis, turned into a Decoding at the end."""
+
+    def __init__(self, tr: Translator, src_ids: list[int], memory):
+        self.tok = tr.tokenizer
+        self.src_tokens = self.tok.pieces(src_ids)
+        self.enc = memory.states[0].float().cpu().numpy()
+        self.ids: list[int] = []
+        self.scores, self.alphas, self.states, self.cells, self.contexts = [], [], [], [], []
+
+    def add(self, token: int, scores: torch.Tensor, st, row: int, normalised: bool = False) -> None:
+        """Record the token chosen at this step, from row `row` of the step's batch; `scores`
+        are that row's logits (or log-probs if normalised)."""
+        self.ids.append(token)
+        self.scores.append(scores)
+        self.normalised = normalised
+        self.states.append(st.state[0][row])
+        if len(st.state) > 1:
+            self.cells.append(st.state[1][row])
+        self.contexts.append(st.context[row])
+        if st.alpha is not None:
+            self.alphas.append(st.alpha[row])
+
+    def result(self) -> Decoding:
+        scores = torch.stack(self.scores).float()
+        logp = scores if self.normalised else F.log_softmax(scores, dim=-1)
+        ids = torch.tensor(self.ids, device=logp.device)
+        token_logp = logp.gather(1, ids[:, None])[:, 0].tolist()
+        top_p, top_i = logp.topk(TOPK_RECORDED, dim=-1)
+        piece = self.tok.piece
+        tops = [[(piece(i), p) for p, i in zip(ps, is_)]
+                for ps, is_ in zip(top_p.exp().tolist(), top_i.tolist())]
+        attention = _stack(self.alphas).astype(np.float64) if self.alphas else None
+        return Decoding(self.src_tokens, self.tok.pieces(self.ids), list(self.ids), self.tok.decode(self.ids),
+                        token_logp, attention, _stack(self.states), _stack(self.contexts), self.enc, tops,
+                        cells=_stack(self.cells) if self.cells else None)
 
 
 def _stack(rows: list[torch.Tensor]) -> np.ndarray:
     return torch.stack(rows).float().cpu().numpy()
-
-
-def _result(tok, src_tokens, enc, ids, logps, alphas, states, contexts, tops) -> Decoding:
-    attention = _stack(alphas).astype(np.float64) if alphas else None
-    return Decoding(src_tokens, tok.pieces(ids), list(ids), tok.decode(ids), list(logps), attention,
-                    _stack(states), _stack(contexts), enc, list(tops))
 
 
 def greedy(tr: Translator, text: str, max_len: int | None = None, on_step=None) -> Decoding:
@@ -147,8 +171,8 @@ def sample(tr: Translator, text: str, temperature: float = 1.0, top_k: int = 0, 
     src = encode_source(tr, text)
     gen = torch.Generator(device="cpu").manual_seed(int(seed))
 
-    def choose(j, logp):
-        scaled = logp / temperature
+    def choose(j, logits):
+        scaled = logits.float() / temperature     # softmax(logits / T): log p / T up to a constant
         if top_k > 0:
             kth = scaled.topk(min(top_k, scaled.numel())).values[-1]
             scaled = scaled.masked_fill(scaled < kth, float("-inf"))
@@ -169,7 +193,7 @@ def forced(tr: Translator, text: str, reference: str | None = None, reference_id
     ref = list(reference_ids)
     if not ref or len(ref) > MAX_DECODE_LEN:
         raise InputError(f"The reference is {len(ref)} pieces long; the limit is {MAX_DECODE_LEN}.")
-    return _left_to_right(tr, src, lambda j, logp: ref[j], len(ref), on_step)
+    return _left_to_right(tr, src, lambda j, logits: ref[j], len(ref), on_step)
 
 
 @torch.inference_mode()
@@ -178,9 +202,9 @@ def beam_search(tr: Translator, text: str, width: int = 5, n_best: int | None = 
     """Beam search; returns the best hypothesis, plus `nbest` and `beam_tree`.
 
     beam_tree lists every hypothesis kept at every step: {step, token, log_prob, parent,
-    finished} where parent indexes the same list (-1 for the root). The best hypothesis is
-    then re-run with its tokens forced, which yields its attention, states and the
-    step-by-step top tokens without carrying them for every hypothesis in the beam."""
+    finished} where parent indexes the same list (-1 for the root). Each step's tensors are
+    kept for the whole beam, so the best hypothesis's attention and states are read back
+    along its path in the tree, without decoding it again."""
     check_range("Beam width", width, 1, MAX_BEAM)
     n_best = width if n_best is None else check_range("N-best", n_best, 1, width)
     model, tok = tr.model, tr.tokenizer
@@ -192,17 +216,25 @@ def beam_search(tr: Translator, text: str, width: int = 5, n_best: int | None = 
     live: list[tuple[list[int], int, float]] = [([], -1, 0.0)]     # (ids, tree node, log-prob sum)
     finished: list[tuple[list[int], int, float]] = []
     tree: list[dict] = []
+    node_row: list[int] = []      # for each tree node: the row of the step batch it extends
+    steps = []                    # for each step: (Step, log-probs (k, V))
     y = torch.tensor([BOS], device=tr.device)
     V = len(tok)
     for j in range(max_len):
-        st = model.step(y, state, feed, memory)
+        st = model.decode_step(y, state, feed, memory)
         logp = F.log_softmax(st.logits.float(), dim=-1)                  # (k, V)
+        steps.append((st, logp))
         scores = torch.tensor([h[2] for h in live], device=logp.device)
-        top_v, top_i = (scores[:, None] + logp).view(-1).topk(min(2 * width, len(live) * V))
+        # the best 2w continuations overall are among each hypothesis's own best 2w
+        row_v, row_i = logp.topk(min(2 * width, V), dim=-1)                 # (k, 2w)
+        cand = (scores[:, None] + row_v).view(-1)
+        top_v, top_c = cand.topk(min(2 * width, cand.numel()))
+        n_row = row_v.size(1)
         keep, new_live = [], []
-        for v, flat in zip(top_v.tolist(), top_i.tolist()):
-            k, t = divmod(flat, V)
+        for v, c, t in zip(top_v.tolist(), top_c.tolist(), row_i.view(-1)[top_c].tolist()):
+            k = c // n_row
             tree.append({"step": j, "token": tok.piece(t), "log_prob": v, "parent": live[k][1], "finished": t == EOS})
+            node_row.append(k)
             h = (live[k][0] + [t], len(tree) - 1, v)
             if t == EOS:
                 finished.append(h)
@@ -217,14 +249,24 @@ def beam_search(tr: Translator, text: str, width: int = 5, n_best: int | None = 
         idx = torch.tensor(keep, device=tr.device)
         state = tuple(s.index_select(0, idx) for s in st.state)
         feed = st.feed.index_select(0, idx)
-        memory = memory1.select(torch.zeros(len(keep), dtype=torch.long, device=tr.device))
+        if memory.states.size(0) != len(keep):
+            memory = memory1.select(torch.zeros(len(keep), dtype=torch.long, device=tr.device))
         y = torch.tensor([h[0][-1] for h in live], device=tr.device)
     else:
         finished.extend(live)   # max_len reached: unfinished hypotheses compete too
     ranked = sorted(finished, key=lambda h: h[2] / length_penalty(len(h[0]), alpha), reverse=True)
     nbest = [Hypothesis(tok.decode(ids), tok.pieces(ids), lp, lp / length_penalty(len(ids), alpha), node)
              for ids, node, lp in ranked[:n_best]]
-    best = forced(tr, text, reference_ids=ranked[0][0])
+    path, node = [], ranked[0][1]
+    while node >= 0:              # walk the best hypothesis back to the root
+        path.append(node)
+        node = tree[node]["parent"]
+    rec = _Record(tr, src_ids, memory1)
+    for j, node in enumerate(reversed(path)):
+        st, logp = steps[j]
+        row = node_row[node]
+        rec.add(ranked[0][0][j], logp[row], st, row, normalised=True)
+    best = rec.result()
     best.nbest, best.beam_tree = nbest, tree
     return best
 
@@ -263,7 +305,7 @@ def greedy_batch(tr: Translator, texts: Sequence[str], batch_size: int = 64,
         done = torch.zeros(len(idx), dtype=torch.bool, device=tr.device)
         ids = []
         for j in range(_max_len(S, max_len)):
-            st = model.step(y, state, feed, memory)
+            st = model.decode_step(y, state, feed, memory)
             state, feed = st.state, st.feed
             y = st.logits.argmax(-1).masked_fill(done, PAD)
             ids.append(y)

@@ -24,6 +24,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from .attention import ATTENTIONS, attend, make_scorer
+from .lstm import LSTMWeights, lstm_step
 from .tokenizer import BOS, EOS, PAD
 
 CELLS = {"rnn": (nn.RNN, nn.RNNCell), "gru": (nn.GRU, nn.GRUCell), "lstm": (nn.LSTM, nn.LSTMCell)}
@@ -65,12 +66,19 @@ class Memory:
     keys: torch.Tensor | None   # (B, S, Dk) scorer keys, None without attention
     mask: torch.Tensor      # (B, S) True at real positions
     summary: torch.Tensor   # (B, H) final encoder state [h_fwd_m ; h_bwd_1]
+    mask_bias: torch.Tensor | None = None   # (B, S) 0 at real positions, -inf at padding
+
+    def __post_init__(self):
+        if self.mask_bias is None:
+            self.mask_bias = torch.zeros(self.mask.shape, dtype=self.states.dtype,
+                                         device=self.mask.device).masked_fill(~self.mask, float("-inf"))
 
     def select(self, index: torch.Tensor) -> "Memory":
         """Rows `index` of the batch (beam search repeats and reorders sentences)."""
         return Memory(self.states.index_select(0, index),
                       None if self.keys is None else self.keys.index_select(0, index),
-                      self.mask.index_select(0, index), self.summary.index_select(0, index))
+                      self.mask.index_select(0, index), self.summary.index_select(0, index),
+                      self.mask_bias.index_select(0, index))
 
 
 @dataclass
@@ -81,6 +89,18 @@ class Step:
     feed: torch.Tensor              # h~_j, fed to the next step
     alpha: torch.Tensor | None      # (B, S) attention weights, None without attention
     context: torch.Tensor           # (B, H) c_j: what the decoder read of the source
+
+
+@dataclass
+class DecodeWeights:
+    """Transposed copies of the decoder's weights, for decode_step."""
+    decoder: LSTMWeights | None     # None for RNN/GRU decoders (they use their module)
+    combine: torch.Tensor           # (2H, E)
+    output: torch.Tensor            # (OUTPUT_CHUNKS, E, V / OUTPUT_CHUNKS) the tied output weight, sliced
+    output_bias: torch.Tensor       # (OUTPUT_CHUNKS, 1, V / OUTPUT_CHUNKS)
+
+
+OUTPUT_CHUNKS = 4
 
 
 class Seq2Seq(nn.Module):
@@ -98,6 +118,7 @@ class Seq2Seq(nn.Module):
         self.combine = nn.Linear(H + H, E, bias=False)                     # W_c [c ; s]
         self.out_bias = nn.Parameter(torch.zeros(cfg.vocab_size))          # output weight = embedding
         self.drop = nn.Dropout(cfg.dropout)
+        self._decode_cache: DecodeWeights | None = None
 
     @property
     def is_lstm(self) -> bool:
@@ -107,9 +128,12 @@ class Seq2Seq(nn.Module):
     def encode(self, src: torch.Tensor, src_len: torch.Tensor) -> tuple[Memory, State]:
         """(B, S) padded source ids -> Memory and the decoder's initial state s_0."""
         x = self.drop(self.embed(src))
-        packed = pack_padded_sequence(x, src_len.cpu(), batch_first=True, enforce_sorted=False)
-        out, final = self.encoder(packed)
-        states, _ = pad_packed_sequence(out, batch_first=True, total_length=src.size(1))
+        if src.size(0) == 1 and int(src_len[0]) == src.size(1):
+            states, final = self.encoder(x)      # one sentence, no padding: nothing to pack
+        else:
+            packed = pack_padded_sequence(x, src_len.cpu(), batch_first=True, enforce_sorted=False)
+            out, final = self.encoder(packed)
+            states, _ = pad_packed_sequence(out, batch_first=True, total_length=src.size(1))
         h_n = final[0] if self.is_lstm else final          # (2, B, H/2): forward, backward
         summary = torch.cat([h_n[0], h_n[1]], dim=-1)
         s0 = torch.tanh(self.bridge(summary))
@@ -141,6 +165,55 @@ class Seq2Seq(nn.Module):
         feed = torch.tanh(self.combine(torch.cat([context, s], dim=-1)))
         logits = self.output(self.drop(feed)) if with_logits else feed
         return Step(logits, state, feed, alpha, context)
+
+    # ------------------------------------------------------------ decoding
+    def decode_step(self, y_prev: torch.Tensor, state: State, feed: torch.Tensor, memory: Memory) -> Step:
+        """`step` for inference (no dropout, no gradients), about twice as fast at batch 1.
+
+        The same equations, but with weights transposed once (x @ W reads memory in order,
+        which matters for the 8000 x 256 output layer), the LSTM written out (lstm.py),
+        and the padding mask added as 0 / -inf instead of a masked_fill per step."""
+        w = self._decode_weights()
+        x = torch.cat([F.embedding(y_prev, self.embed.weight), feed], dim=-1)
+        if w.decoder is not None:
+            st = lstm_step(x, state[0], state[1], w.decoder)
+            state = (st.hidden, st.cell)
+        else:
+            state = (self.decoder(x, state[0]),)
+        s = state[0]
+        if self.scorer is None:
+            context, alpha = memory.summary, None
+        else:
+            alpha = F.softmax(self.scorer.score(memory.keys, s) + memory.mask_bias, dim=-1)
+            context = torch.bmm(alpha.unsqueeze(1), memory.states).squeeze(1)
+        feed = torch.mm(torch.cat([context, s], dim=-1), w.combine).tanh_()
+        return Step(self._decode_output(feed, w), state, feed, alpha, context)
+
+    def _decode_output(self, feed: torch.Tensor, w: "DecodeWeights") -> torch.Tensor:
+        """E h~ + b, as OUTPUT_CHUNKS independent products over slices of the vocabulary: one
+        (B x E) @ (E x V) product for a few rows is limited by reading the 8 MB weight, and a
+        batched product over slices lets two cores read it at once (1.4-1.7x faster here)."""
+        k, B = w.output.size(0), feed.size(0)
+        logits = torch.baddbmm(w.output_bias, feed.expand(k, B, feed.size(1)), w.output)   # (k, B, V/k)
+        return logits.transpose(0, 1).reshape(B, -1)[:, :self.cfg.vocab_size]
+
+    def _decode_weights(self) -> "DecodeWeights":
+        if self._decode_cache is None:   # built on first use after loading; train() drops it
+            with torch.no_grad():
+                V, k = self.cfg.vocab_size, OUTPUT_CHUNKS
+                pad = -V % k                       # pad the vocabulary to k equal slices
+                weight = F.pad(self.embed.weight, (0, 0, 0, pad))              # (V + pad, E)
+                bias = F.pad(self.out_bias, (0, pad))
+                self._decode_cache = DecodeWeights(
+                    LSTMWeights.of_cell(self.decoder) if self.is_lstm else None,
+                    self.combine.weight.t().contiguous(),
+                    weight.view(k, -1, weight.size(1)).transpose(1, 2).contiguous(),   # (k, E, V/k)
+                    bias.view(k, 1, -1).contiguous())
+        return self._decode_cache
+
+    def train(self, mode: bool = True) -> "Seq2Seq":
+        self._decode_cache = None
+        return super().train(mode)
 
     def output(self, h: torch.Tensor) -> torch.Tensor:
         """Logits E h~ + b, with the output weight tied to the input embedding."""

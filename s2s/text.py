@@ -11,6 +11,8 @@ import unicodedata
 MAX_CHARS = 1000          # a paragraph; the models were trained on inputs up to ~60 words
 MAX_SOURCE_TOKENS = 200   # subword pieces after tokenization
 MAX_DECODE_LEN = 250      # hard cap on generated pieces
+MAX_PASSAGE_CHARS = 5000  # characters traced by a character-level model at once
+MAX_SAMPLE_CHARS = 2000   # characters sampled from a character-level model
 MAX_BEAM = 16
 MAX_TOP_K = 1000
 TEMPERATURE_RANGE = (0.05, 5.0)
@@ -43,6 +45,25 @@ def clean_text(text: str, max_chars: int = MAX_CHARS, what: str = "text") -> str
     if len(text) > max_chars:
         raise InputError(f"The {what} is {len(text):,} characters long; the limit is {max_chars:,}. "
                          "Try one or a few sentences.")
+    return text
+
+
+def clean_passage(text: str, max_chars: int = MAX_PASSAGE_CHARS, what: str = "text") -> str:
+    """Like clean_text, but keep the layout a character model reads: new lines and tabs
+    stay (indentation is a feature), Windows line ends become \\n; other control and
+    bidi characters are removed."""
+    if not isinstance(text, str):
+        raise InputError(f"The {what} must be a string.")
+    if len(text) > 4 * max_chars:
+        raise InputError(f"The {what} is {len(text):,} characters long; the limit is {max_chars:,}. "
+                         "Paste a shorter passage.")
+    text = unicodedata.normalize("NFC", text.replace("\r\n", "\n").replace("\r", "\n"))
+    text = "".join(ch for ch in text if ch in "\t\n" or unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Co", "Cn"))
+    if not text.strip():
+        raise InputError(f"The {what} is empty: paste a passage or pick an example.")
+    if len(text) > max_chars:
+        raise InputError(f"The {what} is {len(text):,} characters long; the limit is {max_chars:,}. "
+                         "Paste a shorter passage.")
     return text
 
 

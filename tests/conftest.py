@@ -15,7 +15,8 @@ import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+# OMP_NUM_THREADS=1 keeps tests from fighting a training run for the cores (OpenMP spins)
+torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or max(1, min(2, os.cpu_count() or 1))))
 
 from s2s import train as train_cli  # noqa: E402
 from s2s.checkpoint import load_translator, save_checkpoint  # noqa: E402

@@ -1,0 +1,119 @@
+"""Character-level LSTM language model (Karpathy, Johnson and Fei-Fei 2015).
+
+Read text one character at a time and predict the next one:
+
+    h_t^0    = E x_t                                   a learned vector per character
+    h_t^l    = LSTM_l(h_t^{l-1}, h_{t-1}^l)            l = 1..L stacked layers (lstm.py)
+    p(x_{t+1} | x_<=t) = softmax(W h_t^L + b)
+
+Trained with cross-entropy; reported in bits per character, the mean of -log2 p(x_{t+1}).
+The vocabulary is the set of characters of the training text; index 0 stands for any
+character outside it (the model never saw one, so it reads it as an unknown symbol).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .lstm import LayerTrace, trace_lstm
+
+UNKNOWN = "\ufffd"   # how characters outside the vocabulary are shown
+
+
+@dataclass
+class CharLMConfig:
+    chars: str                 # the vocabulary, in index order from 1
+    emb_dim: int = 64
+    hidden: int = 256
+    layers: int = 2
+    dropout: float = 0.1
+
+    def __post_init__(self):
+        if not self.chars or len(set(self.chars)) != len(self.chars):
+            raise ValueError("chars must be a non-empty string of distinct characters")
+        if not 1 <= self.layers <= 4 or self.hidden < 1 or self.emb_dim < 1:
+            raise ValueError("layers must be 1-4 and sizes positive")
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.chars) + 1
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "CharLMConfig":
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class CharLM(nn.Module):
+    def __init__(self, cfg: CharLMConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.index = {c: i + 1 for i, c in enumerate(cfg.chars)}
+        self.embed = nn.Embedding(cfg.vocab_size, cfg.emb_dim)
+        self.lstm = nn.LSTM(cfg.emb_dim, cfg.hidden, num_layers=cfg.layers, batch_first=True,
+                            dropout=cfg.dropout if cfg.layers > 1 else 0.0)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.out = nn.Linear(cfg.hidden, cfg.vocab_size)
+
+    def encode(self, text: str) -> torch.Tensor:
+        """Character ids of `text` (0 for characters outside the vocabulary)."""
+        return torch.tensor([self.index.get(c, 0) for c in text], dtype=torch.long)
+
+    def shown(self, text: str) -> str:
+        """`text` as the model reads it: unknown characters replaced by U+FFFD."""
+        return "".join(c if c in self.index or c in "\n" else UNKNOWN for c in text)
+
+    def forward(self, x: torch.Tensor, state=None):
+        """(B, T) ids -> logits (B, T, V) for the next character, and the final (h, c)."""
+        h, state = self.lstm(self.drop(self.embed(x)), state)
+        return self.out(self.drop(h)), state
+
+    @torch.inference_mode()
+    def trace(self, text: str) -> list[LayerTrace]:
+        """Cell state, hidden state and gates of every layer at every character (lstm.py)."""
+        ids = self.encode(text).to(self.embed.weight.device)
+        return trace_lstm(self.lstm, self.embed(ids))
+
+
+@torch.inference_mode()
+def bits_per_char(model: CharLM, text: str, streams: int = 32) -> float:
+    """Mean -log2 p(x_{t+1} | x_<=t) over `text`, read as `streams` contiguous pieces (the
+    state carries across each piece, so every character after the first of a piece has
+    all of that piece's history)."""
+    model.eval()
+    ids = model.encode(text).to(model.embed.weight.device)
+    if ids.numel() < 2:
+        raise ValueError("need at least 2 characters to measure bits per character")
+    streams = max(1, min(streams, (ids.numel() - 1) // 2))
+    n = (ids.numel() - 1) // streams
+    x = ids[: n * streams].view(streams, n)
+    y = ids[1: n * streams + 1].view(streams, n)
+    nll, state = 0.0, None
+    for t in range(0, n, 512):
+        logits, state = model(x[:, t:t + 512], state)
+        nll += float(F.cross_entropy(logits.reshape(-1, logits.size(-1)), y[:, t:t + 512].reshape(-1), reduction="sum"))
+    return nll / (n * streams) / math.log(2)
+
+
+@torch.inference_mode()
+def sample_text(model: CharLM, prime: str, length: int = 300, temperature: float = 1.0, seed: int = 0) -> str:
+    """Continue `prime` by ancestral sampling, x_{t+1} ~ softmax(logits / T)."""
+    model.eval()
+    gen = torch.Generator().manual_seed(int(seed))
+    ids = model.encode(prime or "\n").to(model.embed.weight.device)
+    logits, state = model(ids[None])
+    out = []
+    for _ in range(length):
+        probs = F.softmax(logits[0, -1].float() / temperature, dim=-1)
+        probs[0] = 0.0                                # never emit the unknown symbol
+        nxt = int(torch.multinomial(probs.cpu(), 1, generator=gen))
+        out.append(model.cfg.chars[nxt - 1])
+        logits, state = model(torch.tensor([[nxt]], device=ids.device), state)
+    return "".join(out)

@@ -1,0 +1,158 @@
+"""The LSTM written out: one place for its equations, used to decode fast and to trace
+what trained cells do (Hochreiter & Schmidhuber 1997; the form of Karpathy et al. 2015).
+
+    i_t = sigmoid(W_i [x_t ; h_{t-1}] + b_i)    input gate: how much of g_t is written
+    f_t = sigmoid(W_f [x_t ; h_{t-1}] + b_f)    forget gate: how much of c_{t-1} is kept
+    g_t = tanh   (W_g [x_t ; h_{t-1}] + b_g)    candidate values
+    o_t = sigmoid(W_o [x_t ; h_{t-1}] + b_o)    output gate: how much of the memory is shown
+    c_t = f_t * c_{t-1} + i_t * g_t             the cell state, the LSTM's memory
+    h_t = o_t * tanh(c_t)                       the hidden state, what the next layer sees
+
+f_t near 1 keeps the memory unchanged, so gradients flow back through c without vanishing;
+f_t near 0 wipes it. PyTorch stacks the four gates' weights in the order i, f, g, o, so the
+weights of a trained nn.LSTM / nn.LSTMCell can be used here as they are.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+GATES = ("input_gate", "forget_gate", "candidate", "output_gate")
+
+
+@dataclass
+class LSTMWeights:
+    """One LSTM layer (one direction): W_x, W_h in PyTorch's (4H, in) layout, which is also
+    the fastest layout for the products x W_x^T here, and the two biases summed."""
+    w_ih: torch.Tensor     # (4H, input)
+    w_hh: torch.Tensor     # (4H, H)
+    bias: torch.Tensor     # (4H,)  b_ih + b_hh
+    _by_gate: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def by_gate(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """[W_x W_h] as four (input + H, H) matrices, one per gate, and the biases (4, 1, H):
+        for a few rows (decoding), four independent products let two cores share the work."""
+        if self._by_gate is None:
+            H = self.hidden
+            w = torch.cat([self.w_ih, self.w_hh], dim=1).view(4, H, -1).transpose(1, 2).contiguous()
+            self._by_gate = (w, self.bias.view(4, 1, H).contiguous())
+        return self._by_gate
+
+    @property
+    def hidden(self) -> int:
+        return self.w_hh.size(1)
+
+    @classmethod
+    def of_cell(cls, cell: nn.LSTMCell) -> "LSTMWeights":
+        return cls._make(cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh)
+
+    @classmethod
+    def of_layer(cls, lstm: nn.LSTM, layer: int = 0, reverse: bool = False) -> "LSTMWeights":
+        """Layer `layer` of a (possibly bidirectional) nn.LSTM; reverse=True for its backward direction."""
+        sfx = f"_l{layer}" + ("_reverse" if reverse else "")
+        return cls._make(*(getattr(lstm, f"{n}{sfx}") for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")))
+
+    @classmethod
+    def _make(cls, w_ih, w_hh, b_ih, b_hh) -> "LSTMWeights":
+        with torch.no_grad():
+            return cls(w_ih.detach(), w_hh.detach(), (b_ih + b_hh).detach())
+
+
+class LSTMStep(NamedTuple):
+    hidden: torch.Tensor        # h_t (B, H)
+    cell: torch.Tensor          # c_t (B, H)
+    input_gate: torch.Tensor    # i_t
+    forget_gate: torch.Tensor   # f_t
+    candidate: torch.Tensor     # g_t
+    output_gate: torch.Tensor   # o_t
+
+
+def lstm_step(x: torch.Tensor, h: torch.Tensor, c: torch.Tensor, w: LSTMWeights,
+              x_proj: torch.Tensor | None = None) -> LSTMStep:
+    """One step of the equations above for a batch: x (B, input), h and c (B, H).
+    `x_proj` = W_x x_t + b, when the caller computed it for all steps at once."""
+    if x_proj is None:
+        w_gates, b_gates = w.by_gate()
+        xh = torch.cat([x, h], 1)
+        i, f, g, o = torch.baddbmm(b_gates, xh.expand(4, *xh.shape), w_gates).unbind(0)
+    else:
+        pre = F.linear(x, w.w_ih, w.bias) if x_proj is None else x_proj
+        i, f, g, o = torch.addmm(pre, h, w.w_hh.t()).chunk(4, dim=1)
+    i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
+    c = torch.addcmul(f * c, i, g)
+    return LSTMStep(o * c.tanh(), c, i, f, g, o)
+
+
+@dataclass
+class LayerTrace:
+    """Everything one LSTM layer computed over a sequence: each field is (T, H)."""
+    cell: torch.Tensor
+    hidden: torch.Tensor
+    input_gate: torch.Tensor
+    forget_gate: torch.Tensor
+    candidate: torch.Tensor
+    output_gate: torch.Tensor
+
+    def to_lists(self, digits: int = 5) -> dict[str, list[list[float]]]:
+        return {name: getattr(self, name).float().cpu().numpy().round(digits).tolist()
+                for name in ("cell", "hidden", "input_gate", "forget_gate", "output_gate")}
+
+
+def run_layer(w: LSTMWeights, xs: torch.Tensor, reverse: bool = False) -> torch.Tensor:
+    """h_1..h_T of one layer over xs (T, input) from a zero state, by PyTorch's fused kernel."""
+    params = [w.w_ih, w.w_hh, w.bias, torch.zeros_like(w.bias)]
+    x = (xs.flip(0) if reverse else xs).unsqueeze(1)
+    zero = xs.new_zeros(1, 1, w.hidden)
+    out = torch.lstm(x, (zero, zero), params, True, 1, 0.0, False, False, False)[0][:, 0]
+    return out.flip(0) if reverse else out
+
+
+@torch.inference_mode()
+def trace_layer(w: LSTMWeights, xs: torch.Tensor, hs: torch.Tensor | None = None,
+                reverse: bool = False) -> LayerTrace:
+    """Every gate and state of one layer over xs (T, input), from a zero initial state.
+
+    The hidden states hs (T, H) come from PyTorch's fused kernel (run here if not given).
+    From them and the trained weights, all gates follow from the equations above at once,
+    since each gate at step t needs only x_t and h_{t-1}; the memory c_t = f_t c_{t-1} + i_t g_t
+    then runs step by step, and h_t = o_t tanh(c_t) is recomputed from it. That recomputed h
+    equals the fused kernel's only if every gate is right (tests check it within 1e-5).
+    With reverse=True the layer reads right to left (a backward encoder direction); the
+    trace is in reading order t = 1..T either way."""
+    if xs.size(0) == 0:
+        raise ValueError("nothing to trace: the sequence is empty")
+    if hs is None:
+        hs = run_layer(w, xs, reverse)
+    if reverse:
+        xs, hs = xs.flip(0), hs.flip(0)
+    h_prev = torch.cat([hs.new_zeros(1, w.hidden), hs[:-1]])
+    pre = F.linear(xs, w.w_ih, w.bias).addmm_(h_prev, w.w_hh.t())        # (T, 4H)
+    i, f, g, o = pre.chunk(4, dim=1)
+    i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
+    written = i * g
+    c, cells = hs.new_zeros(w.hidden), []
+    for f_t, w_t in zip(f.unbind(0), written.unbind(0)):                   # the only sequential part
+        c = torch.addcmul(w_t, f_t, c)
+        cells.append(c)
+    cell = torch.stack(cells)
+    parts = dict(cell=cell, hidden=o * cell.tanh(), input_gate=i, forget_gate=f, candidate=g, output_gate=o)
+    if reverse:
+        parts = {k: v.flip(0) for k, v in parts.items()}
+    return LayerTrace(**parts)
+
+
+def trace_lstm(lstm: nn.LSTM, xs: torch.Tensor) -> list[LayerTrace]:
+    """Trace every layer of a unidirectional nn.LSTM over one sequence xs (T, input) from a
+    zero state; layer l reads layer l-1's h (no dropout between layers at inference)."""
+    if lstm.bidirectional:
+        raise ValueError("trace each direction of a bidirectional LSTM with trace_layer(reverse=...)")
+    traces, inp = [], xs
+    for layer in range(lstm.num_layers):
+        tr = trace_layer(LSTMWeights.of_layer(lstm, layer), inp)
+        traces.append(tr)
+        inp = tr.hidden
+    return traces
