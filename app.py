@@ -11,5 +11,6 @@ st.markdown("<style>.block-container{padding-top:2.2rem}</style>", unsafe_allow_
 pages = [
     st.Page("pages/translate.py", title="Translate & Align", icon=":material/translate:", default=True),
     st.Page("pages/bottleneck.py", title="Bottleneck", icon=":material/compress:"),
+    st.Page("pages/cells.py", title="Cell States", icon=":material/memory:"),
 ]
 st.navigation(pages).run()

@@ -8,8 +8,8 @@ from __future__ import annotations
 import streamlit as st
 import torch
 
-from s2s.checkpoint import (CheckpointError, CheckpointInfo, Translator, checkpoint_root, default_device,
-                            list_checkpoints, load_translator)
+from s2s.checkpoint import (CheckpointError, CheckpointInfo, LanguageModel, Translator, checkpoint_root,
+                            default_device, list_checkpoints, load_charlm, load_translator)
 
 # One thread per request: batch-1 decoding gains little from more, and a shared server
 # with several users stays responsive when no request grabs every core.
@@ -21,6 +21,11 @@ DEFAULT_MODEL = "en-fr-additive"
 @st.cache_resource(show_spinner="Loading the model…", max_entries=16)
 def load_path(path: str) -> Translator:
     return load_translator(path)
+
+
+@st.cache_resource(show_spinner="Loading the model…", max_entries=8)
+def load_charlm_path(path: str) -> LanguageModel:
+    return load_charlm(path)
 
 
 def model_path(name: str) -> str:
@@ -41,6 +46,10 @@ def checkpoints_in(root: str) -> list[CheckpointInfo]:
 
 def translation_models() -> list[CheckpointInfo]:
     return [c for c in checkpoints_in(str(checkpoint_root())) if c.kind == "translation"]
+
+
+def charlm_models() -> list[CheckpointInfo]:
+    return [c for c in checkpoints_in(str(checkpoint_root())) if c.kind == "charlm" and c.error is None]
 
 
 def test_bleu(info: CheckpointInfo) -> float | None:

@@ -25,6 +25,7 @@ EXAMPLES = [
     "My grandmother lives in a small house near the sea. She walks to the beach every morning.",
 ]
 METHODS = {"greedy": "Greedy", "beam": "Beam search", "sample": "Sampling"}
+TABS = ["Step by step", "Beam tree", "Forced decoding", "Compare attention", "Alignment lines", "Attention emerges"]
 DEFAULTS = dict(text=EXAMPLES[0], method="greedy", beam=5, nbest=3, temp=1.0, topk=0, seed=0, maxlen=120,
                 view="words")
 RANGES = dict(beam=(1, MAX_BEAM), nbest=(1, MAX_BEAM), temp=(0.1, 2.0), topk=(0, 200), seed=(0, 2**31 - 1),
@@ -140,130 +141,141 @@ if d.attention is not None:
                                                          "attention": np.round(a, 6).tolist()}, ensure_ascii=False),
                        "attention.json", "application/json")
 
-tabs = st.tabs(["Step by step", "Beam tree", "Forced decoding", "Compare attention", "Alignment lines",
-                "Attention emerges"])
+# Only the open tab runs (on_change="rerun"): a class of 30 re-running every tab's decodes
+# and figures on each click would waste the shared CPU on views nobody is looking at.
+# Widgets of a closed tab are not drawn, so their values are kept here for when it reopens.
+for k in ("delay", "reference", "probe"):
+    if k in S:
+        S[k] = S[k]
+tabs = st.tabs(TABS, key="tab", on_change="rerun")
 
 # ------------------------------------------------------------------ step by step
 with tabs[0]:
-    st.caption("Replay the decoder: at each step it attends over the source, then picks the next token.")
-    c1, c2 = st.columns([1, 3])
-    delay = c1.slider("Seconds per step", 0.0, 1.5, 0.4, 0.1, key="delay")
-    if c1.button("▶ Play decoding", key="play"):
-        box, tokens_box = st.empty(), st.empty()
+    if tabs[0].open:
+        st.caption("Replay the decoder: at each step it attends over the source, then picks the next token.")
+        c1, c2 = st.columns([1, 3])
+        delay = c1.slider("Seconds per step", 0.0, 1.5, 0.4, 0.1, key="delay")
+        if c1.button("▶ Play decoding", key="play"):
+            box, tokens_box = st.empty(), st.empty()
 
-        def show(j, partial):
-            tokens_box.markdown("**So far:** " + " ".join(code(t) for t in partial.target_tokens))
-            if partial.attention is not None:
-                box.plotly_chart(attention_heatmap(partial.source_tokens, partial.target_tokens, partial.attention,
-                                                   height=max(320, 120 + 26 * len(d.target_tokens))),
-                                 key=f"live{j}")
-            time.sleep(delay)
+            def show(j, partial):
+                tokens_box.markdown("**So far:** " + " ".join(code(t) for t in partial.target_tokens))
+                if partial.attention is not None:
+                    box.plotly_chart(attention_heatmap(partial.source_tokens, partial.target_tokens, partial.attention,
+                                                       height=max(320, 120 + 26 * len(d.target_tokens))),
+                                     key=f"live{j}")
+                time.sleep(delay)
 
-        forced(tr, S.text, reference_ids=d.target_ids, on_step=show)
-    n = len(d.target_tokens)
-    t = st.slider("Step", 1, n, n, key="step") - 1 if n > 1 else 0
-    chosen = d.target_tokens[t]
-    st.markdown(f"Step **{t + 1}** of {n}: the decoder chose {code(chosen)} "
-                f"(p = {np.exp(d.token_log_probs[t]):.3f})")
-    c1, c2 = st.columns(2)
-    with c1:
-        st.markdown("**Attention over the source** (α at this step)")
-        if d.attention is not None:
-            st.plotly_chart(token_bars(d.source_tokens, d.attention[t], "attention weight α",
-                                       highlight=int(d.attention[t].argmax())), key="step_attn")
-        else:
-            st.caption("No attention in this model.")
-    with c2:
-        st.markdown("**Most likely next tokens**")
-        top = d.step_top[t] if t < len(d.step_top) else []
-        toks = [tok for tok, _ in top]
-        st.plotly_chart(token_bars(toks, [p for _, p in top], "probability",
-                                   highlight=toks.index(chosen) if chosen in toks else None), key="step_top")
+            forced(tr, S.text, reference_ids=d.target_ids, on_step=show)
+        n = len(d.target_tokens)
+        t = st.slider("Step", 1, n, n, key="step") - 1 if n > 1 else 0
+        chosen = d.target_tokens[t]
+        st.markdown(f"Step **{t + 1}** of {n}: the decoder chose {code(chosen)} "
+                    f"(p = {np.exp(d.token_log_probs[t]):.3f})")
+        c1, c2 = st.columns(2)
+        with c1:
+            st.markdown("**Attention over the source** (α at this step)")
+            if d.attention is not None:
+                st.plotly_chart(token_bars(d.source_tokens, d.attention[t], "attention weight α",
+                                           highlight=int(d.attention[t].argmax())), key="step_attn")
+            else:
+                st.caption("No attention in this model.")
+        with c2:
+            st.markdown("**Most likely next tokens**")
+            top = d.step_top[t] if t < len(d.step_top) else []
+            toks = [tok for tok, _ in top]
+            st.plotly_chart(token_bars(toks, [p for _, p in top], "probability",
+                                       highlight=toks.index(chosen) if chosen in toks else None), key="step_top")
 
 # ------------------------------------------------------------------ beam tree
 with tabs[1]:
-    if S.method != "beam":
-        st.info("Choose **Beam search** in the decoding settings and press Translate to see its tree.")
-    else:
-        st.caption("Every hypothesis the beam kept at every step. Bold paths are the final n-best, the darkest "
-                   "is the winner; red dots are finished hypotheses (they emitted </s>). Scores are "
-                   "log p / ((5+|y|)/6)^0.6, so longer outputs are not penalised for their length alone.")
-        st.plotly_chart(beam_tree_figure(d.beam_tree, [h.node for h in d.nbest]), key="beam_tree")
+    if tabs[1].open:
+        if S.method != "beam":
+            st.info("Choose **Beam search** in the decoding settings and press Translate to see its tree.")
+        else:
+            st.caption("Every hypothesis the beam kept at every step. Bold paths are the final n-best, the darkest "
+                       "is the winner; red dots are finished hypotheses (they emitted </s>). Scores are "
+                       "log p / ((5+|y|)/6)^0.6, so longer outputs are not penalised for their length alone.")
+            st.plotly_chart(beam_tree_figure(d.beam_tree, [h.node for h in d.nbest]), key="beam_tree")
 
 # ------------------------------------------------------------------ forced decoding
 with tabs[2]:
-    st.caption("Paste a reference translation: the model is forced to produce it, and you see how it aligns "
-               "and how likely it finds each token.")
-    with st.form("forced"):
-        ref = st.text_input("Reference (French)", key="reference", max_chars=MAX_CHARS)
-        go = st.form_submit_button("Score this translation")
-    if ref.strip():
-        try:
-            f = forced_cached(ui.model_path(name), S.text, ref)
-        except InputError as e:
-            st.warning(str(e))
-        else:
-            ppl = float(np.exp(-f.log_prob / len(f.target_tokens)))
-            st.markdown(f"log p(reference) = **{f.log_prob:.2f}**, perplexity **{ppl:.2f}** "
-                        f"(the model's own output: log p = {d.log_prob:.2f})")
-            c1, c2 = st.columns([3, 2])
-            with c1:
-                if f.attention is not None:
-                    heatmap(f, words, "forced_heatmap")
-            with c2:
-                st.plotly_chart(token_bars(f.target_tokens, f.token_log_probs, "log p(token)",
-                                           highlight=int(np.argmin(f.token_log_probs))), key="forced_lp")
-                st.caption("The darkest bar is the token the model found least likely.")
+    if tabs[2].open:
+        st.caption("Paste a reference translation: the model is forced to produce it, and you see how it aligns "
+                   "and how likely it finds each token.")
+        with st.form("forced"):
+            ref = st.text_input("Reference (French)", key="reference", max_chars=MAX_CHARS)
+            go = st.form_submit_button("Score this translation")
+        if ref.strip():
+            try:
+                f = forced_cached(ui.model_path(name), S.text, ref)
+            except InputError as e:
+                st.warning(str(e))
+            else:
+                ppl = float(np.exp(-f.log_prob / len(f.target_tokens)))
+                st.markdown(f"log p(reference) = **{f.log_prob:.2f}**, perplexity **{ppl:.2f}** "
+                            f"(the model's own output: log p = {d.log_prob:.2f})")
+                c1, c2 = st.columns([3, 2])
+                with c1:
+                    if f.attention is not None:
+                        heatmap(f, words, "forced_heatmap")
+                with c2:
+                    st.plotly_chart(token_bars(f.target_tokens, f.token_log_probs, "log p(token)",
+                                               highlight=int(np.argmin(f.token_log_probs))), key="forced_lp")
+                    st.caption("The darkest bar is the token the model found least likely.")
 
 # ------------------------------------------------------------------ compare attention
 with tabs[3]:
-    st.caption("The same input through the four attention functions (greedy). Entropy is the mean over output "
-               "tokens of −Σ α log α (nats): 0 means each output token looks at one source token.")
-    present = {i.name for i in ui.translation_models()}
-    shown = [s for s in SCORES if f"en-fr-{s}" in present]
-    if len(shown) < len(SCORES):
-        st.caption("Not in checkpoints/: " + ", ".join(f"en-fr-{s}" for s in SCORES if s not in shown))
-    cols = st.columns(2)
-    for k, score in enumerate(shown):
-        with cols[k % 2]:
-            other = f"en-fr-{score}"
-            try:
-                od, _ = decode_cached(ui.model_path(other), S.text, "greedy", 1, 1, 1.0, 0, 0, S.maxlen)
-            except Exception as e:   # a missing or broken checkpoint must not break the page
-                st.warning(f"{other}: {e}")
-                continue
-            st.markdown(f"**{score}** · entropy {mean_entropy(od.attention):.2f}")
-            ui.escaped(od.translation, size="1.05rem")
-            heatmap(od, words, f"cmp_{score}", height=320 + 14 * len(od.target_tokens))
-            src, tgt, a = view_of(od, words)
-            st.caption("Argmax alignment: " + " · ".join(f"{t}→{s}" for t, s, _ in argmax_alignment(src, tgt, a)))
+    if tabs[3].open:
+        st.caption("The same input through the four attention functions (greedy). Entropy is the mean over output "
+                   "tokens of −Σ α log α (nats): 0 means each output token looks at one source token.")
+        present = {i.name for i in ui.translation_models()}
+        shown = [s for s in SCORES if f"en-fr-{s}" in present]
+        if len(shown) < len(SCORES):
+            st.caption("Not in checkpoints/: " + ", ".join(f"en-fr-{s}" for s in SCORES if s not in shown))
+        cols = st.columns(2)
+        for k, score in enumerate(shown):
+            with cols[k % 2]:
+                other = f"en-fr-{score}"
+                try:
+                    od, _ = decode_cached(ui.model_path(other), S.text, "greedy", 1, 1, 1.0, 0, 0, S.maxlen)
+                except Exception as e:   # a missing or broken checkpoint must not break the page
+                    st.warning(f"{other}: {e}")
+                    continue
+                st.markdown(f"**{score}** · entropy {mean_entropy(od.attention):.2f}")
+                ui.escaped(od.translation, size="1.05rem")
+                heatmap(od, words, f"cmp_{score}", height=320 + 14 * len(od.target_tokens))
+                src, tgt, a = view_of(od, words)
+                st.caption("Argmax alignment: " + " · ".join(f"{t}→{s}" for t, s, _ in argmax_alignment(src, tgt, a)))
 
 # ------------------------------------------------------------------ alignment lines
 with tabs[4]:
-    if d.attention is None:
-        st.info("No attention in this model.")
-    else:
-        st.caption("Each line joins an output token to a source token; its opacity is the attention weight.")
-        src, tgt, a = view_of(d, words)
-        st.plotly_chart(alignment_lines(src, tgt, a), key="lines")
+    if tabs[4].open:
+        if d.attention is None:
+            st.info("No attention in this model.")
+        else:
+            st.caption("Each line joins an output token to a source token; its opacity is the attention weight.")
+            src, tgt, a = view_of(d, words)
+            st.plotly_chart(alignment_lines(src, tgt, a), key="lines")
 
 # ------------------------------------------------------------------ training trace
 with tabs[5]:
-    trace = tr.metrics.get("trace")
-    if not trace or tr.model.scorer is None:
-        st.info("This model has no attention trace.")
-    else:
-        probes = trace["probes"]
-        points = trace["points"]
-        i = st.selectbox("Probe sentence", range(len(probes)), format_func=lambda i: probes[i]["source"], key="probe")
-        k = st.select_slider("Training step", options=list(range(len(points))), value=len(points) - 1,
-                             format_func=lambda k: str(points[k]["step"]), key="trace_step")
-        st.caption("The probe's reference translation is forced, so the matrix keeps its shape while the model "
-                   f"learns. log p(reference) at this step: {points[k]['probes'][i]['log_prob']:.2f}")
-        p = probes[i]
-        a = np.array(points[k]["probes"][i]["attention"])
-        src, tgt = p["source_tokens"], p["target_tokens"]
-        if words:
-            src, tgt, a = merge_to_words(src, tgt, a)
-        st.plotly_chart(attention_heatmap(src, tgt, a, title=f"after {points[k]['step']} training steps"),
-                        key="trace_heatmap")
+    if tabs[5].open:
+        trace = tr.metrics.get("trace")
+        if not trace or tr.model.scorer is None:
+            st.info("This model has no attention trace.")
+        else:
+            probes = trace["probes"]
+            points = trace["points"]
+            i = st.selectbox("Probe sentence", range(len(probes)), format_func=lambda i: probes[i]["source"], key="probe")
+            k = st.select_slider("Training step", options=list(range(len(points))), value=len(points) - 1,
+                                 format_func=lambda k: str(points[k]["step"]), key="trace_step")
+            st.caption("The probe's reference translation is forced, so the matrix keeps its shape while the model "
+                       f"learns. log p(reference) at this step: {points[k]['probes'][i]['log_prob']:.2f}")
+            p = probes[i]
+            a = np.array(points[k]["probes"][i]["attention"])
+            src, tgt = p["source_tokens"], p["target_tokens"]
+            if words:
+                src, tgt, a = merge_to_words(src, tgt, a)
+            st.plotly_chart(attention_heatmap(src, tgt, a, title=f"after {points[k]['step']} training steps"),
+                            key="trace_heatmap")

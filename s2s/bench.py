@@ -4,7 +4,10 @@
 
 greedy_ms_p50 / beam5_ms_p50: one 20-word sentence, batch 1, attention captured, median
 of --runs runs; batch_sentences_per_s: batched greedy over 1,000 sentences; load_s: loading
-every checkpoint; peak_rss_mb: the process's peak resident memory.
+every checkpoint; cells_ms_2000_chars: the full trace (every layer, cell state, hidden
+state and gate) of 2,000 characters by the first character-level model, median of 10;
+peak_rss_mb: the process's peak resident memory. threads: torch's intra-op threads (all
+cores by default; the app uses one per request, see ui.py).
 """
 from __future__ import annotations
 
@@ -16,7 +19,9 @@ import sys
 import time
 from pathlib import Path
 
-from .checkpoint import CheckpointError, checkpoint_root, list_checkpoints, load_translator
+import torch
+
+from .checkpoint import CheckpointError, checkpoint_root, list_checkpoints, load_charlm, load_translator
 from .decode import beam_search, greedy, greedy_batch
 
 SENTENCE_20 = "My grandmother told me that she would visit us next week if the weather was good enough for the drive."
@@ -48,15 +53,18 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m s2s.bench", description=__doc__.splitlines()[0])
     p.add_argument("--model", default=str(checkpoint_root() / "en-fr-additive"), help="translation checkpoint to time")
     p.add_argument("--checkpoints", default=str(checkpoint_root()), help="folder whose checkpoints load_s loads")
-    p.add_argument("--runs", type=int, default=30)
+    p.add_argument("--runs", type=int, default=50)
     p.add_argument("--batch-sentences", type=int, default=1000)
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
     try:
         t = time.perf_counter()
+        charlms = []
         for info in list_checkpoints(a.checkpoints):
             if info.kind == "translation":
                 load_translator(info.path)
+            elif info.kind == "charlm":
+                charlms.append(load_charlm(info.path))
         load_s = round(time.perf_counter() - t, 3)
         tr = load_translator(a.model)
     except CheckpointError as e:
@@ -64,6 +72,7 @@ def main(argv=None) -> int:
         return 2
     out = {
         "model": Path(a.model).name,
+        "threads": torch.get_num_threads(),
         "greedy_ms_p50": timed_ms(lambda: greedy(tr, SENTENCE_20), a.runs),
         "beam5_ms_p50": timed_ms(lambda: beam_search(tr, SENTENCE_20, width=5), a.runs),
     }
@@ -72,6 +81,11 @@ def main(argv=None) -> int:
     greedy_batch(tr, texts)
     out["batch_sentences_per_s"] = round(len(texts) / (time.perf_counter() - t), 1)
     out["load_s"] = load_s
+    if charlms:
+        lm = charlms[0]
+        text = ("\n".join(f'"{s}" he said.' for s in SENTENCES) * 5)[:2000]
+        out["cells_model"] = lm.name
+        out["cells_ms_2000_chars"] = timed_ms(lambda: lm.model.trace(text), 10)
     out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     if a.json:
         print(json.dumps(out))

@@ -16,6 +16,7 @@ import numpy as np
 from .checkpoint import Translator
 from .decode import Decoding, forced
 from .evaluate import bleu, chrf
+from .text import check_range
 
 # Everyday sentences with our own reference translations, joined 1-6 at a time for the
 # stress test (about 10 words each, so six make ~60 words, the longest the models saw).
@@ -30,7 +31,8 @@ STRESS_PAIRS = [
 
 
 def joined_example(k: int, pairs: Sequence[tuple[str, str]] = STRESS_PAIRS) -> tuple[str, str]:
-    """The first k example pairs joined into one long pair."""
+    """The first k example pairs joined into one long pair (1 <= k <= len(pairs))."""
+    check_range("Joined sentences", k, 1, len(pairs))
     chosen = pairs[:k]
     return " ".join(s for s, _ in chosen), " ".join(t for _, t in chosen)
 

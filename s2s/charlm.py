@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .lstm import LayerTrace, trace_lstm
+from .text import MAX_PASSAGE_CHARS, MAX_SAMPLE_CHARS, TEMPERATURE_RANGE, InputError, check_range
 
 UNKNOWN = "\ufffd"   # how characters outside the vocabulary are shown
 
@@ -76,8 +77,10 @@ class CharLM(nn.Module):
         return self.out(self.drop(h)), state
 
     @torch.inference_mode()
-    def trace(self, text: str) -> list[LayerTrace]:
+    def trace(self, text: str, max_chars: int = MAX_PASSAGE_CHARS) -> list[LayerTrace]:
         """Cell state, hidden state and gates of every layer at every character (lstm.py)."""
+        if not 1 <= len(text) <= max_chars:
+            raise InputError(f"Trace between 1 and {max_chars:,} characters (got {len(text):,}).")
         ids = self.encode(text).to(self.embed.weight.device)
         return trace_lstm(self.lstm, self.embed(ids))
 
@@ -105,6 +108,10 @@ def bits_per_char(model: CharLM, text: str, streams: int = 32) -> float:
 @torch.inference_mode()
 def sample_text(model: CharLM, prime: str, length: int = 300, temperature: float = 1.0, seed: int = 0) -> str:
     """Continue `prime` by ancestral sampling, x_{t+1} ~ softmax(logits / T)."""
+    check_range("Sample length", length, 1, MAX_SAMPLE_CHARS)
+    check_range("Temperature", temperature, *TEMPERATURE_RANGE)
+    if len(prime) > MAX_PASSAGE_CHARS:
+        raise InputError(f"The start text is {len(prime):,} characters long; the limit is {MAX_PASSAGE_CHARS:,}.")
     model.eval()
     gen = torch.Generator().manual_seed(int(seed))
     ids = model.encode(prime or "\n").to(model.embed.weight.device)

@@ -4,6 +4,10 @@
 
 BLEU by length bins the test pairs by source words (1-10, 11-20, ..., 51-60), the
 analogue of Bahdanau et al. (2015), Fig. 2.
+
+    python -m s2s.evaluate --model checkpoints/charlm-war-and-peace --text-file FILE --json
+
+gives a character-level model's bits per character on a text file.
 """
 from __future__ import annotations
 
@@ -11,12 +15,14 @@ import argparse
 import json
 import math
 import sys
+from pathlib import Path
 from typing import Callable, Sequence
 
 import sacrebleu
 import torch
 
-from .checkpoint import CheckpointError, Translator, load_translator
+from .charlm import bits_per_char
+from .checkpoint import CheckpointError, Translator, load_charlm, load_translator
 from .data import Pair, read_pairs, token_batches
 from .decode import beam_search, greedy_batch
 from .model import sequence_loss
@@ -87,10 +93,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--test", help="TSV of source<TAB>reference pairs")
     p.add_argument("--text-file", help="plain text, for character-level models (bits per character)")
     p.add_argument("--beam", type=int, default=1, help="beam width (1 = greedy, batched)")
-    p.add_argument("--limit", type=int, default=0, help="only the first N pairs (0 = all)")
+    p.add_argument("--limit", type=int, default=0, help="only the first N pairs, or characters with --text-file (0 = all)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     a = p.parse_args(argv)
     try:
+        if a.text_file:
+            return _evaluate_text(a)
         if not a.test:
             raise InputError("--test FILE.tsv is required for a translation model")
         check_range("--beam", a.beam, 1, 16)
@@ -116,6 +124,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         for r in result["by_length"]:
             if r["n"]:
                 print(f"  {r['min_words']:>2}-{r['max_words']:<2} words  n {r['n']:>5}  BLEU {r['bleu']:.2f}")
+    return 0
+
+
+def _evaluate_text(a) -> int:
+    """Bits per character of a character-level model on a text file."""
+    lm = load_charlm(a.model)
+    try:
+        text = Path(a.text_file).read_text(encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise InputError(f"cannot read {a.text_file}: {e.strerror}") from None
+    if a.limit:
+        text = text[:a.limit]
+    if len(text) < 2:
+        raise InputError(f"{a.text_file} needs at least 2 characters")
+    result = {"bits_per_char": round(bits_per_char(lm.model, text), 4), "chars": len(text), "model": lm.name}
+    if a.json:
+        print(json.dumps(result))
+    else:
+        print(f"bits per character {result['bits_per_char']:.4f}  ({result['chars']:,} characters)")
     return 0
 
 

@@ -8,6 +8,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -25,14 +26,15 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def streamlit_server(env: dict | None = None, timeout: float = 90):
-    """Yield the URL of a fresh `streamlit run app.py`; stop it afterwards."""
+def streamlit_server(env: dict | None = None, timeout: float = 90, with_process: bool = False):
+    """Yield the URL of a fresh `streamlit run app.py` (and its Popen if with_process); stop it afterwards."""
     port = free_port()
+    log = tempfile.TemporaryFile()     # a file, not a pipe: a pipe nobody reads would block a chatty server
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
          "--server.fileWatcherType", "none"],
-        cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        cwd=ROOT, env={**os.environ, **(env or {})}, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + timeout
@@ -43,9 +45,10 @@ def streamlit_server(env: dict | None = None, timeout: float = 90):
             except OSError:
                 pass
             if proc.poll() is not None or time.time() > deadline:
-                raise RuntimeError("streamlit did not start: " + proc.stdout.read().decode(errors="replace")[-2000:])
+                log.seek(0)
+                raise RuntimeError("streamlit did not start: " + log.read().decode(errors="replace")[-2000:])
             time.sleep(0.3)
-        yield url
+        yield (url, proc) if with_process else url
     finally:
         proc.terminate()
         try:

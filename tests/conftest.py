@@ -90,3 +90,36 @@ def untrained_translators(tmp_path_factory):
         out[att] = load_translator(path)
     return out
 
+
+
+def code_like_text(n_blocks: int, seed: int = 0) -> str:
+    """Generated C-like text with nested braces, indentation, quotes and comments: the
+    features the Cell States page looks for, in a corpus small enough to train on in seconds."""
+    rng = random.Random(seed)
+    out = []
+    for b in range(n_blocks):
+        out.append(f"#include <linux/b{b % 7}.h>\n/* block {b} */\nint f{b}(int x) {{\n")
+        for _ in range(rng.randint(1, 3)):
+            out.append("\tif (x > %d) {\n\t\tprintk(\"%s\");\n\t}\n" % (rng.randint(0, 9), rng.choice(["ok", "a b", "no"])))
+        out.append("\treturn x;\n}\n\n")
+    return "".join(out)
+
+
+@pytest.fixture(scope="session")
+def code_text_file(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("chars") / "code.txt"
+    path.write_text(code_like_text(400), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_charlm(code_text_file, tiny_root) -> Path:
+    """A tiny 2-layer character LSTM trained through the real `python -m s2s.train_charlm`."""
+    from s2s import train_charlm
+    out = tiny_root / "charlm-tiny"
+    rc = train_charlm.main(["--data", str(code_text_file), "--out", str(out), "--work", str(tiny_root / "work-charlm"),
+                            "--hidden", "32", "--layers", "2", "--emb-dim", "16", "--batch", "16", "--seq", "64",
+                            "--steps", "150", "--eval-every", "50", "--lr", "0.01", "--warmup", "10",
+                            "--description", "tiny character model of generated C"])
+    assert rc == 0
+    return out

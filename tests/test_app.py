@@ -68,6 +68,12 @@ def submit(at, **values) -> AppTest:
     return at.run()
 
 
+def open_tab(at, label: str) -> AppTest:
+    """Switch the Translate page's tabs (only the open one runs)."""
+    at.session_state["tab"] = label
+    return at.run()
+
+
 def _widget(at, key):
     w = at.get_by_key(key)
     return w[0] if isinstance(w, list) else w
@@ -97,7 +103,8 @@ def test_beam_search_shows_nbest_and_tree(app):
     assert not at.exception
     table = at.dataframe[0].value
     assert list(table["rank"]) == [1, 2, 3] and table["translation"][0] == "c b a"
-    assert chart(at, "beam_tree") is not None
+    assert chart(at, "beam_tree") is None                   # hidden tabs don't run
+    assert chart(open_tab(at, "Beam tree"), "beam_tree") is not None
 
 
 def test_sampling_is_reproducible_with_its_seed(app):
@@ -167,7 +174,7 @@ def test_step_slider_and_live_decoding(app):
 
 
 def test_forced_decoding_scores_a_reference(app):
-    at = submit(app(), text="a b c")
+    at = open_tab(submit(app(), text="a b c"), "Forced decoding")
     _widget(at, "reference").set_value("c b a")
     [b for b in at.button if b.label == "Score this translation"][0].click()
     at.run()
@@ -178,6 +185,8 @@ def test_forced_decoding_scores_a_reference(app):
 
 def test_compare_attention_functions(app):
     at = submit(app(), text="a b c")
+    assert chart(at, "cmp_dot") is None                     # only computed when its tab is open
+    at = open_tab(at, "Compare attention")
     page = texts(at)
     for score in ("dot", "general", "additive", "scaled-dot"):
         assert f"**{score}** · entropy" in page
@@ -186,8 +195,9 @@ def test_compare_attention_functions(app):
 
 
 def test_alignment_lines_and_training_trace(app):
-    at = app()
+    at = open_tab(app(), "Alignment lines")
     assert chart(at, "lines") is not None
+    at = open_tab(at, "Attention emerges")
     _widget(at, "trace_step").set_value(0)
     at.run()
     assert "after 0 training steps" in json.dumps(chart(at, "trace_heatmap")["layout"]["title"])
@@ -204,6 +214,7 @@ def test_a_broken_checkpoint_is_reported_and_the_others_work(zoo, tmp_path, monk
     assert any("en-fr-broken" in w.value for w in at.sidebar.warning)
     assert chart(at, "heatmap") is not None
     # the compare tab names the corrupt model and still draws the others
+    at = open_tab(at, "Compare attention")
     assert any("en-fr-dot" in w.value and "corrupt" in w.value for w in at.warning)
     assert chart(at, "cmp_additive") is not None
 

@@ -76,3 +76,42 @@ def test_bottleneck_page_draws_its_charts(server, chrome):
     page.wait_for_function("document.querySelectorAll('[data-testid=\"stVegaLiteChart\"], .vega-embed').length >= 3",
                            timeout=90_000)
     assert exceptions(page) == []
+
+
+@pytest.fixture(scope="module")
+def cells_server(tmp_path_factory, tiny_charlm, tiny_additive):
+    """The app with a character-level model: the shipped ones if there, else the tiny one
+    beside the shipped (or tiny) translation models."""
+    shipped_lm = any((ROOT / "checkpoints").glob("charlm-*/metrics.json"))
+    env = {}
+    if not shipped_lm:
+        zoo = tmp_path_factory.mktemp("cellzoo")
+        shutil.copytree(tiny_charlm, zoo / "charlm-linux-kernel")
+        if SHIPPED:
+            for ck in (ROOT / "checkpoints").glob("en-fr-*"):
+                (zoo / ck.name).symlink_to(ck)
+        else:
+            shutil.copytree(tiny_additive, zoo / "en-fr-additive")
+        env["S2S_CHECKPOINTS"] = str(zoo)
+    with streamlit_server(env) as url:
+        yield url
+
+
+def test_cells_page_colors_text_and_escapes_it(cells_server, chrome, tmp_path):
+    page = open_app(chrome, cells_server)
+    page.get_by_role("link", name="Cell States").click()
+    page.wait_for_selector(".s2s-cells span[title]", timeout=90_000)
+    assert page.locator(".s2s-cells span").count() > 150
+    assert page.locator(".s2s-cells span").first.get_attribute("title").startswith("tanh(c) = ")
+    page.screenshot(path=str(tmp_path / "cells.png"), full_page=True)
+    shutil.copy(tmp_path / "cells.png", "/tmp/cells.png") if os.environ.get("S2S_KEEP_SCREENSHOTS") else None
+    # pasted HTML shows as characters, never as elements
+    page.get_by_text("Your text", exact=True).click()
+    box = page.get_by_role("textbox", name="Paste a passage")
+    box.fill('<img src=x onerror="window.pwned=1"><b>bold</b> int x;')
+    page.get_by_role("button", name="Trace").click()
+    page.wait_for_function("document.querySelector('.s2s-cells') && "
+                           "document.querySelector('.s2s-cells').textContent.startsWith('<i')", timeout=60_000)
+    assert page.locator(".s2s-cells img, .s2s-cells b").count() == 0
+    assert page.evaluate("window.pwned") is None
+    assert exceptions(page) == []

@@ -101,3 +101,28 @@ def test_registry_marks_broken_checkpoints_and_keeps_the_others(broken):
     rows = {r.name: r for r in list_checkpoints(broken.parent)}
     assert rows["broken-model"].error and "config.json" in rows["broken-model"].error
     assert list_checkpoints(broken.parent / "missing") == []
+
+
+@pytest.mark.parametrize("breakage,match", [
+    (lambda d: shutil.rmtree(d), "does not exist"),
+    (lambda d: (d / "model.safetensors").unlink(), "model.safetensors is missing"),
+    (lambda d: (d / "model.safetensors").write_bytes((d / "model.safetensors").read_bytes()[:500]), "corrupt or truncated"),
+    (lambda d: (d / "config.json").write_text("{not json"), "not valid JSON"),
+    (lambda d: _edit_config(d, hidden=48), "do not match"),
+    (lambda d: _edit_config(d, chars="aa"), "does not describe"),
+    (lambda d: _edit_config(d, chars="abc"), "do not match"),      # a vocabulary of another size
+])
+def test_broken_character_checkpoints_name_themselves(tiny_charlm, tmp_path, breakage, match):
+    from s2s.checkpoint import load_charlm
+    dst = tmp_path / "charlm-broken"
+    shutil.copytree(tiny_charlm, dst)
+    breakage(dst)
+    with pytest.raises(CheckpointError, match=match) as e:
+        load_charlm(dst)
+    assert "charlm-broken" in str(e.value)
+
+
+def _edit_config(d, **model):
+    cfg = json.loads((d / "config.json").read_text())
+    cfg["model"].update(model)
+    (d / "config.json").write_text(json.dumps(cfg))

@@ -82,10 +82,12 @@ def test_evaluate_on_a_tiny_generated_corpus(tiny_additive, tmp_path):
     assert p.returncode == 2 and "missing.tsv" in p.stderr
 
 
-def test_bench_prints_figures(tiny_additive, tiny_none):
+def test_bench_prints_figures(tiny_additive, tiny_none, tiny_charlm):
     p = run("s2s.bench", "--model", str(tiny_additive), "--checkpoints", str(Path(tiny_additive).parent),
             "--runs", "3", "--batch-sentences", "40", "--json")
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
-    for key in ("greedy_ms_p50", "beam5_ms_p50", "batch_sentences_per_s", "load_s", "peak_rss_mb"):
+    for key in ("greedy_ms_p50", "beam5_ms_p50", "batch_sentences_per_s", "load_s", "peak_rss_mb",
+                "cells_ms_2000_chars", "threads"):
         assert out[key] > 0
+    assert out["cells_model"].startswith("charlm-")

@@ -1,0 +1,248 @@
+"""Cell States: what the memory cells of LSTMs track (Karpathy, Johnson and Fei-Fei 2015).
+
+The page is layout and widgets only; traces are s2s.charlm / s2s.cells, figures s2s.figures.
+"""
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import ui
+from s2s.cells import FEATURES, SIGNALS, encoder_trace, gate_saturation, rank_cells, regex_feature
+from s2s.charlm import sample_text
+from s2s.decode import encode_source, greedy
+from s2s.figures import cell_traces_figure, colored_text_html, saturation_scatter, state_heatmap
+from s2s.lstm import LayerTrace
+from s2s.text import MAX_PASSAGE_CHARS, MAX_SAMPLE_CHARS, InputError, clean_passage
+
+EXAMPLE_DIR = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = {
+    "audit_match_class_bits (Linux, kernel/auditfilter.c: the course's snippet)": "audit_match_class_bits.c",
+    "Linux kernel code the model never saw (test part)": "kernel_heldout.c",
+    "War and Peace dialogue the model never saw (test part)": "war_and_peace_heldout.txt",
+}
+CUSTOM = "custom regular expression"
+KEPT = ("layer", "cell", "signal", "feature", "regex")
+GATE_NOTE = ("**Reading the gates.** The forget gate f multiplies the old memory: c_t = f ⊙ c_{t-1} + i ⊙ g. "
+             "**f ≈ 1** keeps the cell as it was, so information (and the gradient, backwards) passes through many "
+             "steps unchanged: this is how the LSTM escapes vanishing gradients. **f ≈ 0** wipes the cell; a cell that "
+             "resets at a new line or a closing quote does so through f. The input gate i decides how much of the "
+             "candidate g is written; the output gate o how much of tanh(c) the rest of the network sees.")
+
+
+def example_text(label: str) -> str:
+    return (EXAMPLE_DIR / EXAMPLES[label]).read_text(encoding="utf-8")
+
+
+@st.cache_data(max_entries=16, show_spinner="Tracing every cell…")
+def trace_cached(path: str, text: str) -> list[LayerTrace]:
+    return ui.load_charlm_path(path).model.trace(text)
+
+
+@st.cache_data(max_entries=64, show_spinner="Sampling…")
+def sample_cached(path: str, prime: str, length: int, temperature: float, seed: int) -> str:
+    return sample_text(ui.load_charlm_path(path).model, prime, length, temperature, seed)
+
+
+@st.cache_data(max_entries=64, show_spinner="Translating and tracing…")
+def translation_trace_cached(path: str, text: str):
+    """Greedy translation (its decoder cell states) and the encoder's traces, both directions."""
+    tr = ui.load_path(path)
+    d = greedy(tr, text)
+    fwd, bwd = encoder_trace(tr, encode_source(tr, text))
+    return d, fwd.cell.tanh().numpy(), bwd.cell.tanh().numpy()
+
+
+def best_known_cell(metrics: dict) -> tuple[str, int, int]:
+    """The feature and cell with the largest |r| that training found (metrics.json), as the default view."""
+    best = ("inside_quotes", 0, 0, 0.0)
+    for feature, cells in metrics.get("cells", {}).items():
+        if cells and abs(cells[0]["r"]) > abs(best[3]):
+            best = (feature, cells[0]["layer"], cells[0]["cell"], cells[0]["r"])
+    return best[:3]
+
+
+def use_example():
+    if st.session_state.example_pick:
+        st.session_state.cell_text = example_text(st.session_state.example_pick)
+
+
+def choose_cell():
+    """Colour the text with the cell picked in the ranking."""
+    layer, cell = st.session_state.ranked_pick
+    st.session_state.layer, st.session_state.cell = layer, cell
+
+
+# ------------------------------------------------------------------ model
+st.title("Cell States")
+st.caption("A character-level LSTM reads text one character at a time. Some of its memory cells turn out to track "
+           "things we can name: being inside quotes, the depth of nested braces, the position in a line "
+           "(Karpathy, Johnson and Fei-Fei 2015). Find them yourself.")
+S = st.session_state
+models = ui.charlm_models()
+with st.sidebar:
+    st.markdown("### Character model")
+    if models:
+        by_name = {m.name: m for m in models}
+        lm_name = st.selectbox("Character-level LSTM", list(by_name), key="charlm")
+        info = by_name[lm_name]
+        st.caption(info.description)
+        bpc = info.metrics.get("test", {}).get("bits_per_char")
+        if bpc is not None:
+            st.caption(f"Test: **{bpc:.3f} bits per character** on text it never saw")
+    st.caption(f"Device: **{'CUDA GPU' if ui.default_device().type == 'cuda' else 'CPU'}**")
+
+tab_names = ["Colored text", "Find cells", "Gates", "Translation models"]
+lm = None
+if models:
+    try:
+        lm = ui.load_charlm_path(ui.model_path(lm_name))
+    except ui.CheckpointError as e:       # the translation models' tab below keeps working
+        st.error(f"This model cannot be loaded: {e}")
+else:
+    st.info("No character-level model in `checkpoints/` yet. Train one with "
+            "`python -m s2s.train_charlm --data ../shared/data/war-and-peace/input.txt "
+            "--out checkpoints/charlm-war-and-peace` (see the README); the translation models' cells are below.")
+if lm is None:
+    tabs = dict(zip(tab_names[3:], st.tabs(tab_names[3:], key="cells_tab", on_change="rerun")))
+else:
+    path = ui.model_path(lm_name)
+    H, L = lm.model.cfg.hidden, lm.model.cfg.layers
+
+    # -------------------------------------------------------------- text
+    if "cell_text" not in S:
+        first = next(iter(EXAMPLES)) if "linux" in lm_name else list(EXAMPLES)[2]
+        S.cell_text = example_text(first)
+    feature0, layer0, cell0 = best_known_cell(lm.metrics)
+    S.setdefault("layer", layer0)
+    S.setdefault("cell", cell0)
+    S.setdefault("feature", feature0)
+    for k in KEPT:      # widgets in a closed tab are not drawn; keep their values for when it opens again
+        if k in S:
+            S[k] = S[k]
+    source = st.segmented_control("Text", ["Example", "Your text", "Sample from the model"], key="source",
+                                  default="Example")
+    if source == "Example":
+        st.selectbox("Example", list(EXAMPLES), key="example_pick", index=None, on_change=use_example,
+                     placeholder="Pick an example passage…")
+    elif source == "Your text":
+        S.setdefault("typed", S.cell_text)
+        with st.form("own_text"):
+            st.text_area("Paste a passage", key="typed", height=160, max_chars=MAX_PASSAGE_CHARS,
+                         help=f"Up to {MAX_PASSAGE_CHARS:,} characters; new lines and tabs are kept.")
+            if st.form_submit_button("Trace", type="primary"):
+                S.cell_text = S.typed
+    elif source == "Sample from the model":
+        with st.form("sample"):
+            c1, c2, c3, c4 = st.columns([3, 2, 2, 1], vertical_alignment="bottom")
+            prime = c1.text_input("Start with", value="\n", max_chars=200)
+            temperature = c2.slider("Temperature", 0.1, 2.0, 0.8, 0.05, help="<1: safer, repetitive; >1: wilder")
+            length = c3.slider("Characters", 100, MAX_SAMPLE_CHARS, 800, 100)
+            seed = c4.number_input("Seed", 0, 2**31 - 1, 0)
+            if st.form_submit_button("Sample", type="primary"):
+                S.cell_text = prime + sample_cached(path, prime, int(length), float(temperature), int(seed))
+    try:
+        text = clean_passage(S.cell_text)
+    except InputError as e:
+        st.warning(str(e))
+        st.stop()
+    traces = trace_cached(path, text)
+    shown = lm.model.shown(text)
+    if shown != text:
+        st.caption("Characters the model never saw in training are shown as \ufffd and read as one unknown symbol.")
+    # only the open tab runs (see the Translate page)
+    tabs = dict(zip(tab_names, st.tabs(tab_names, key="cells_tab", on_change="rerun")))
+
+    # -------------------------------------------------------------- colored text
+    with tabs["Colored text"]:
+        if tabs["Colored text"].open:
+            c1, c2, c3 = st.columns([1, 1, 2])
+            c1.number_input("Layer", 0, L - 1, key="layer", help="0 reads the characters; higher layers read the one below")
+            c2.number_input("Cell", 0, H - 1, key="cell")
+            signal = c3.selectbox("Shade by", list(SIGNALS), format_func=SIGNALS.get, key="signal")
+            tr = traces[int(S.layer)]
+            values = (tr.cell.tanh() if signal == "cell" else getattr(tr, signal))[:, int(S.cell)].numpy()
+            lo = -1.0 if signal in ("cell", "hidden") else 0.0
+            st.html(colored_text_html(shown, values, lo=lo, hi=1.0, value_name=SIGNALS[signal].split(",")[0]))
+            st.caption("Blue: negative, red: positive (gates: white 0 to blue 1). Hover a character for the exact value.")
+
+    # -------------------------------------------------------------- find cells
+    with tabs["Find cells"]:
+        if tabs["Find cells"].open:
+            names = list(FEATURES) + [CUSTOM]
+            c1, c2 = st.columns([1, 1])
+            feature = c1.selectbox("Feature", names, key="feature",
+                                   format_func=lambda f: FEATURES[f].label if f in FEATURES else f)
+            try:
+                if feature == CUSTOM:
+                    pattern = c2.text_input("Regular expression (characters inside a match count as 1)", value=r"\d+",
+                                            max_chars=200, key="regex")
+                    values_f = regex_feature(pattern)(text)
+                    feature_label = f"matches /{pattern}/"
+                else:
+                    values_f = FEATURES[feature].values(text)
+                    feature_label = FEATURES[feature].label
+            except InputError as e:
+                st.warning(str(e))
+                values_f = None
+            if values_f is not None and values_f.std() == 0:
+                st.info("This feature has the same value at every character of this text, so nothing can correlate "
+                        "with it. Try a text where it varies (e.g. code for brace depth, dialogue for quotes).")
+            elif values_f is not None:
+                ranked = rank_cells(traces, values_f, top=10)
+                st.caption(f"Every cell of every layer ranked by |r|, the correlation of tanh(c) with *{feature_label}* "
+                           f"over these {len(text):,} characters. Correlation is a lead, not an explanation: look at the trace.")
+                st.dataframe(pd.DataFrame([{"layer": s.layer, "cell": s.cell, "r": round(s.r, 3)} for s in ranked]),
+                             hide_index=True, height=220)
+                st.plotly_chart(cell_traces_figure(
+                    shown, {f"layer {s.layer} cell {s.cell} (r={s.r:+.2f})":
+                            traces[s.layer].cell[:, s.cell].tanh().numpy() for s in ranked[:3]},
+                    feature=values_f, feature_name=feature_label), key="top_traces")
+                st.selectbox("Color the text with", [(s.layer, s.cell) for s in ranked], key="ranked_pick",
+                             format_func=lambda lc: f"layer {lc[0]} cell {lc[1]}", on_change=choose_cell, index=None,
+                             placeholder="Pick a cell to show it on the Colored text tab…")
+
+    # -------------------------------------------------------------- gates
+    with tabs["Gates"]:
+        if tabs["Gates"].open:
+            cols = st.columns(L)
+            for layer, col in enumerate(cols):
+                col.plotly_chart(saturation_scatter(gate_saturation(traces[layer]), title=f"layer {layer}"),
+                                 key=f"sat{layer}")
+            st.caption("Each dot is one gate of one cell: how often it is nearly closed (< 0.1) against nearly open "
+                       "(> 0.9) over this text, as in the paper's Fig. 3. Dots near the right edge: gates that are almost "
+                       "always open; forget gates there are cells that remember for a long time.")
+            tr = traces[int(S.layer)]
+            st.plotly_chart(cell_traces_figure(shown, {g.replace("_", " "): getattr(tr, g)[:, int(S.cell)].numpy()
+                                                       for g in ("input_gate", "forget_gate", "output_gate")},
+                                               y_title="gate value", y_range=(-0.02, 1.02)), key="gate_traces")
+            st.caption(f"Gates of layer {int(S.layer)} cell {int(S.cell)} (choose it on the Colored text tab).")
+            st.markdown(GATE_NOTE)
+
+# ------------------------------------------------------------------ translation models
+with tabs["Translation models"]:
+    if tabs["Translation models"].open:
+        st.caption("The translation models are LSTMs too: their encoder reads the source both ways, and the decoder "
+                   "writes the output. Their cell states, traced with the same equations, for one sentence.")
+        usable = [i.name for i in ui.translation_models() if i.error is None]
+        if not usable:
+            st.info("No translation model in `checkpoints/`.")
+        else:
+            with st.form("translation_cells"):
+                c1, c2, c3 = st.columns([2, 4, 1], vertical_alignment="bottom")
+                tname = c1.selectbox("Model", usable, index=usable.index(ui.DEFAULT_MODEL) if ui.DEFAULT_MODEL in usable else 0)
+                sentence = c2.text_input("English sentence", value="I went to the lecture.", max_chars=300)
+                c3.form_submit_button("Trace", type="primary")
+            try:
+                d, fwd, bwd = translation_trace_cached(ui.model_path(tname), sentence)
+            except (InputError, ui.CheckpointError) as e:
+                st.warning(str(e))
+            else:
+                st.plotly_chart(state_heatmap(d.source_tokens, fwd, "encoder, forward direction: tanh(c) per source piece"),
+                                key="enc_fwd")
+                st.plotly_chart(state_heatmap(d.source_tokens, bwd, "encoder, backward direction: tanh(c) per source piece"),
+                                key="enc_bwd")
+                if d.cells is not None:
+                    st.plotly_chart(state_heatmap(d.target_tokens, np.tanh(d.cells),
+                                                  f"decoder: tanh(c) per output piece ({d.translation[:60]})"), key="dec")

@@ -1,0 +1,141 @@
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from s2s import cells, evaluate, train_charlm
+from s2s.cells import (FEATURES, correlations, encoder_trace, gate_saturation, indentation, inside_comment,
+                       inside_quotes, position_in_line, rank_cells, regex_feature)
+from s2s.charlm import bits_per_char, sample_text
+from s2s.checkpoint import CheckpointError, load_charlm, load_translator
+from s2s.lstm import LayerTrace
+from s2s.text import InputError
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
+
+
+def bits(a) -> str:
+    return "".join(str(int(x)) for x in a)
+
+
+def test_features_mark_the_right_characters():
+    assert bits(inside_quotes('a "b c" d "e')) == "001111100011"
+    code = 'int f() {\n\t/* { */ if (a) { // }\n\t\treturn "}";\n\t}\n}\n'
+    depth = FEATURES["brace_depth"].values(code)
+    assert depth.max() == 2 and depth[-1] == 0            # braces in comments and strings don't count
+    assert depth[code.index("return")] == 2
+    comment = inside_comment(code)
+    assert comment[code.index("/*")] == 1 and comment[code.index("if")] == 0 and comment[code.index("// }") + 3] == 1
+    assert indentation(code)[code.index("return")] == 2
+    assert list(position_in_line("ab\ncd")) == [0, 1, 2, 0, 1]
+    assert bits(FEATURES["paren_depth"].values("f(a(b))c")) == "01122210"
+    assert bits(regex_feature(r"\d+")("ab 123 c4")) == "000111001"
+
+
+def test_a_bad_regex_gets_a_message():
+    with pytest.raises(InputError, match="not a valid regular expression"):
+        regex_feature("(unclosed")
+    with pytest.raises(InputError, match="200"):
+        regex_feature("a" * 201)
+
+
+def test_ranking_finds_a_planted_cell():
+    rng = np.random.default_rng(0)
+    text = 'say "hello there" and "bye" now ' * 5
+    feature = inside_quotes(text)
+    acts = rng.normal(size=(len(text), 6)) * 0.3
+    acts[:, 4] = np.arctanh(0.9 * (2 * feature - 1))       # tanh(c) of cell 4 is +-0.9: the quote cell
+    t = torch.tensor(acts, dtype=torch.float32)
+    trace = LayerTrace(cell=t, hidden=t, input_gate=t.sigmoid(), forget_gate=t.sigmoid(), candidate=t.tanh(),
+                       output_gate=t.sigmoid())
+    best = rank_cells([trace, trace], feature, top=3, layer=1)
+    assert (best[0].layer, best[0].cell) == (1, 4) and best[0].r == pytest.approx(1.0)
+    assert correlations(np.ones((5, 2)), np.arange(5.0)).tolist() == [0.0, 0.0]   # constant: r = 0, not NaN
+    sat = gate_saturation(trace)
+    assert set(sat) == {"input_gate", "forget_gate", "output_gate"}
+    assert all(0 <= v.min() and v.max() <= 1 for g in sat.values() for v in g.values())
+
+
+def test_trained_char_model_traces_evaluates_and_samples(tiny_charlm, code_text_file):
+    lm = load_charlm(tiny_charlm)
+    text = code_text_file.read_text()[-3000:]
+    assert bits_per_char(lm.model, text) < math.log2(lm.model.cfg.vocab_size)   # learned something
+    traces = lm.model.trace(text[:500])
+    assert len(traces) == 2 and traces[0].cell.shape == (500, 32)
+    # the trace reproduces the fused LSTM it was read from
+    with torch.no_grad():
+        out, _ = lm.model.lstm(lm.model.embed(lm.model.encode(text[:500]))[None])
+    assert torch.allclose(traces[-1].hidden, out[0], atol=1e-5)
+    metrics = lm.metrics
+    assert metrics["test"]["bits_per_char"] > 0 and set(metrics["cells"]) == set(FEATURES)
+    s = sample_text(lm.model, "int ", length=80, temperature=0.8, seed=1)
+    assert len(s) == 80 and s == sample_text(lm.model, "int ", length=80, temperature=0.8, seed=1)
+    assert "\ufffd" in lm.model.shown("a😀b")                 # unknown characters are shown as such
+
+
+def test_training_resumes(tiny_charlm, code_text_file, tiny_root, capsys):
+    work = tiny_root / "work-charlm"
+    state = json.loads((work / "state.json").read_text())
+    assert state["step"] == 150
+    rc = train_charlm.main(["--data", str(code_text_file), "--out", str(tiny_root / "charlm-resumed"), "--work", str(work),
+                            "--hidden", "32", "--layers", "2", "--emb-dim", "16", "--batch", "16", "--seq", "64",
+                            "--steps", "160", "--eval-every", "50"])
+    assert rc == 0
+    assert "resuming" in capsys.readouterr().err
+    assert json.loads((work / "state.json").read_text())["step"] == 160
+
+
+def run_cli(*args, stdin=None):
+    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, input=stdin, timeout=300)
+
+
+def test_cells_cli_prints_every_layer(tiny_charlm, tmp_path):
+    f = tmp_path / "t.c"
+    f.write_text('int main() {\n\tprintk("hi");\n}\n')
+    r = run_cli("s2s.cells", "--model", str(tiny_charlm), "--text-file", str(f), "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["text"] == f.read_text()
+    assert len(out["layers"]) == 2
+    for layer in out["layers"]:
+        assert set(layer) == {"cell", "hidden", "input_gate", "forget_gate", "output_gate"}
+        assert len(layer["cell"]) == len(out["text"]) and len(layer["cell"][0]) == 32
+    r = run_cli("s2s.cells", "--model", str(tiny_charlm), "--text-file", str(f))
+    assert r.returncode == 0 and "brace depth" in r.stdout
+
+
+@pytest.mark.parametrize("content", ["", "\x00\x00", "x" * 30_000])
+def test_cells_cli_refuses_bad_text(tiny_charlm, tmp_path, content):
+    f = tmp_path / "bad.txt"
+    f.write_text(content)
+    r = run_cli("s2s.cells", "--model", str(tiny_charlm), "--text-file", str(f), "--json")
+    assert r.returncode == 2 and r.stderr.startswith("error:") and "Traceback" not in r.stderr
+
+
+def test_evaluate_text_file_gives_bits_per_char(tiny_charlm, code_text_file, capsys):
+    assert evaluate.main(["--model", str(tiny_charlm), "--text-file", str(code_text_file), "--limit", "5000", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert 0 < out["bits_per_char"] < 7 and out["chars"] == 5000
+
+
+def test_loaders_refuse_the_other_kind(tiny_charlm, tiny_additive):
+    with pytest.raises(CheckpointError, match="not a translation model"):
+        load_translator(tiny_charlm)
+    with pytest.raises(CheckpointError, match="not a character-level"):
+        load_charlm(tiny_additive)
+    assert cells.main(["--model", str(tiny_additive), "--text-file", __file__]) == 2
+
+
+def test_encoder_trace_equals_the_encoder_states(tiny_additive):
+    tr = load_translator(tiny_additive)
+    ids = tr.tokenizer.encode("a b c d") + [3]
+    with torch.no_grad():
+        memory, _ = tr.model.encode(torch.tensor([ids]), torch.tensor([len(ids)]))
+    fwd, bwd = encoder_trace(tr, ids)
+    H = tr.model.cfg.hidden // 2
+    assert torch.allclose(fwd.hidden, memory.states[0, :, :H], atol=1e-5)
+    assert torch.allclose(bwd.hidden, memory.states[0, :, H:], atol=1e-5)

@@ -1,0 +1,152 @@
+"""AppTest: the Cell States page, on a tiny character model and a tiny translation model."""
+import html
+import json
+import re
+import shutil
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from conftest import ROOT
+from s2s.checkpoint import load_charlm
+
+
+@pytest.fixture
+def zoo_env(tmp_path, tiny_charlm, tiny_additive, monkeypatch):
+    shutil.copytree(tiny_charlm, tmp_path / "charlm-linux-kernel")
+    shutil.copytree(tiny_additive, tmp_path / "en-fr-additive")
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(tmp_path))
+    return tmp_path
+
+
+def cells_page() -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90).run()
+    at.switch_page("pages/cells.py")
+    return at.run()
+
+
+def html_blocks(at) -> list[str]:
+    return [h.proto.body for h in at.get("html")]
+
+
+def plain(body: str) -> str:
+    """The text a reader sees in a colored-text block."""
+    return html.unescape(re.sub(r"<[^>]+>", "", body)).replace("↵", "")
+
+
+def open_tab(at, label: str) -> AppTest:
+    at.session_state["cells_tab"] = label
+    return at.run()
+
+
+def chart_ids(at) -> str:
+    return " ".join(c.proto.id for c in at.get("plotly_chart"))
+
+
+def test_page_colors_the_example_and_draws_every_section(zoo_env):
+    at = cells_page()
+    assert not at.exception
+    assert at.title[0].value == "Cell States"
+    body = html_blocks(at)[0]
+    example = (ROOT / "examples" / "audit_match_class_bits.c").read_text()
+    shown = load_charlm(zoo_env / "charlm-linux-kernel").model.shown(example)   # the tiny model lacks some letters
+    assert plain(body) == shown and "int" in shown                              # a kernel model opens on it
+    assert body.count("<span") > 150 and 'title="tanh(c) = ' in body
+    assert "top_traces" not in chart_ids(at)                 # closed tabs don't run
+    at = open_tab(at, "Find cells")
+    at.selectbox(key="feature").set_value("brace_depth").run()
+    assert "top_traces" in chart_ids(at) and at.dataframe[0].value.shape == (10, 3)
+    at = open_tab(at, "Gates")
+    assert all(k in chart_ids(at) for k in ("sat0", "sat1", "gate_traces"))
+    at = open_tab(at, "Translation models")
+    for key in ("enc_fwd", "enc_bwd", "dec"):
+        assert key in chart_ids(at), key
+    at = open_tab(at, "Find cells")
+    assert at.selectbox(key="feature").value == "brace_depth"   # kept while its tab was closed
+
+
+def test_choosing_a_cell_and_a_signal_recolors_the_text(zoo_env):
+    at = cells_page()
+    before = html_blocks(at)[0]
+    at.number_input(key="cell").set_value(7).run()
+    at.number_input(key="layer").set_value(1).run()
+    after = html_blocks(at)[0]
+    assert not at.exception and after != before
+    at.selectbox(key="signal").set_value("forget_gate").run()
+    assert 'title="forget gate f = ' in html_blocks(at)[0]
+
+
+def test_find_cells_features_regex_and_pick(zoo_env):
+    at = open_tab(cells_page(), "Find cells")
+    at.selectbox(key="feature").set_value("brace_depth").run()
+    df = at.dataframe[0].value
+    assert list(df.columns) == ["layer", "cell", "r"]
+    assert df["r"].abs().is_monotonic_decreasing
+    top = (int(df.iloc[0]["layer"]), int(df.iloc[0]["cell"]))
+    at.selectbox(key="ranked_pick").set_value(top).run()
+    assert (at.session_state["layer"], at.session_state["cell"]) == top
+    at = open_tab(at, "Colored text")
+    assert (at.number_input(key="layer").value, at.number_input(key="cell").value) == top
+    at = open_tab(at, "Find cells")
+    at.selectbox(key="feature").set_value("custom regular expression").run()
+    at.text_input(key="regex").set_value("(unclosed").run()
+    assert not at.exception and any("regular expression" in w.value for w in at.warning)
+    at.text_input(key="regex").set_value("zzzz").run()      # never matches: a constant feature
+    assert any("same value at every character" in i.value for i in at.info)
+
+
+def test_own_text_is_shown_as_text_and_bad_text_gets_a_message(zoo_env):
+    at = cells_page()
+    at.segmented_control(key="source").set_value("Your text").run()
+    at.text_area(key="typed").set_value('<script>alert("x")</script>\n<b>bold</b> 😀')
+    [b for b in at.button if b.label == "Trace"][0].click()
+    at.run()
+    assert not at.exception
+    body = html_blocks(at)[0]
+    assert "<script" not in body and "<b>" not in body and "&lt;" in body
+    assert plain(body).startswith('<\ufffdcript>alert("x")</\ufffdcript>\n<b>bold</b>')   # no "s" in its vocabulary
+    assert any("never saw" in c.value for c in at.caption)          # the emoji is not in the vocabulary
+    at.text_area(key="typed").set_value("\x00\x01   ")
+    [b for b in at.button if b.label == "Trace"][0].click()
+    at.run()
+    assert not at.exception and any("empty" in w.value for w in at.warning)
+
+
+def test_sampling_fills_the_text(zoo_env):
+    at = cells_page()
+    at.segmented_control(key="source").set_value("Sample from the model").run()
+    at.slider[1].set_value(200)
+    [b for b in at.button if b.label == "Sample"][0].click()
+    at.run()
+    assert not at.exception
+    assert len(at.session_state["cell_text"]) == 201            # the "\n" prime + 200 sampled characters
+
+
+def test_without_a_character_model_the_page_explains_and_still_traces_translation(tmp_path, tiny_additive, monkeypatch):
+    shutil.copytree(tiny_additive, tmp_path / "en-fr-additive")
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(tmp_path))
+    at = cells_page()
+    assert not at.exception
+    assert any("train_charlm" in i.value for i in at.info)
+    assert "enc_fwd" in chart_ids(at)                        # its only tab, open
+    spec = json.loads([c for c in at.get("plotly_chart") if "dec" in c.proto.id][0].proto.spec)
+    assert spec["data"][0]["type"] == "heatmap"
+
+
+def test_picking_an_example_replaces_the_text(zoo_env):
+    at = cells_page()
+    label = [k for k in at.selectbox(key="example_pick").options if "War and Peace" in k][0]
+    at.selectbox(key="example_pick").set_value(label).run()
+    assert not at.exception
+    assert at.session_state["cell_text"] == (ROOT / "examples" / "war_and_peace_heldout.txt").read_text()
+    at = open_tab(at, "Find cells")
+    at.selectbox(key="feature").set_value("inside_quotes").run()
+    assert at.dataframe[0].value.shape == (10, 3)             # dialogue: quotes vary, so cells are ranked
+
+
+def test_a_broken_character_model_is_named_and_translation_cells_still_work(zoo_env):
+    (zoo_env / "charlm-linux-kernel" / "model.safetensors").write_bytes(b"not weights")
+    at = cells_page()
+    assert not at.exception
+    assert any("charlm-linux-kernel" in e.value and "corrupt" in e.value for e in at.error)
+    assert "enc_fwd" in chart_ids(at)
