@@ -104,16 +104,7 @@ def read_json(path: Path, what: str) -> dict:
 def load_translator(path: str | Path, device: torch.device | str | None = None) -> Translator:
     """Load a translation checkpoint folder, or raise CheckpointError naming it."""
     path = Path(path)
-    what = f"checkpoint {path.name!r}"
-    if not path.is_dir():
-        raise CheckpointError(f"{what}: folder {path} does not exist")
-    config = read_json(path / "config.json", what)
-    if config.get("kind", "translation") != "translation":
-        raise CheckpointError(f"{what}: not a translation model (kind {config.get('kind')!r})")
-    try:
-        cfg = ModelConfig.from_dict(config["model"])
-    except (KeyError, TypeError, ValueError) as e:
-        raise CheckpointError(f"{what}: config.json does not describe a model ({e})") from None
+    what, config, cfg = _read_config(path, "translation", ModelConfig)
     if not (path / "spm.model").is_file():
         raise CheckpointError(f"{what}: tokenizer spm.model is missing")
     try:
@@ -130,19 +121,27 @@ def load_translator(path: str | Path, device: torch.device | str | None = None) 
 def load_charlm(path: str | Path, device: torch.device | str | None = None) -> LanguageModel:
     """Load a character-level language model folder, or raise CheckpointError naming it."""
     path = Path(path)
+    what, config, cfg = _read_config(path, "charlm", CharLMConfig)
+    model = _load_weights(path, CharLM(cfg), what, device)
+    metrics = read_json(path / "metrics.json", what) if (path / "metrics.json").is_file() else {}
+    return LanguageModel(config.get("name", path.name), path, model, config, metrics)
+
+
+KINDS = {"translation": "a translation model", "charlm": "a character-level language model"}
+
+
+def _read_config(path: Path, kind: str, config_cls):
+    """(what, config.json, model config) of a checkpoint folder of the given kind."""
     what = f"checkpoint {path.name!r}"
     if not path.is_dir():
         raise CheckpointError(f"{what}: folder {path} does not exist")
     config = read_json(path / "config.json", what)
-    if config.get("kind") != "charlm":
-        raise CheckpointError(f"{what}: not a character-level language model (kind {config.get('kind')!r})")
+    if config.get("kind", "translation") != kind:
+        raise CheckpointError(f"{what}: not {KINDS[kind]} (kind {config.get('kind')!r})")
     try:
-        cfg = CharLMConfig.from_dict(config["model"])
+        return what, config, config_cls.from_dict(config["model"])
     except (KeyError, TypeError, ValueError) as e:
         raise CheckpointError(f"{what}: config.json does not describe a model ({e})") from None
-    model = _load_weights(path, CharLM(cfg), what, device)
-    metrics = read_json(path / "metrics.json", what) if (path / "metrics.json").is_file() else {}
-    return LanguageModel(config.get("name", path.name), path, model, config, metrics)
 
 
 def _load_weights(path: Path, model: nn.Module, what: str, device) -> nn.Module:
