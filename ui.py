@@ -105,6 +105,8 @@ def state_from_query(defaults: dict, ranges: dict, choices: dict) -> list[str]:
     """Seed st.session_state from the URL query string once per session, so that a shared
     link reproduces the view. Values are checked; bad ones are ignored with a note."""
     if st.session_state.get("_from_query"):
+        for key, default in defaults.items():   # a widget whose state was dropped comes back at its default
+            st.session_state.setdefault(key, default)
         return []
     st.session_state["_from_query"] = True
     notes = []

@@ -121,6 +121,7 @@ else:
     for k in KEPT:      # widgets in a closed tab are not drawn; keep their values for when it opens again
         if k in S:
             S[k] = S[k]
+    S.layer, S.cell = min(int(S.layer), L - 1), min(int(S.cell), H - 1)   # another model may be smaller
     source = st.segmented_control("Text", ["Example", "Your text", "Sample from the model"], key="source",
                                   default="Example")
     if source == "Example":

@@ -4,10 +4,11 @@
 
 Starts `streamlit run app.py` on loopback and opens --sessions concurrent sessions over
 Streamlit's own websocket protocol (what a browser tab speaks: BackMsg / ForwardMsg
-protobufs on /_stcore/stream). Each session repeatedly asks the Translate page for a new
-sentence through the page's shareable URL (?text=...), reads the translation the server
-renders, and checks it against the same model's greedy translation computed here: a wrong
-or missing answer (cross-talk between sessions, an exception, a warning) is an error.
+protobufs on /_stcore/stream). Each session opens the Translate page once, then keeps
+typing a new sentence into its text box and pressing Translate (the widget states a
+browser sends), reads the translation the server renders, and checks it against the same
+model's greedy translation computed here: a wrong or missing answer (cross-talk between
+sessions, an exception, a warning) is an error.
 Between requests a session waits 1-3 s (--think), as a student reading the answer would.
 Prints JSON: requests, errors, latency p50/p95/max (ms, from the request to the rendered
 translation; page_p50/p95_ms: until the whole page, every tab, has run), and the server's
@@ -32,6 +33,7 @@ import websockets
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ClientState_pb2 import ClientState
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from streamlit.proto.WidgetStates_pb2 import WidgetState, WidgetStates
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -70,20 +72,42 @@ def rss_mb(pid: int) -> float:
     return total / 1024
 
 
-async def ask(url: str, text: str, model: str, timeout: float) -> tuple[str | None, list[str], float, float]:
-    """One browser-tab-like session: open the page with ?text=...; return the rendered
-    translation, any exception or warning texts the page showed, the seconds until the
-    translation arrived and until the whole page had run."""
-    t0 = time.perf_counter()
-    t_answer = float("nan")
-    ws_url = url.replace("http://", "ws://") + "/_stcore/stream"
-    async with websockets.connect(ws_url, subprotocols=["streamlit"], max_size=2**26, open_timeout=timeout) as ws:
-        qs = urllib.parse.urlencode({"text": text, "model": model, "method": "greedy"})
-        await ws.send(BackMsg(rerun_script=ClientState(query_string=qs)).SerializeToString())
-        translation, problems = None, []
-        deadline = time.monotonic() + timeout
+class Tab:
+    """One browser tab on the Translate page, over Streamlit's websocket protocol: it opens
+    the page once, then types each sentence into the "English text" box and presses
+    Translate (the widget states a browser would send), on the same session."""
+
+    def __init__(self, url: str, model: str, timeout: float):
+        self.url, self.model, self.timeout = url, model, timeout
+        self.ws = None
+        self.text_id = self.submit_id = None
+
+    async def open(self) -> None:
+        self.ws = await websockets.connect(self.url.replace("http://", "ws://") + "/_stcore/stream",
+                                           subprotocols=["streamlit"], max_size=2**26, open_timeout=self.timeout)
+        await self._run(ClientState(query_string=urllib.parse.urlencode({"model": self.model})))
+        if not (self.text_id and self.submit_id):
+            raise RuntimeError("the Translate page has no English text box or Translate button")
+
+    async def close(self) -> None:
+        if self.ws is not None:
+            await self.ws.close()
+
+    async def translate(self, text: str) -> tuple[str | None, list[str], float, float]:
+        """Type `text`, press Translate; return the rendered translation, the exceptions and
+        warnings shown, and the seconds until the translation arrived and the run ended."""
+        widgets = WidgetStates(widgets=[WidgetState(id=self.text_id, string_value=text),
+                                        WidgetState(id=self.submit_id, trigger_value=True)])
+        return await self._run(ClientState(query_string=urllib.parse.urlencode({"model": self.model}),
+                                           widget_states=widgets))
+
+    async def _run(self, state: ClientState):
+        t0 = time.perf_counter()
+        t_answer, translation, problems = float("nan"), None, []
+        await self.ws.send(BackMsg(rerun_script=state).SerializeToString())
+        deadline = time.monotonic() + self.timeout
         while True:
-            raw = await asyncio.wait_for(ws.recv(), timeout=max(0.1, deadline - time.monotonic()))
+            raw = await asyncio.wait_for(self.ws.recv(), timeout=max(0.1, deadline - time.monotonic()))
             msg = ForwardMsg()
             msg.ParseFromString(raw)
             kind = msg.WhichOneof("type")
@@ -95,6 +119,10 @@ async def ask(url: str, text: str, model: str, timeout: float) -> tuple[str | No
                     if m:
                         translation = html.unescape(m.group(1))
                         t_answer = time.perf_counter() - t0
+                elif which == "text_area" and el.text_area.label == "English text":
+                    self.text_id = el.text_area.id
+                elif which == "button" and el.button.label == "Translate":
+                    self.submit_id = el.button.id
                 elif which == "exception":
                     problems.append(f"exception: {el.exception.message}")
                 elif which == "alert" and el.alert.format in (1, 2):     # ERROR, WARNING
@@ -113,21 +141,31 @@ async def run(url: str, sessions: int, seconds: float, model: str, expected: dic
 
     async def user(k: int) -> None:
         nonlocal errors
-        while time.monotonic() < t_end:
-            text = texts[next(counter) % len(texts)]
-            t = time.perf_counter()
-            try:
-                got, problems, answer_s, page_s = await ask(url, text, model, timeout)
-            except Exception as e:    # a dropped connection or a timeout is an error too
-                got, problems = None, [f"{type(e).__name__}: {e}"]
-                answer_s = page_s = time.perf_counter() - t
-            latencies.append(answer_s * 1000)
-            pages.append(page_s * 1000)
-            if problems or got != expected[text]:
-                errors += 1
-                if len(examples) < 5:
-                    examples.append({"text": text, "expected": expected[text], "got": got, "problems": problems})
-            await asyncio.sleep(rng.uniform(*think))     # a student reads the answer before the next one
+        tab = Tab(url, model, timeout)
+        try:
+            await tab.open()
+        except Exception as e:
+            errors += 1
+            examples.append({"session": k, "problems": [f"could not open the page: {type(e).__name__}: {e}"]})
+            return
+        try:
+            while time.monotonic() < t_end:
+                text = texts[next(counter) % len(texts)]
+                t = time.perf_counter()
+                try:
+                    got, problems, answer_s, page_s = await tab.translate(text)
+                except Exception as e:    # a dropped connection or a timeout is an error too
+                    got, problems = None, [f"{type(e).__name__}: {e}"]
+                    answer_s = page_s = time.perf_counter() - t
+                latencies.append(answer_s * 1000)
+                pages.append(page_s * 1000)
+                if problems or got != expected[text]:
+                    errors += 1
+                    if len(examples) < 5:
+                        examples.append({"text": text, "expected": expected[text], "got": got, "problems": problems})
+                await asyncio.sleep(rng.uniform(*think))     # a student reads the answer before the next one
+        finally:
+            await tab.close()
 
     async def warmed() -> None:
         await asyncio.sleep(min(10.0, seconds / 4))
@@ -170,8 +208,13 @@ def main(argv=None) -> int:
     think = tuple(a.think)
 
     def test(url: str, pid: int | None) -> dict:
-        for text in sentences(a.warmup, seed=99):      # the first run imports torch and loads the models
-            asyncio.run(ask(url, text, a.model, 300))
+        async def warm_up():                            # the first run imports torch and loads the models
+            tab = Tab(url, a.model, 300)
+            await tab.open()
+            for text in sentences(a.warmup, seed=99):
+                await tab.translate(text)
+            await tab.close()
+        asyncio.run(warm_up())
         return asyncio.run(run(url, a.sessions, a.seconds, a.model, expected, a.timeout, pid, think))
 
     if a.url:
