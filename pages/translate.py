@@ -135,7 +135,7 @@ if d.attention is not None:
     heatmap(d, words, "heatmap")
     src, tgt, a = view_of(d, words)
     frame = pd.DataFrame(a, index=tgt, columns=src)
-    c1, c2, _ = st.columns([1, 1, 4])
+    c1, c2, _ = st.columns([1, 1, 2])
     c1.download_button("Attention as CSV", frame.to_csv().encode("utf-8"), "attention.csv", "text/csv")
     c2.download_button("Attention as JSON", json.dumps({"source_tokens": src, "target_tokens": tgt,
                                                          "attention": np.round(a, 6).tolist()}, ensure_ascii=False),
