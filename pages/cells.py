@@ -37,7 +37,8 @@ def example_text(label: str) -> str:
 
 @st.cache_data(max_entries=16, show_spinner="Tracing every cell…")
 def trace_cached(path: str, text: str) -> list[LayerTrace]:
-    return ui.load_charlm_path(path).model.trace(text)
+    traces = ui.load_charlm_path(path).model.trace(text)
+    return [LayerTrace(**{k: v.cpu() for k, v in vars(t).items()}) for t in traces]   # from a GPU too
 
 
 @st.cache_data(max_entries=64, show_spinner="Sampling…")
@@ -51,7 +52,7 @@ def translation_trace_cached(path: str, text: str):
     tr = ui.load_path(path)
     d = greedy(tr, text)
     fwd, bwd = encoder_trace(tr, encode_source(tr, text))
-    return d, fwd.cell.tanh().numpy(), bwd.cell.tanh().numpy()
+    return d, fwd.cell.tanh().cpu().numpy(), bwd.cell.tanh().cpu().numpy()
 
 
 def best_known_cell(metrics: dict) -> tuple[str, int, int]:
@@ -70,8 +71,8 @@ def use_example():
 
 def choose_cell():
     """Colour the text with the cell picked in the ranking."""
-    layer, cell = st.session_state.ranked_pick
-    st.session_state.layer, st.session_state.cell = layer, cell
+    if st.session_state.ranked_pick is not None:     # None when the box is cleared
+        st.session_state.layer, st.session_state.cell = st.session_state.ranked_pick
 
 
 # ------------------------------------------------------------------ model

@@ -71,7 +71,8 @@ def code(piece: str) -> str:
 
 
 def set_example():
-    st.session_state.text = st.session_state.example
+    if st.session_state.example is not None:       # None when the box is cleared
+        st.session_state.text = st.session_state.example
 
 
 # ------------------------------------------------------------------ input

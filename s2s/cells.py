@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
+import regex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,19 +127,28 @@ def position_in_line(text: str) -> np.ndarray:
     return out
 
 
+REGEX_TIMEOUT_S = 0.5
+
+
 def regex_feature(pattern: str) -> Callable[[str], np.ndarray]:
-    """1 on characters inside any match of `pattern`, else 0 (InputError if it doesn't compile)."""
+    """1 on characters inside any match of `pattern`, else 0 (InputError if it doesn't
+    compile, or if matching takes longer than REGEX_TIMEOUT_S: a pattern like (a|aa)+c can
+    backtrack for ever, and the server is shared)."""
     if len(pattern) > 200:
         raise InputError("The pattern is longer than 200 characters.")
     try:
-        rx = re.compile(pattern)
-    except re.error as e:
+        rx = regex.compile(pattern)
+    except regex.error as e:
         raise InputError(f"The pattern is not a valid regular expression: {e}.") from None
 
     def values(text: str) -> np.ndarray:
         out = np.zeros(len(text))
-        for m in rx.finditer(text):
-            out[m.start():m.end()] = 1
+        try:
+            for m in rx.finditer(text, timeout=REGEX_TIMEOUT_S):
+                out[m.start():m.end()] = 1
+        except TimeoutError:
+            raise InputError(f"The pattern took longer than {REGEX_TIMEOUT_S} s to match: simplify it "
+                             "(nested repetition such as (a+)+ can backtrack for ever).") from None
         return out
     return values
 

@@ -80,8 +80,7 @@ def lstm_step(x: torch.Tensor, h: torch.Tensor, c: torch.Tensor, w: LSTMWeights,
         xh = torch.cat([x, h], 1)
         i, f, g, o = torch.baddbmm(b_gates, xh.expand(4, *xh.shape), w_gates).unbind(0)
     else:
-        pre = F.linear(x, w.w_ih, w.bias) if x_proj is None else x_proj
-        i, f, g, o = torch.addmm(pre, h, w.w_hh.t()).chunk(4, dim=1)
+        i, f, g, o = torch.addmm(x_proj, h, w.w_hh.t()).chunk(4, dim=1)
     i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
     c = torch.addcmul(f * c, i, g)
     return LSTMStep(o * c.tanh(), c, i, f, g, o)

@@ -85,7 +85,8 @@ def save_state(work: Path, model: Seq2Seq, opt: torch.optim.Optimizer, meta: dic
     save_file(tensors, str(tmp))
     tmp.replace(work / "state.safetensors")
     meta = dict(meta, param_groups=osd["param_groups"])
-    (work / "state.json").write_text(json.dumps(meta))
+    (work / "state.json.tmp").write_text(json.dumps(meta))
+    (work / "state.json.tmp").replace(work / "state.json")
 
 
 def load_state(work: Path, model: Seq2Seq, opt: torch.optim.Optimizer) -> dict:

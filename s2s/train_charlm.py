@@ -69,7 +69,7 @@ def main(argv=None) -> int:
     p.add_argument("--dropout", type=float, default=0.1)
     p.add_argument("--batch", type=int, default=32, help="parallel streams")
     p.add_argument("--seq", type=int, default=128, help="characters per window (backprop length)")
-    p.add_argument("--steps", type=int, default=6000)
+    p.add_argument("--steps", type=int, default=13000)
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--warmup", type=int, default=200)
     p.add_argument("--eval-every", type=int, default=250)
@@ -83,6 +83,10 @@ def main(argv=None) -> int:
         return 2
     text = data.read_text(encoding="utf-8", errors="replace")
     train_text, valid_text, test_text = split_text(text)
+    if len(train_text) < 2 * a.batch * a.seq or len(test_text) < 2:
+        print(f"error: {data} is too short: its train part ({len(train_text):,} characters) must hold at least "
+              f"2 x --batch x --seq = {2 * a.batch * a.seq:,} characters", file=sys.stderr)
+        return 2
     name = a.name or Path(a.out).name
     work = Path(a.work or f"runs/{name}")
     work.mkdir(parents=True, exist_ok=True)

@@ -139,3 +139,15 @@ def test_encoder_trace_equals_the_encoder_states(tiny_additive):
     H = tr.model.cfg.hidden // 2
     assert torch.allclose(fwd.hidden, memory.states[0, :, :H], atol=1e-5)
     assert torch.allclose(bwd.hidden, memory.states[0, :, H:], atol=1e-5)
+
+
+def test_a_runaway_regex_is_stopped_with_a_message():
+    with pytest.raises(InputError, match="took longer"):
+        regex_feature(r"(a|aa)+c")("a" * 5000)
+
+
+def test_training_on_too_short_a_text_is_a_message(tmp_path, capsys):
+    f = tmp_path / "short.txt"
+    f.write_text("int x;\n" * 20)
+    assert train_charlm.main(["--data", str(f), "--out", str(tmp_path / "out"), "--work", str(tmp_path / "w")]) == 2
+    assert "too short" in capsys.readouterr().err

@@ -14,7 +14,7 @@ SHIPPED = (ROOT / "checkpoints" / "en-fr-additive" / "metrics.json").is_file()
 @pytest.mark.skipif(not SHIPPED, reason="drives the app on the shipped en-fr-additive checkpoint")
 def test_ten_concurrent_sessions_each_get_their_own_correct_answer():
     p = subprocess.run([sys.executable, str(ROOT / "tools" / "load_test.py"), "--sessions", "10", "--seconds", "20",
-                        "--sentences", "120"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+                        "--sentences", "600"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     out = json.loads(p.stdout.strip().splitlines()[-1])
     print(out)
     assert out["errors"] == 0, out["error_examples"]
