@@ -99,10 +99,15 @@ def make_scorer(name: str, enc_dim: int, dec_dim: int, attn_dim: int) -> Scorer:
     raise ValueError(f"unknown attention {name!r}; choose one of {', '.join(SCORES)}")
 
 
-def attend(scorer: Scorer, keys: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor,
+def mask_bias(mask: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """(B, S) True at real positions -> 0 there and -inf at padding, added to the scores
+    (once per sentence, instead of a masked_fill at every decoder step)."""
+    return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, float("-inf"))
+
+
+def attend(scorer: Scorer, keys: torch.Tensor, memory: torch.Tensor, bias: torch.Tensor,
            query: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """One attention step: alpha_j = softmax_i(e_ij) over real (unmasked) positions and
-    c_j = sum_i alpha_ij h_i. Returns (context (B, De), alpha (B, S))."""
-    scores = scorer.score(keys, query).masked_fill(~mask, float("-inf"))
-    alpha = F.softmax(scores, dim=-1)
+    """One attention step: alpha_j = softmax_i(e_ij) over real positions (`bias` from
+    mask_bias) and c_j = sum_i alpha_ij h_i. Returns (context (B, De), alpha (B, S))."""
+    alpha = F.softmax(scorer.score(keys, query) + bias, dim=-1)
     return torch.bmm(alpha.unsqueeze(1), memory).squeeze(1), alpha

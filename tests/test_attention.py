@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from s2s.attention import SCORES, attend, make_scorer
+from s2s.attention import SCORES, attend, make_scorer, mask_bias
 
 
 @pytest.mark.parametrize("name", SCORES)
@@ -13,7 +13,7 @@ def test_scores_give_distributions_over_real_positions(name):
     lengths = torch.tensor([7, 4, 1])
     mask = torch.arange(S)[None, :] < lengths[:, None]
     query = torch.randn(B, H)
-    context, alpha = attend(scorer, scorer.keys(memory), memory, mask, query)
+    context, alpha = attend(scorer, scorer.keys(memory), memory, mask_bias(mask), query)
     assert alpha.shape == (B, S) and context.shape == (B, H)
     assert torch.allclose(alpha.sum(-1), torch.ones(B))
     assert (alpha >= 0).all()
