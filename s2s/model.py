@@ -158,13 +158,16 @@ class Seq2Seq(nn.Module):
         else:
             state = (self.decoder(x, state[0]),)
         s = state[0]
-        if self.scorer is None:
-            context, alpha = memory.summary, None
-        else:
-            context, alpha = attend(self.scorer, memory.keys, memory.states, memory.mask_bias, s)
+        context, alpha = self.read_source(s, memory)
         feed = torch.tanh(self.combine(torch.cat([context, s], dim=-1)))
         logits = self.output(self.drop(feed)) if with_logits else feed
         return Step(logits, state, feed, alpha, context)
+
+    def read_source(self, s: torch.Tensor, memory: Memory) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(c_j, alpha_j): attention over the encoder states, or the fixed summary without it."""
+        if self.scorer is None:
+            return memory.summary, None
+        return attend(self.scorer, memory.keys, memory.states, memory.mask_bias, s)
 
     # ------------------------------------------------------------ decoding
     def decode_step(self, y_prev: torch.Tensor, state: State, feed: torch.Tensor, memory: Memory) -> Step:
@@ -180,10 +183,7 @@ class Seq2Seq(nn.Module):
         else:
             state = (self.decoder(x, state[0]),)
         s = state[0]
-        if self.scorer is None:
-            context, alpha = memory.summary, None
-        else:
-            context, alpha = attend(self.scorer, memory.keys, memory.states, memory.mask_bias, s)
+        context, alpha = self.read_source(s, memory)
         feed = torch.mm(torch.cat([context, s], dim=-1), w.combine).tanh_()
         return Step(self._decode_output(feed, w), state, feed, alpha, context)
 
