@@ -66,7 +66,7 @@ class AdditiveScore(Scorer):
         return self.W1(memory)
 
     def score(self, keys, query):
-        return self.v(torch.tanh(keys + self.W2(query).unsqueeze(1))).squeeze(2)
+        return torch.matmul((keys + self.W2(query).unsqueeze(1)).tanh_(), self.v.weight[0])
 
 
 class ScaledDotScore(Scorer):

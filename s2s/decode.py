@@ -123,14 +123,12 @@ class _Record:
         self.src_tokens = self.tok.pieces(src_ids)
         self.enc = memory.states[0].float().cpu().numpy()
         self.ids: list[int] = []
-        self.scores, self.alphas, self.states, self.cells, self.contexts = [], [], [], [], []
+        self.logits, self.alphas, self.states, self.cells, self.contexts = [], [], [], [], []
 
-    def add(self, token: int, scores: torch.Tensor, st, row: int, normalised: bool = False) -> None:
-        """Record the token chosen at this step, from row `row` of the step's batch; `scores`
-        are that row's logits (or log-probs if normalised)."""
+    def add(self, token: int, logits: torch.Tensor, st, row: int) -> None:
+        """Record the token chosen at this step, from row `row` of the step's batch."""
         self.ids.append(token)
-        self.scores.append(scores)
-        self.normalised = normalised
+        self.logits.append(logits)
         self.states.append(st.state[0][row])
         if len(st.state) > 1:
             self.cells.append(st.state[1][row])
@@ -139,8 +137,7 @@ class _Record:
             self.alphas.append(st.alpha[row])
 
     def result(self) -> Decoding:
-        scores = torch.stack(self.scores).float()
-        logp = scores if self.normalised else F.log_softmax(scores, dim=-1)
+        logp = F.log_softmax(torch.stack(self.logits).float(), dim=-1)
         ids = torch.tensor(self.ids, device=logp.device)
         token_logp = logp.gather(1, ids[:, None])[:, 0].tolist()
         top_p, top_i = logp.topk(TOPK_RECORDED, dim=-1)
@@ -215,15 +212,15 @@ def beam_search(tr: Translator, text: str, width: int = 5, n_best: int | None = 
     memory = memory1
     live: list[tuple[list[int], int, float]] = [([], -1, 0.0)]     # (ids, tree node, log-prob sum)
     finished: list[tuple[list[int], int, float]] = []
-    tree: list[dict] = []
+    tree: list[tuple[int, int, float, int]] = []   # (step, token, log-prob sum, parent node)
     node_row: list[int] = []      # for each tree node: the row of the step batch it extends
-    steps = []                    # for each step: (Step, log-probs (k, V))
+    steps = []                    # for each step: its Step (logits (k, V), states, attention)
     y = torch.tensor([BOS], device=tr.device)
     V = len(tok)
     for j in range(max_len):
         st = model.decode_step(y, state, feed, memory)
+        steps.append(st)
         logp = F.log_softmax(st.logits.float(), dim=-1)                  # (k, V)
-        steps.append((st, logp))
         scores = torch.tensor([h[2] for h in live], device=logp.device)
         # the best 2w continuations overall are among each hypothesis's own best 2w
         row_v, row_i = logp.topk(min(2 * width, V), dim=-1)                 # (k, 2w)
@@ -233,7 +230,7 @@ def beam_search(tr: Translator, text: str, width: int = 5, n_best: int | None = 
         keep, new_live = [], []
         for v, c, t in zip(top_v.tolist(), top_c.tolist(), row_i.view(-1)[top_c].tolist()):
             k = c // n_row
-            tree.append({"step": j, "token": tok.piece(t), "log_prob": v, "parent": live[k][1], "finished": t == EOS})
+            tree.append((j, t, v, live[k][1]))
             node_row.append(k)
             h = (live[k][0] + [t], len(tree) - 1, v)
             if t == EOS:
@@ -260,14 +257,14 @@ def beam_search(tr: Translator, text: str, width: int = 5, n_best: int | None = 
     path, node = [], ranked[0][1]
     while node >= 0:              # walk the best hypothesis back to the root
         path.append(node)
-        node = tree[node]["parent"]
+        node = tree[node][3]
     rec = _Record(tr, src_ids, memory1)
     for j, node in enumerate(reversed(path)):
-        st, logp = steps[j]
-        row = node_row[node]
-        rec.add(ranked[0][0][j], logp[row], st, row, normalised=True)
+        rec.add(ranked[0][0][j], steps[j].logits[node_row[node]], steps[j], node_row[node])
     best = rec.result()
-    best.nbest, best.beam_tree = nbest, tree
+    best.nbest = nbest
+    best.beam_tree = [{"step": j, "token": tok.piece(t), "log_prob": v, "parent": parent, "finished": t == EOS}
+                      for j, t, v, parent in tree]
     return best
 
 

@@ -35,11 +35,13 @@ class LSTMWeights:
 
     def by_gate(self) -> tuple[torch.Tensor, torch.Tensor]:
         """[W_x W_h] as four (input + H, H) matrices, one per gate, and the biases (4, 1, H):
-        for a few rows (decoding), four independent products let two cores share the work."""
+        for a few rows (decoding), four independent products let two cores share the work.
+        The gates come in the order i, f, o, g here, so that one sigmoid covers three."""
         if self._by_gate is None:
             H = self.hidden
-            w = torch.cat([self.w_ih, self.w_hh], dim=1).view(4, H, -1).transpose(1, 2).contiguous()
-            self._by_gate = (w, self.bias.view(4, 1, H).contiguous())
+            order = torch.tensor([0, 1, 3, 2])          # PyTorch's i, f, g, o -> i, f, o, g
+            w = torch.cat([self.w_ih, self.w_hh], dim=1).view(4, H, -1)[order].transpose(1, 2).contiguous()
+            self._by_gate = (w, self.bias.view(4, 1, H)[order].contiguous())
         return self._by_gate
 
     @property
@@ -72,18 +74,33 @@ class LSTMStep(NamedTuple):
 
 
 def lstm_step(x: torch.Tensor, h: torch.Tensor, c: torch.Tensor, w: LSTMWeights,
-              x_proj: torch.Tensor | None = None) -> LSTMStep:
+              x_gates: torch.Tensor | None = None) -> LSTMStep:
     """One step of the equations above for a batch: x (B, input), h and c (B, H).
-    `x_proj` = W_x x_t + b, when the caller computed it for all steps at once."""
-    if x_proj is None:
-        w_gates, b_gates = w.by_gate()
-        xh = torch.cat([x, h], 1)
-        i, f, g, o = torch.baddbmm(b_gates, xh.expand(4, *xh.shape), w_gates).unbind(0)
+
+    `x_gates` (4, B, H): W_x[:, :k] x_t[:k] + b for the first k input features, when the
+    caller already has it (decoding looks the embedding's share up per token); x is then
+    only the remaining input features."""
+    w_gates, b_gates = w.by_gate()
+    xh = torch.cat([x, h], 1)
+    if x_gates is None:
+        x_gates = b_gates
     else:
-        i, f, g, o = torch.addmm(x_proj, h, w.w_hh.t()).chunk(4, dim=1)
-    i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
+        w_gates = w_gates[:, -xh.size(1):]          # the rows of the features in xh
+    pre = torch.baddbmm(x_gates, xh.expand(4, *xh.shape), w_gates)     # (4, B, H): i, f, o, g
+    i, f, o = pre[:3].sigmoid().unbind(0)
+    g = pre[3].tanh()
     c = torch.addcmul(f * c, i, g)
     return LSTMStep(o * c.tanh(), c, i, f, g, o)
+
+
+def input_gate_table(w: LSTMWeights, inputs: torch.Tensor) -> torch.Tensor:
+    """(N, k) possible values of the first k input features -> (N, 4, H) their gate
+    pre-activations W_x[:, :k] x + b (with the bias; gates in by_gate's order), for
+    `lstm_step(x_gates=...)`."""
+    w_gates, b_gates = w.by_gate()
+    k = inputs.size(1)
+    table = torch.baddbmm(b_gates, inputs.expand(4, *inputs.shape), w_gates[:, :k])    # (4, N, H)
+    return table.transpose(0, 1).contiguous()
 
 
 @dataclass
