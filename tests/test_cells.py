@@ -89,6 +89,21 @@ def test_training_resumes(tiny_charlm, code_text_file, tiny_root, capsys):
     assert json.loads((work / "state.json").read_text())["step"] == 160
 
 
+def test_metrics_hold_the_papers_figures_for_its_corpora(code_text_file, tmp_path):
+    corpus = tmp_path / "linux-kernel"
+    corpus.mkdir()
+    (corpus / "input.txt").write_text(code_text_file.read_text())
+    rc = train_charlm.main(["--data", str(corpus / "input.txt"), "--out", str(tmp_path / "lm"), "--work", str(tmp_path / "w"),
+                            "--hidden", "8", "--layers", "1", "--emb-dim", "4", "--batch", "4", "--seq", "16",
+                            "--steps", "5", "--eval-every", "5"])
+    assert rc == 0
+    metrics = json.loads((tmp_path / "lm" / "metrics.json").read_text())
+    paper = metrics["paper"]
+    assert paper["best_rnn_nats"] == 0.84 and paper["best_rnn_bits_per_char"] == round(0.84 / math.log(2), 3)
+    assert metrics["train"]["data"] == "linux-kernel/input.txt"
+    assert train_charlm.paper_figures("some-other-text") is None
+
+
 def run_cli(*args, stdin=None):
     return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, input=stdin, timeout=300)
 
