@@ -92,6 +92,9 @@ with st.sidebar:
         bpc = info.metrics.get("test", {}).get("bits_per_char")
         if bpc is not None:
             st.caption(f"Test: **{bpc:.3f} bits per character** on text it never saw")
+        if paper := info.metrics.get("paper"):
+            st.caption(f"The paper's best network on this corpus: {paper['best_rnn_bits_per_char']:.2f} bits per "
+                       f"character; a 20-gram model: {paper['ngram20_bits_per_char']:.2f}.")
     st.caption(f"Device: **{'CUDA GPU' if ui.default_device().type == 'cuda' else 'CPU'}**")
 
 tab_names = ["Colored text", "Find cells", "Gates", "Translation models"]

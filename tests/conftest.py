@@ -107,7 +107,8 @@ def code_like_text(n_blocks: int, seed: int = 0) -> str:
 
 @pytest.fixture(scope="session")
 def code_text_file(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("chars") / "code.txt"
+    path = tmp_path_factory.mktemp("chars") / "linux-kernel" / "input.txt"   # named like the real corpus
+    path.parent.mkdir()
     path.write_text(code_like_text(400), encoding="utf-8")
     return path
 

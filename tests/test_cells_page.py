@@ -52,6 +52,8 @@ def test_page_colors_the_example_and_draws_every_section(zoo_env):
     shown = load_charlm(zoo_env / "charlm-linux-kernel").model.shown(example)   # the tiny model lacks some letters
     assert plain(body) == shown and "int" in shown                              # a kernel model opens on it
     assert body.count("<span") > 150 and 'title="tanh(c) = ' in body
+    captions = " ".join(c.value for c in at.sidebar.caption)
+    assert "bits per character" in captions and "The paper's best network on this corpus: 1.21" in captions
     assert "top_traces" not in chart_ids(at)                 # closed tabs don't run
     at = open_tab(at, "Find cells")
     at.selectbox(key="feature").set_value("brace_depth").run()
