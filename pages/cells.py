@@ -55,13 +55,16 @@ def translation_trace_cached(path: str, text: str):
     return d, fwd.cell.tanh().cpu().numpy(), bwd.cell.tanh().cpu().numpy()
 
 
-def best_known_cell(metrics: dict) -> tuple[str, int, int]:
-    """The feature and cell with the largest |r| that training found (metrics.json), as the default view."""
-    best = ("inside_quotes", 0, 0, 0.0)
-    for feature, cells in metrics.get("cells", {}).items():
-        if cells and abs(cells[0]["r"]) > abs(best[3]):
-            best = (feature, cells[0]["layer"], cells[0]["cell"], cells[0]["r"])
-    return best[:3]
+def best_known_cell(metrics: dict, prefer: str) -> tuple[str, int, int]:
+    """The default view: the cell training found for the `prefer`red feature (metrics.json)
+    if it is clearly interpretable (|r| >= 0.5), else the cell with the largest |r|."""
+    found = {f: cells[0] for f, cells in metrics.get("cells", {}).items() if cells}
+    if prefer in found and abs(found[prefer]["r"]) >= 0.5:
+        feature = prefer
+    else:
+        feature = max(found, key=lambda f: abs(found[f]["r"]), default=prefer)
+    cell = found.get(feature, {"layer": 0, "cell": 0})
+    return feature, cell["layer"], cell["cell"]
 
 
 def use_example():
@@ -91,7 +94,10 @@ with st.sidebar:
         st.caption(info.description)
         bpc = info.metrics.get("test", {}).get("bits_per_char")
         if bpc is not None:
-            st.caption(f"Test: **{bpc:.3f} bits per character** on text it never saw")
+            known = info.metrics.get("test_known_lines", {}).get("bits_per_char")
+            more = (f"; {known:.3f} on its lines made only of characters seen in training"
+                    if known is not None and abs(known - bpc) >= 0.005 else "")
+            st.caption(f"Test: **{bpc:.3f} bits per character** on text it never saw{more}")
         if paper := info.metrics.get("paper"):
             st.caption(f"The paper's best network on this corpus: {paper['best_rnn_bits_per_char']:.2f} bits per "
                        f"character; a 20-gram model: {paper['ngram20_bits_per_char']:.2f}.")
@@ -115,10 +121,11 @@ else:
     H, L = lm.model.cfg.hidden, lm.model.cfg.layers
 
     # -------------------------------------------------------------- text
+    is_code = "linux" in lm_name    # opens on code and the brace-depth cell; prose on quotes
     if "cell_text" not in S:
-        first = next(iter(EXAMPLES)) if "linux" in lm_name else list(EXAMPLES)[2]
+        first = next(iter(EXAMPLES)) if is_code else list(EXAMPLES)[2]
         S.cell_text = example_text(first)
-    feature0, layer0, cell0 = best_known_cell(lm.metrics)
+    feature0, layer0, cell0 = best_known_cell(lm.metrics, "brace_depth" if is_code else "inside_quotes")
     S.setdefault("layer", layer0)
     S.setdefault("cell", cell0)
     S.setdefault("feature", feature0)

@@ -102,6 +102,12 @@ def test_metrics_hold_the_papers_figures_for_its_corpora(code_text_file, tmp_pat
     assert paper["best_rnn_nats"] == 0.84 and paper["best_rnn_bits_per_char"] == round(0.84 / math.log(2), 3)
     assert metrics["train"]["data"] == "linux-kernel/input.txt"
     assert train_charlm.paper_figures("some-other-text") is None
+    assert metrics["test"]["unknown_chars"] == 0 and metrics["test_known_lines"]["bits_per_char"] > 0
+
+
+def test_known_lines_drops_lines_with_unseen_characters():
+    text = "int x;\nsmile (\u30ce\ufe4f\u30ce)\n\tx = 1;\n"
+    assert train_charlm.known_lines(text, "intx;=1 \t") == "int x;\n\tx = 1;\n"
 
 
 def run_cli(*args, stdin=None):

@@ -152,3 +152,21 @@ def test_a_broken_character_model_is_named_and_translation_cells_still_work(zoo_
     assert not at.exception
     assert any("charlm-linux-kernel" in e.value and "corrupt" in e.value for e in at.error)
     assert "enc_fwd" in chart_ids(at)
+
+
+@pytest.mark.parametrize("name, quotes_r, expected", [
+    ("charlm-war-and-peace", -0.9, ("inside_quotes", 1, 7)),       # prose opens on its quote cell
+    ("charlm-war-and-peace", 0.3, ("position_in_line", 0, 4)),    # ... unless it has none: the strongest cell
+    ("charlm-linux-kernel", -0.9, ("brace_depth", 1, 2)),         # code opens on its brace-depth cell
+])
+def test_the_page_opens_on_the_showcase_cell(tmp_path, tiny_charlm, monkeypatch, name, quotes_r, expected):
+    shutil.copytree(tiny_charlm, tmp_path / name)
+    metrics = json.loads((tmp_path / name / "metrics.json").read_text())
+    metrics["cells"] = {"inside_quotes": [{"layer": 1, "cell": 7, "r": quotes_r}],
+                        "position_in_line": [{"layer": 0, "cell": 4, "r": -0.95}],
+                        "brace_depth": [{"layer": 1, "cell": 2, "r": 0.6}]}
+    (tmp_path / name / "metrics.json").write_text(json.dumps(metrics))
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(tmp_path))
+    at = cells_page()
+    assert not at.exception
+    assert (at.session_state["feature"], at.session_state["layer"], at.session_state["cell"]) == expected

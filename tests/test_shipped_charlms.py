@@ -1,0 +1,40 @@
+"""The shipped character-level models: the interpretable cells the course shows exist, and the
+tool finds them on passages the models never saw (the examples come from the held-out test
+part of each corpus). Skipped on a checkout without these checkpoints."""
+import json
+
+import pytest
+
+from conftest import ROOT
+from s2s.cells import FEATURES, rank_cells
+from s2s.checkpoint import load_charlm
+
+CASES = [   # model, held-out example, feature, the issue's target |r|
+    ("charlm-war-and-peace", "war_and_peace_heldout.txt", "inside_quotes", 0.5),
+    ("charlm-linux-kernel", "kernel_heldout.c", "brace_depth", 0.5),
+]
+
+
+@pytest.mark.parametrize("name, example, feature, target", CASES)
+def test_an_interpretable_cell_is_found_on_held_out_text(name, example, feature, target):
+    path = ROOT / "checkpoints" / name
+    if not (path / "metrics.json").is_file():
+        pytest.skip(f"{name} is not in checkpoints/")
+    lm = load_charlm(path)
+    text = (ROOT / "examples" / example).read_text(encoding="utf-8")
+    best = rank_cells(lm.model.trace(text), FEATURES[feature].values(text), top=1)[0]
+    assert abs(best.r) >= target, best
+    # training found one too, on the first 20,000 held-out characters, and wrote it down
+    found = json.loads((path / "metrics.json").read_text())["cells"][feature][0]
+    assert abs(found["r"]) >= target, found
+
+
+@pytest.mark.parametrize("name", [c[0] for c in CASES])
+def test_metrics_report_test_bits_per_char_beside_the_paper(name):
+    path = ROOT / "checkpoints" / name
+    if not (path / "metrics.json").is_file():
+        pytest.skip(f"{name} is not in checkpoints/")
+    metrics = json.loads((path / "metrics.json").read_text())
+    assert 0.5 < metrics["test"]["bits_per_char"] < 3.0
+    assert metrics["paper"]["best_rnn_bits_per_char"] > 0
+    assert metrics["train"]["minutes"] <= 90
