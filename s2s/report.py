@@ -1,4 +1,4 @@
-"""Print the README's model table from the checkpoints' metrics.json files.
+"""Print the README's model tables from the checkpoints' metrics.json files.
 
     python -m s2s.report
 """
@@ -28,6 +28,30 @@ def main() -> None:
         for c in rows:
             cells = [f"{b['bleu']:.1f}" if b["bleu"] is not None else "–" for b in c.metrics["test"]["test_long"]["by_length"]]
             print(f"| `{c.name}` | " + " | ".join(cells) + " |")
+    charlms = [c for c in list_checkpoints() if c.kind == "charlm" and "test" in c.metrics]
+    if charlms:
+        print()
+        print("Character-level models, bits per character (the paper's: Karpathy et al. 2015, converted from nats):")
+        print("| model | test | test, known-character lines | valid | paper's best | paper's 20-gram | train min |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for c in charlms:
+            m, paper = c.metrics, c.metrics.get("paper", {})
+            known = m.get("test_known_lines", {}).get("bits_per_char")
+            print(f"| `{c.name}` | {m['test']['bits_per_char']:.3f} | {_num(known)} | {m['valid']['bits_per_char']:.3f} | "
+                  f"{_num(paper.get('best_rnn_bits_per_char'))} | {_num(paper.get('ngram20_bits_per_char'))} | "
+                  f"{m['train']['minutes']:.0f} |")
+        print()
+        print("The most interpretable cell per feature, found on held-out text (Pearson r of tanh(c) with the feature):")
+        print("| model | feature | layer | cell | r |")
+        print("|---|---|---:|---:|---:|")
+        for c in charlms:
+            for feature, cells in c.metrics.get("cells", {}).items():
+                if cells and abs(cells[0]["r"]) >= 0.3:
+                    print(f"| `{c.name}` | {feature} | {cells[0]['layer']} | {cells[0]['cell']} | {cells[0]['r']:+.3f} |")
+
+
+def _num(x) -> str:
+    return "–" if x is None else f"{x:.3f}"
 
 
 if __name__ == "__main__":
