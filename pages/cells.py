@@ -67,6 +67,15 @@ def best_known_cell(metrics: dict, prefer: str) -> tuple[str, int, int]:
     return feature, cell["layer"], cell["cell"]
 
 
+def model_changed():
+    """Another model opens on its own showcase cell, and on its own example passage unless
+    the text is the reader's own."""
+    for k in ("layer", "cell", "feature", "ranked_pick"):
+        st.session_state.pop(k, None)
+    if st.session_state.get("source", "Example") == "Example":
+        st.session_state.pop("cell_text", None)
+
+
 def use_example():
     if st.session_state.example_pick:
         st.session_state.cell_text = example_text(st.session_state.example_pick)
@@ -89,7 +98,7 @@ with st.sidebar:
     st.markdown("### Character model")
     if models:
         by_name = {m.name: m for m in models}
-        lm_name = st.selectbox("Character-level LSTM", list(by_name), key="charlm")
+        lm_name = st.selectbox("Character-level LSTM", list(by_name), key="charlm", on_change=model_changed)
         info = by_name[lm_name]
         st.caption(info.description)
         bpc = info.metrics.get("test", {}).get("bits_per_char")

@@ -170,3 +170,26 @@ def test_the_page_opens_on_the_showcase_cell(tmp_path, tiny_charlm, monkeypatch,
     at = cells_page()
     assert not at.exception
     assert (at.session_state["feature"], at.session_state["layer"], at.session_state["cell"]) == expected
+
+
+def test_switching_model_opens_its_own_example_and_cell_but_keeps_typed_text(tmp_path, tiny_charlm, monkeypatch):
+    for name, cells in [("charlm-linux-kernel", {"brace_depth": [{"layer": 1, "cell": 2, "r": 0.8}]}),
+                        ("charlm-war-and-peace", {"inside_quotes": [{"layer": 0, "cell": 5, "r": -0.9}]})]:
+        shutil.copytree(tiny_charlm, tmp_path / name)
+        metrics = json.loads((tmp_path / name / "metrics.json").read_text())
+        (tmp_path / name / "metrics.json").write_text(json.dumps({**metrics, "cells": cells}))
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(tmp_path))
+    at = cells_page()
+    assert at.session_state["cell_text"].startswith("static inline int audit_match_class_bits")
+    at.sidebar.selectbox(key="charlm").set_value("charlm-war-and-peace").run()
+    assert not at.exception
+    assert (at.session_state["feature"], at.session_state["layer"], at.session_state["cell"]) == ("inside_quotes", 0, 5)
+    assert at.session_state["cell_text"] == (ROOT / "examples" / "war_and_peace_heldout.txt").read_text()
+    at.segmented_control(key="source").set_value("Your text").run()
+    at.text_area(key="typed").set_value('"Hello," he said.')
+    [b for b in at.button if b.label == "Trace"][0].click()
+    at.run()
+    assert at.session_state["cell_text"] == '"Hello," he said.'
+    at.sidebar.selectbox(key="charlm").set_value("charlm-linux-kernel").run()
+    assert at.session_state["cell_text"] == '"Hello," he said.'                # the reader's own text stays
+    assert (at.session_state["feature"], at.session_state["cell"]) == ("brace_depth", 2)
