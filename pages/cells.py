@@ -232,8 +232,9 @@ else:
                 col.plotly_chart(saturation_scatter(gate_saturation(traces[layer]), title=f"layer {layer}"),
                                  key=f"sat{layer}")
             st.caption("Each dot is one gate of one cell: how often it is nearly closed (< 0.1) against nearly open "
-                       "(> 0.9) over this text, as in the paper's Fig. 3. Dots near the right edge: gates that are almost "
-                       "always open; forget gates there are cells that remember for a long time.")
+                       "(> 0.9) over this text, as in the paper's Fig. 3. Near the top: gates almost always open (a forget "
+                       "gate there keeps its cell's memory for a long time); near the right: almost always closed; on "
+                       "the dotted diagonal: always saturated one way or the other, a switch.")
             tr = traces[int(S.layer)]
             st.plotly_chart(cell_traces_figure(shown, {g.replace("_", " "): getattr(tr, g)[:, int(S.cell)].numpy()
                                                        for g in ("input_gate", "forget_gate", "output_gate")},
