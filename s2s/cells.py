@@ -203,6 +203,11 @@ def rank_cells(traces: list[LayerTrace], feature: np.ndarray, top: int = 10, sig
     return scores[:top]
 
 
+def best_cells(traces: list[LayerTrace], text: str, top: int = 3) -> dict[str, list[CellScore]]:
+    """For every preset feature, the `top` cells whose tanh(c) correlates most with it."""
+    return {name: rank_cells(traces, feat.values(text), top=top) for name, feat in FEATURES.items()}
+
+
 def gate_saturation(trace: LayerTrace, low: float = 0.1, high: float = 0.9) -> dict[str, dict[str, np.ndarray]]:
     """For each gate, the fraction of steps each unit spends below `low` (left-saturated)
     and above `high` (right-saturated): the paper's Fig. 3."""
@@ -249,10 +254,9 @@ def main(argv=None) -> int:
     if a.json:
         print(json.dumps({"text": text, "layers": [t.to_lists() for t in traces]}))
         return 0
-    for name, feat in FEATURES.items():
-        cells = ", ".join(f"layer {s.layer} cell {s.cell} (r = {s.r:+.2f})"
-                          for s in rank_cells(traces, feat.values(text), top=a.top))
-        print(f"{feat.label:>22}: {cells}")
+    for name, ranked in best_cells(traces, text, top=a.top).items():
+        cells = ", ".join(f"layer {s.layer} cell {s.cell} (r = {s.r:+.2f})" for s in ranked)
+        print(f"{FEATURES[name].label:>22}: {cells}")
     return 0
 
 

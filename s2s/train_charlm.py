@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from .cells import FEATURES, rank_cells
+from .cells import best_cells
 from .charlm import CharLM, CharLMConfig, bits_per_char
 from .checkpoint import save_checkpoint
 from .train import load_state, lr_at, save_state
@@ -182,7 +182,7 @@ def main(argv=None) -> int:
                   "chars_seen": meta["chars"], "batch": a.batch, "seq": a.seq, "lr": a.lr,
                   "data": f"{data.parent.name}/{data.name}",
                   "split": "contiguous 90/5/5 %, test = the end of the file"},
-        "cells": best_cells(model, test_text[:20_000]),
+        "cells": interpretable_cells(model, test_text[:20_000]),
         "cells_text": "the first 20,000 characters of the test part (never trained on)",
     }
     if paper := paper_figures(data.parent.name):
@@ -192,14 +192,11 @@ def main(argv=None) -> int:
     return 0
 
 
-def best_cells(model: CharLM, text: str, top: int = 3) -> dict:
-    """For every preset feature, the cells whose tanh(c) correlates most with it on `text`."""
+def interpretable_cells(model: CharLM, text: str, top: int = 3) -> dict:
+    """best_cells (cells.py) of every preset feature on `text`, as JSON for metrics.json."""
     traces = model.trace(text, max_chars=len(text))
-    out = {}
-    for feature in FEATURES:
-        ranked = rank_cells(traces, FEATURES[feature].values(text), top=top)
-        out[feature] = [{"layer": r.layer, "cell": r.cell, "r": round(r.r, 3)} for r in ranked]
-    return out
+    return {feature: [{"layer": r.layer, "cell": r.cell, "r": round(r.r, 3)} for r in ranked]
+            for feature, ranked in best_cells(traces, text, top).items()}
 
 
 if __name__ == "__main__":

@@ -124,3 +124,13 @@ def tiny_charlm(code_text_file, tiny_root) -> Path:
                             "--description", "tiny character model of generated C"])
     assert rc == 0
     return out
+
+
+def app_page(path: str | None = None):
+    """An AppTest of the whole app (navigation included), switched to page `path` if given."""
+    from streamlit.testing.v1 import AppTest
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90).run()
+    if path:
+        at.switch_page(path)
+        at.run()
+    return at

@@ -3,9 +3,8 @@ import shutil
 
 import numpy as np
 import pytest
-from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT
+from conftest import app_page
 from s2s.bottleneck import (STRESS_PAIRS, StressRow, cosine_similarity, first_failure, joined_example, pca_2d,
                             repetition_rate, stress_row)
 from s2s.checkpoint import load_translator
@@ -69,10 +68,8 @@ def zoo_env(tmp_path, tiny_additive, tiny_none, monkeypatch):
     return tmp_path
 
 
-def bottleneck_page() -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90).run()
-    at.switch_page("pages/bottleneck.py")
-    return at.run()
+def bottleneck_page():
+    return app_page("pages/bottleneck.py")
 
 
 def chart_keys(at):

@@ -7,7 +7,7 @@ import shutil
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT
+from conftest import ROOT, app_page
 from s2s.checkpoint import load_charlm
 
 
@@ -19,10 +19,8 @@ def zoo_env(tmp_path, tiny_charlm, tiny_additive, monkeypatch):
     return tmp_path
 
 
-def cells_page() -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90).run()
-    at.switch_page("pages/cells.py")
-    return at.run()
+def cells_page():
+    return app_page("pages/cells.py")
 
 
 def html_blocks(at) -> list[str]:

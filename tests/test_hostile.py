@@ -8,7 +8,7 @@ import sys
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT
+from conftest import ROOT, app_page
 
 HOSTILE = {
     "emoji": "a 😀 b 🎉 c",
@@ -30,14 +30,6 @@ def zoo_env(tmp_path, tiny_additive, tiny_none, tiny_charlm, monkeypatch):
     return tmp_path
 
 
-def page(path: str | None = None) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90).run()
-    if path:
-        at.switch_page(path)
-        at.run()
-    return at
-
-
 def click(at, label: str) -> AppTest:
     [b for b in at.button if b.label == label][0].click()
     return at.run()
@@ -56,21 +48,21 @@ def outcome_ok(at, name: str) -> None:
 
 @pytest.mark.parametrize("name", HOSTILE)
 def test_translate_page(zoo_env, name):
-    at = page()
+    at = app_page()
     at.text_area(key="text").set_value(HOSTILE[name])
     outcome_ok(click(at, "Translate"), name)
 
 
 @pytest.mark.parametrize("name", HOSTILE)
 def test_bottleneck_page(zoo_env, name):
-    at = page("pages/bottleneck.py")
+    at = app_page("pages/bottleneck.py")
     at.text_area(key="bn_text").set_value(HOSTILE[name])
     outcome_ok(click(at, "Translate with both"), name)
 
 
 @pytest.mark.parametrize("name", HOSTILE)
 def test_cells_page(zoo_env, name):
-    at = page("pages/cells.py")
+    at = app_page("pages/cells.py")
     at.segmented_control(key="source").set_value("Your text").run()
     at.text_area(key="typed").set_value(HOSTILE[name][:5000])    # the box itself stops at 5,000 characters
     at = click(at, "Trace")
