@@ -39,9 +39,12 @@ def load_model(name: str) -> Translator:
     return load_path(model_path(name))
 
 
-@st.cache_data(ttl=60)
-def checkpoints_in(root: str) -> list[CheckpointInfo]:
-    return list_checkpoints(root)
+@st.cache_resource(ttl=60, show_spinner=False)
+def checkpoints_in(root: str) -> tuple[CheckpointInfo, ...]:
+    """The registry, read from disk at most once a minute. A shared resource, not
+    st.cache_data: that would unpickle every model's metrics (training traces included)
+    on every run of every page, which was the largest cost of a Translate press."""
+    return tuple(list_checkpoints(root))
 
 
 def translation_models() -> list[CheckpointInfo]:

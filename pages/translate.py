@@ -33,7 +33,10 @@ RANGES = dict(beam=(1, MAX_BEAM), nbest=(1, MAX_BEAM), temp=(0.1, 2.0), topk=(0,
 CHOICES = dict(method=list(METHODS), view=["words", "pieces"])
 
 
-@st.cache_data(max_entries=512, show_spinner=False)
+# Cached results are shared by every session of the server, so they keep only what this page
+# shows: without the state vectors a result is ~3 KB for a sentence and at most ~0.5 MB for
+# the longest input (200 pieces in, 250 out), so even a cache full of those stays ~120 MB.
+@st.cache_data(max_entries=256, show_spinner=False)
 def decode_cached(path: str, text: str, method: str, beam: int, nbest: int, temp: float, topk: int, seed: int,
                   maxlen: int) -> tuple[Decoding, float]:
     tr = ui.load_path(path)
@@ -44,12 +47,12 @@ def decode_cached(path: str, text: str, method: str, beam: int, nbest: int, temp
         d = translate(tr, text, "sample", temperature=temp, top_k=topk, seed=seed, max_len=maxlen)
     else:
         d = translate(tr, text, "greedy", max_len=maxlen)
-    return d, (time.perf_counter() - t) * 1000
+    return d.without_states(), (time.perf_counter() - t) * 1000
 
 
-@st.cache_data(max_entries=256, show_spinner=False)
+@st.cache_data(max_entries=64, show_spinner=False)
 def forced_cached(path: str, text: str, reference: str) -> Decoding:
-    return forced(ui.load_path(path), text, reference)
+    return forced(ui.load_path(path), text, reference).without_states()
 
 
 def view_of(d: Decoding, words: bool) -> tuple[list[str], list[str], np.ndarray]:

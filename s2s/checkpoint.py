@@ -164,9 +164,10 @@ def _load_weights(path: Path, model: nn.Module, what: str, device) -> nn.Module:
     return model.to(device or default_device()).eval()
 
 
-@dataclass
+@dataclass(frozen=True)
 class CheckpointInfo:
-    """One row of the registry: enough to list a model without loading its weights."""
+    """One row of the registry: enough to list a model without loading its weights.
+    Frozen: the app shares one registry between all sessions."""
     name: str
     path: Path
     kind: str

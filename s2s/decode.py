@@ -13,7 +13,7 @@ The encoder runs once per sentence, and so do the attention keys (Memory).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 import numpy as np
@@ -36,9 +36,9 @@ class Decoding:
     translation: str
     token_log_probs: list[float]      # log p(y_j | y_<j, x) of each target token
     attention: np.ndarray | None      # (len(target_tokens), len(source_tokens)), rows sum to 1
-    states: np.ndarray                # (len(target_tokens), H) decoder state s_j
-    contexts: np.ndarray              # (len(target_tokens), H) context c_j (the same row every step without attention)
-    encoder_states: np.ndarray        # (len(source_tokens), H) encoder states h_i
+    states: np.ndarray | None         # (len(target_tokens), H) decoder state s_j
+    contexts: np.ndarray | None       # (len(target_tokens), H) context c_j (the same row every step without attention)
+    encoder_states: np.ndarray | None  # (len(source_tokens), H) encoder states h_i
     step_top: list[list[tuple[str, float]]] = field(default_factory=list)   # top next tokens, p
     cells: np.ndarray | None = None   # (len(target_tokens), H) LSTM decoder cell state c_j; None for RNN/GRU
     nbest: list["Hypothesis"] = field(default_factory=list)                 # beam search only
@@ -47,6 +47,12 @@ class Decoding:
     @property
     def log_prob(self) -> float:
         return float(sum(self.token_log_probs))
+
+    def without_states(self) -> "Decoding":
+        """The same decoding without its per-step vectors (states, contexts, encoder states,
+        cells): all a view of tokens, scores and attention needs, and about 15x smaller to
+        keep in a cache shared by many users."""
+        return replace(self, states=None, contexts=None, encoder_states=None, cells=None)
 
     def to_json(self) -> dict:
         return {"translation": self.translation, "source_tokens": self.source_tokens,

@@ -17,6 +17,13 @@ import plotly.graph_objects as go
 PROJECTOR_SCALE = "YlGnBu"
 
 
+def figure(traces: Sequence[go.BasePlotlyType], **layout) -> go.Figure:
+    """A figure built in one pass: plotly validates the whole layout once here, where each
+    fig.update_xaxes / update_layout call would validate again (3x the CPU per figure,
+    which a class of 30 pressing Translate at once pays on a shared server)."""
+    return go.Figure(data=list(traces), layout=dict(plot_bgcolor="white", **layout))
+
+
 def display_token(piece: str) -> str:
     """A token for a plotly label, HTML-escaped (plotly renders a subset of HTML in labels).
     Subword pieces keep their word-start marker "▁", so "▁lect" "ure" reads as one word."""
@@ -32,19 +39,19 @@ def matrix_heatmap(x_tokens: Sequence[str], y_tokens: Sequence[str], z: np.ndarr
     xs = [display_token(t) for t in x_tokens]
     ys = [display_token(t) for t in y_tokens]
     hover = [[f"{ys[j]} ← {xs[i]}<br>{value_name} = {z[j, i]:.4f}" for i in range(len(xs))] for j in range(len(ys))]
-    fig = go.Figure(go.Heatmap(
-        z=z, x=list(range(len(xs))), y=list(range(len(ys))), zmin=zmin, zmax=zmax,
-        colorscale=colorscale, text=hover, hovertemplate="%{text}<extra></extra>",
-        colorbar=dict(title=dict(text=html.escape(value_name)), thickness=14)))
-    fig.update_xaxes(tickmode="array", tickvals=list(range(len(xs))), ticktext=xs, tickangle=-60,
-                     title_text=x_title, side="top", tickfont=dict(size=14 if len(xs) <= 25 else 11))
-    fig.update_yaxes(tickmode="array", tickvals=list(range(len(ys))), ticktext=ys, autorange="reversed",
-                     title_text=y_title, tickfont=dict(size=14))
-    # the source tokens sit on top, so a title needs room above them
-    fig.update_layout(title=dict(text=html.escape(title), y=0.995, yanchor="top") if title else None,
-                      height=(height or max(320, 120 + 26 * len(ys))) + (40 if title else 0),
-                      margin=dict(l=10, r=10, t=150 if title else 110, b=10), plot_bgcolor="white")
-    return fig
+    heat = go.Heatmap(z=z, x=list(range(len(xs))), y=list(range(len(ys))), zmin=zmin, zmax=zmax,
+                      colorscale=colorscale, text=hover, hovertemplate="%{text}<extra></extra>",
+                      colorbar=dict(title=dict(text=html.escape(value_name)), thickness=14))
+    return figure(
+        [heat],
+        xaxis=dict(tickmode="array", tickvals=list(range(len(xs))), ticktext=xs, tickangle=-60,
+                   title=dict(text=x_title), side="top", tickfont=dict(size=14 if len(xs) <= 25 else 11)),
+        yaxis=dict(tickmode="array", tickvals=list(range(len(ys))), ticktext=ys, autorange="reversed",
+                   title=dict(text=y_title), tickfont=dict(size=14)),
+        # the source tokens sit on top, so a title needs room above them
+        title=dict(text=html.escape(title), y=0.995, yanchor="top") if title else None,
+        height=(height or max(320, 120 + 26 * len(ys))) + (40 if title else 0),
+        margin=dict(l=10, r=10, t=150 if title else 110, b=10))
 
 
 def attention_heatmap(source_tokens: Sequence[str], target_tokens: Sequence[str], attention: np.ndarray,
@@ -63,7 +70,7 @@ def alignment_lines(source_tokens: Sequence[str], target_tokens: Sequence[str], 
     width = max(n_src, n_tgt) - 1 or 1
     xs = np.linspace(0, width, n_src) if n_src > 1 else np.array([width / 2])
     xt = np.linspace(0, width, n_tgt) if n_tgt > 1 else np.array([width / 2])
-    fig = go.Figure()
+    traces = []
     # lines grouped into 10 opacity levels: 10 traces instead of one per pair
     for level in range(10):
         lo, hi = level / 10, (level + 1) / 10
@@ -75,18 +82,16 @@ def alignment_lines(source_tokens: Sequence[str], target_tokens: Sequence[str], 
                     x += [xs[i], xt[j], None]
                     y += [1, 0, None]
         if x:
-            fig.add_trace(go.Scatter(x=x, y=y, mode="lines", hoverinfo="skip", showlegend=False,
+            traces.append(go.Scatter(x=x, y=y, mode="lines", hoverinfo="skip", showlegend=False,
                                      line=dict(color=f"rgba(8,64,129,{max(hi, 0.08):.2f})", width=1 + 3 * hi)))
     for xx, yy, toks, pos in ((xs, 1, source_tokens, "top center"), (xt, 0, target_tokens, "bottom center")):
-        fig.add_trace(go.Scatter(x=xx, y=[yy] * len(toks), mode="markers+text", text=[display_token(t) for t in toks],
+        traces.append(go.Scatter(x=xx, y=[yy] * len(toks), mode="markers+text", text=[display_token(t) for t in toks],
                                  textposition=pos, textfont=dict(size=15), marker=dict(size=7, color="#253494"),
                                  hoverinfo="text", showlegend=False))
-    fig.update_xaxes(visible=False, range=[-0.8, width + 0.8])
-    fig.update_yaxes(visible=False, range=[-0.35, 1.35])
-    fig.update_layout(height=260, margin=dict(l=10, r=10, t=10, b=10), plot_bgcolor="white",
-                      annotations=[dict(x=-0.8, y=1.22, text="English", showarrow=False, xanchor="left"),
-                                   dict(x=-0.8, y=-0.22, text="French", showarrow=False, xanchor="left")])
-    return fig
+    return figure(traces, xaxis=dict(visible=False, range=[-0.8, width + 0.8]),
+                  yaxis=dict(visible=False, range=[-0.35, 1.35]), height=260, margin=dict(l=10, r=10, t=10, b=10),
+                  annotations=[dict(x=-0.8, y=1.22, text="English", showarrow=False, xanchor="left"),
+                               dict(x=-0.8, y=-0.22, text="French", showarrow=False, xanchor="left")])
 
 
 def token_bars(tokens: Sequence[str], values: Sequence[float], value_title: str, highlight: int | None = None,
@@ -96,23 +101,21 @@ def token_bars(tokens: Sequence[str], values: Sequence[float], value_title: str,
     labels = [display_token(t) for t in tokens]
     pos = list(range(len(tokens)))
     colors = ["#c7e9b4" if i != highlight else "#225ea8" for i in pos]
-    fig = go.Figure(go.Bar(x=list(values) if horizontal else pos, y=pos if horizontal else list(values),
-                           orientation="h" if horizontal else "v", marker_color=colors,
-                           text=[f"{v:{value_format}}" for v in values] if horizontal else None,
-                           textposition="auto", hovertext=labels,
-                           hovertemplate="%{hovertext}: %{" + ("x" if horizontal else "y") + ":" + value_format
-                           + "}<extra></extra>"))
+    bars = go.Bar(x=list(values) if horizontal else pos, y=pos if horizontal else list(values),
+                  orientation="h" if horizontal else "v", marker=dict(color=colors),
+                  text=[f"{v:{value_format}}" for v in values] if horizontal else None,
+                  textposition="auto", hovertext=labels,
+                  hovertemplate="%{hovertext}: %{" + ("x" if horizontal else "y") + ":" + value_format
+                  + "}<extra></extra>")
     token_axis = dict(tickmode="array", tickvals=pos, ticktext=labels, tickfont=dict(size=14))
+    value_axis = dict(title=dict(text=value_title))
     if horizontal:
-        fig.update_yaxes(autorange="reversed", **token_axis)
-        fig.update_xaxes(title_text=value_title)
+        axes = dict(yaxis=dict(autorange="reversed", **token_axis), xaxis=value_axis)
         height = height or max(220, 60 + 28 * len(tokens))
     else:
-        fig.update_xaxes(tickangle=-60, **token_axis)
-        fig.update_yaxes(title_text=value_title)
+        axes = dict(xaxis=dict(tickangle=-60, **token_axis), yaxis=value_axis)
         height = height or 320
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=10, b=40), plot_bgcolor="white")
-    return fig
+    return figure([bars], height=height, margin=dict(l=10, r=10, t=10, b=40), **axes)
 
 
 def beam_tree_figure(tree: Sequence[dict], final_nodes: Sequence[int]) -> go.Figure:
@@ -131,15 +134,15 @@ def beam_tree_figure(tree: Sequence[dict], final_nodes: Sequence[int]) -> go.Fig
         while n >= 0:
             on_path[n] = rank
             n = tree[n]["parent"]
-    fig = go.Figure()
     ex, ey, px, py = [], [], [], []
     for n, node in enumerate(tree):
         (x0, y0), (x1, y1) = pos[node["parent"]], pos[n]
         (px if n in on_path else ex).extend([x0, x1, None])
         (py if n in on_path else ey).extend([y0, y1, None])
-    fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", line=dict(color="#cccccc", width=1), hoverinfo="skip", showlegend=False))
-    fig.add_trace(go.Scatter(x=px, y=py, mode="lines", line=dict(color="#41b6c4", width=3), hoverinfo="skip",
-                             name="final n-best"))
+    traces = [go.Scatter(x=ex, y=ey, mode="lines", line=dict(color="#cccccc", width=1), hoverinfo="skip",
+                         showlegend=False),
+              go.Scatter(x=px, y=py, mode="lines", line=dict(color="#41b6c4", width=3), hoverinfo="skip",
+                         name="final n-best")]
     best = []
     n = final_nodes[0] if final_nodes else -1
     while n >= 0:
@@ -147,8 +150,9 @@ def beam_tree_figure(tree: Sequence[dict], final_nodes: Sequence[int]) -> go.Fig
         n = tree[n]["parent"]
     bx = [pos[-1][0]] + [pos[n][0] for n in reversed(best)]
     by = [pos[-1][1]] + [pos[n][1] for n in reversed(best)]
-    fig.add_trace(go.Scatter(x=bx, y=by, mode="lines", line=dict(color="#081d58", width=5), hoverinfo="skip", name="best"))
-    fig.add_trace(go.Scatter(
+    traces.append(go.Scatter(x=bx, y=by, mode="lines", line=dict(color="#081d58", width=5), hoverinfo="skip",
+                             name="best"))
+    traces.append(go.Scatter(
         x=[pos[n][0] for n in range(len(tree))], y=[pos[n][1] for n in range(len(tree))], mode="markers+text",
         text=[display_token(t["token"]) for t in tree], textposition="top center", textfont=dict(size=12),
         marker=dict(size=[11 if n in on_path else 7 for n in range(len(tree))],
@@ -157,30 +161,30 @@ def beam_tree_figure(tree: Sequence[dict], final_nodes: Sequence[int]) -> go.Fig
         hovertext=[f"{display_token(t['token'])}<br>step {t['step'] + 1}<br>log p(prefix) = {t['log_prob']:.3f}"
                    + ("<br>finished" if t["finished"] else "") for t in tree],
         hovertemplate="%{hovertext}<extra></extra>", showlegend=False))
-    fig.update_xaxes(title_text="decoding step", dtick=1, range=[-0.5, max(p[0] for p in pos.values()) + 0.7])
-    fig.update_yaxes(title_text="rank in beam", autorange="reversed", dtick=1, range=[-0.8, max(p[1] for p in pos.values()) + 0.5])
-    fig.update_layout(height=max(300, 110 + 46 * (max(p[1] for p in pos.values()) + 1)),
-                      margin=dict(l=10, r=10, t=30, b=40), plot_bgcolor="white",
-                      legend=dict(orientation="h", y=1.08, x=0))
-    return fig
+    last_step, last_rank = max(p[0] for p in pos.values()), max(p[1] for p in pos.values())
+    return figure(traces,
+                  xaxis=dict(title=dict(text="decoding step"), dtick=1, range=[-0.5, last_step + 0.7]),
+                  yaxis=dict(title=dict(text="rank in beam"), autorange="reversed", dtick=1,
+                             range=[-0.8, last_rank + 0.5]),
+                  height=max(300, 110 + 46 * (last_rank + 1)), margin=dict(l=10, r=10, t=30, b=40),
+                  legend=dict(orientation="h", y=1.08, x=0))
 
 
 def context_scatter(points: np.ndarray, tokens: Sequence[str], title: str) -> go.Figure:
     """2-D projection of the context vectors c_1..c_t, joined in decoding order."""
     labels = [display_token(t) for t in tokens]
-    fig = go.Figure(go.Scatter(
+    path = go.Scatter(
         x=points[:, 0], y=points[:, 1], mode="lines+markers+text", text=labels, textposition="top center",
         marker=dict(size=9, color=list(range(len(labels))), colorscale="Viridis", showscale=False),
         line=dict(color="#bbbbbb", width=1), hovertext=[f"step {j + 1}: {t}" for j, t in enumerate(labels)],
-        hovertemplate="%{hovertext}<extra></extra>"))
-    fig.update_layout(title=dict(text=html.escape(title)), height=360, margin=dict(l=10, r=10, t=50, b=10),
-                      plot_bgcolor="white", xaxis_title="PC 1", yaxis_title="PC 2")
+        hovertemplate="%{hovertext}<extra></extra>")
+    xaxis, yaxis, notes = dict(title=dict(text="PC 1")), dict(title=dict(text="PC 2")), []
     if len(points) and not np.any(points):
-        fig.update_xaxes(range=[-1, 1])
-        fig.update_yaxes(range=[-1, 1])
-        fig.add_annotation(x=0, y=-0.5, showarrow=False, font=dict(size=14),
-                           text=f"one point: the same vector at all {len(points)} steps")
-    return fig
+        xaxis["range"] = yaxis["range"] = [-1, 1]
+        notes = [dict(x=0, y=-0.5, showarrow=False, font=dict(size=14),
+                      text=f"one point: the same vector at all {len(points)} steps")]
+    return figure([path], title=dict(text=html.escape(title)), height=360, margin=dict(l=10, r=10, t=50, b=10),
+                  xaxis=xaxis, yaxis=yaxis, annotations=notes)
 
 
 # ---------------------------------------------------------------- LSTM cells
@@ -222,42 +226,41 @@ def cell_traces_figure(text: str, traces: dict[str, Sequence[float]], feature: S
     behind them; hover names the character."""
     x = list(range(len(text)))
     chars = [("↵" if c == "\n" else "⇥" if c == "\t" else "␣" if c == " " else html.escape(c)) for c in text]
-    fig = go.Figure()
+    lines = []
     if feature is not None:
         f = np.asarray(feature, dtype=float)
         span = (f.max() - f.min()) or 1.0
         lo, hi = y_range
-        fig.add_trace(go.Scatter(x=x, y=lo + (f - f.min()) / span * (hi - lo), mode="lines",
+        lines.append(go.Scatter(x=x, y=lo + (f - f.min()) / span * (hi - lo), mode="lines",
                                  line=dict(color="#999999", dash="dot", shape="hv", width=2),
                                  name=html.escape(feature_name or "feature") + " (scaled)", hoverinfo="skip"))
     for name, values in traces.items():
-        fig.add_trace(go.Scatter(x=x, y=np.asarray(values, dtype=float), mode="lines", name=html.escape(name),
+        lines.append(go.Scatter(x=x, y=np.asarray(values, dtype=float), mode="lines", name=html.escape(name),
                                  customdata=chars, line=dict(width=2),
                                  hovertemplate="%{customdata}: %{y:.3f}<extra>" + html.escape(name) + "</extra>"))
-    fig.update_layout(height=300, margin=dict(l=10, r=10, t=10, b=40), plot_bgcolor="white",
-                      legend=dict(orientation="h", y=1.12, x=0), xaxis_title="character", yaxis_title=y_title)
-    fig.update_yaxes(range=list(y_range), gridcolor="#eeeeee")
-    return fig
+    return figure(lines, height=300, margin=dict(l=10, r=10, t=10, b=40), legend=dict(orientation="h", y=1.12, x=0),
+                  xaxis=dict(title=dict(text="character")),
+                  yaxis=dict(title=dict(text=y_title), range=list(y_range), gridcolor="#eeeeee"))
 
 
 def saturation_scatter(saturation: dict[str, dict[str, np.ndarray]], title: str = "") -> go.Figure:
     """The paper's Fig. 3: for each gate of each unit, the fraction of time it is
     left-saturated (< 0.1, x) against right-saturated (> 0.9, y)."""
     colors = {"input_gate": "#1b9e77", "forget_gate": "#d95f02", "output_gate": "#7570b3"}
-    fig = go.Figure()
+    traces = []
     for gate, sat in saturation.items():
-        fig.add_trace(go.Scatter(x=sat["low"], y=sat["high"], mode="markers", name=gate.replace("_", " "),
+        traces.append(go.Scatter(x=sat["low"], y=sat["high"], mode="markers", name=gate.replace("_", " "),
                                  marker=dict(size=6, opacity=0.7, color=colors.get(gate)),
                                  text=[f"cell {i}" for i in range(len(sat["low"]))],
                                  hovertemplate="%{text}<br>below 0.1: %{x:.0%}<br>above 0.9: %{y:.0%}<extra></extra>"))
-    fig.add_trace(go.Scatter(x=[0, 1], y=[1, 0], mode="lines", line=dict(color="#cccccc", dash="dot"),
+    traces.append(go.Scatter(x=[0, 1], y=[1, 0], mode="lines", line=dict(color="#cccccc", dash="dot"),
                              hoverinfo="skip", showlegend=False))
-    fig.update_layout(title=dict(text=html.escape(title)) if title else None, height=360,
-                      margin=dict(l=10, r=10, t=40 if title else 10, b=40), plot_bgcolor="white",
-                      legend=dict(orientation="h", y=-0.22, x=0))
-    fig.update_xaxes(title_text="fraction of time < 0.1 (left-saturated)", range=[-0.02, 1.02], tickformat=".0%")
-    fig.update_yaxes(title_text="fraction of time > 0.9 (right-saturated)", range=[-0.02, 1.02], tickformat=".0%")
-    return fig
+    return figure(traces, title=dict(text=html.escape(title)) if title else None, height=360,
+                  margin=dict(l=10, r=10, t=40 if title else 10, b=40), legend=dict(orientation="h", y=-0.22, x=0),
+                  xaxis=dict(title=dict(text="fraction of time < 0.1 (left-saturated)"), range=[-0.02, 1.02],
+                             tickformat=".0%"),
+                  yaxis=dict(title=dict(text="fraction of time > 0.9 (right-saturated)"), range=[-0.02, 1.02],
+                             tickformat=".0%"))
 
 
 def state_heatmap(tokens: Sequence[str], states: np.ndarray, title: str, value_name: str = "tanh(c)",
@@ -265,16 +268,16 @@ def state_heatmap(tokens: Sequence[str], states: np.ndarray, title: str, value_n
     """Cell dimensions (y) x tokens (x) of a translation model's LSTM, diverging colours."""
     z = np.asarray(states, dtype=float).T          # (H, T)
     labels = [display_token(t) for t in tokens]
-    fig = go.Figure(go.Heatmap(z=z, x=list(range(len(labels))), y=list(range(z.shape[0])), zmin=-1, zmax=1,
-                               colorscale="RdBu_r", colorbar=dict(title=dict(text=html.escape(value_name)), thickness=12),
-                               customdata=np.array([labels] * z.shape[0]),
-                               hovertemplate="%{customdata} · dim %{y}: %{z:.3f}<extra></extra>"))
-    fig.update_xaxes(tickmode="array", tickvals=list(range(len(labels))), ticktext=labels, tickangle=-60, side="top",
-                     tickfont=dict(size=13 if len(labels) <= 30 else 10))
-    fig.update_yaxes(title_text="cell dimension", autorange="reversed")
-    fig.update_layout(title=dict(text=html.escape(title), y=0.99, yanchor="top"), height=height,
-                      margin=dict(l=10, r=10, t=120, b=10), plot_bgcolor="white")
-    return fig
+    heat = go.Heatmap(z=z, x=list(range(len(labels))), y=list(range(z.shape[0])), zmin=-1, zmax=1,
+                      colorscale="RdBu_r", colorbar=dict(title=dict(text=html.escape(value_name)), thickness=12),
+                      customdata=np.array([labels] * z.shape[0]),
+                      hovertemplate="%{customdata} · dim %{y}: %{z:.3f}<extra></extra>")
+    return figure([heat],
+                  xaxis=dict(tickmode="array", tickvals=list(range(len(labels))), ticktext=labels, tickangle=-60,
+                             side="top", tickfont=dict(size=13 if len(labels) <= 30 else 10)),
+                  yaxis=dict(title=dict(text="cell dimension"), autorange="reversed"),
+                  title=dict(text=html.escape(title), y=0.99, yanchor="top"), height=height,
+                  margin=dict(l=10, r=10, t=120, b=10))
 
 
 # ---------------------------------------------------------------- altair (line charts)

@@ -1,3 +1,4 @@
+import dataclasses
 import json
 import shutil
 
@@ -34,6 +35,8 @@ def test_config_and_registry(untrained_translators):
     rows = {r.name: r for r in list_checkpoints(root)}
     assert {"none", "dot", "general", "additive", "scaled-dot"} <= set(rows)
     assert rows["dot"].description == "untrained dot" and rows["dot"].error is None
+    with pytest.raises(dataclasses.FrozenInstanceError):   # the app shares one registry between sessions
+        rows["dot"].error = "changed by one session"
     cfg = json.loads((root / "dot" / "config.json").read_text())
     assert cfg["model"]["attention"] == "dot" and cfg["kind"] == "translation"
 

@@ -129,3 +129,19 @@ def test_odd_characters_translate(untrained_translators):
     assert "<unk>" in d.source_tokens          # unknown characters become <unk>, not an error
     assert "\u202e" not in "".join(d.source_tokens)
     assert 1 <= len(d.target_ids) <= 30
+
+
+def test_without_states_keeps_what_a_view_shows_and_is_much_smaller(tiny_additive):
+    """What the Translate page caches for every user: tokens, scores, attention and the
+    beam's n-best and tree stay; the per-step vectors go."""
+    import pickle
+    from s2s.checkpoint import load_translator
+    d = beam_search(load_translator(tiny_additive), "j a j a i b c d e f", width=4, n_best=3)
+    slim = d.without_states()
+    assert slim.states is None and slim.contexts is None and slim.encoder_states is None and slim.cells is None
+    assert (slim.translation, slim.target_tokens, slim.token_log_probs) == (d.translation, d.target_tokens,
+                                                                            d.token_log_probs)
+    assert np.array_equal(slim.attention, d.attention)
+    assert [h.translation for h in slim.nbest] == [h.translation for h in d.nbest] and slim.beam_tree == d.beam_tree
+    assert d.states is not None                      # the original is untouched
+    assert len(pickle.dumps(slim)) < len(pickle.dumps(d)) / 3

@@ -11,8 +11,8 @@ model's greedy translation computed here: a wrong or missing answer (cross-talk 
 sessions, an exception, a warning) is an error.
 Between requests a session waits 1-3 s (--think), as a student reading the answer would.
 Prints JSON: requests, errors, latency p50/p95/max (ms, from the request to the rendered
-translation; page_p50/p95_ms: until the whole page, every tab, has run), and the server's
-resident memory after warm-up and at the end.
+translation; page_p50/p95_ms: until the whole page has run), the server's CPU time per
+request, and its resident memory after warm-up and at the end.
 """
 from __future__ import annotations
 
@@ -60,10 +60,26 @@ def sentences(n: int, seed: int = 0) -> list[str]:
     return combos[:n]
 
 
+def processes(pid: int) -> list[int]:
+    return [pid] + [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) the server has used so far."""
+    total = 0
+    for p in processes(pid):
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except FileNotFoundError:
+            pass
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def rss_mb(pid: int) -> float:
     """Resident memory of a process and its children (the streamlit server), in MB."""
     total = 0
-    for p in [pid] + [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]:
+    for p in processes(pid):
         try:
             for line in Path(f"/proc/{p}/status").read_text().splitlines():
                 if line.startswith("VmRSS:"):
@@ -138,6 +154,7 @@ async def run(url: str, sessions: int, seconds: float, model: str, expected: dic
     latencies, pages, errors, examples, counter = [], [], 0, [], iter(range(10**9))
     rng = random.Random(1)
     rss = {}
+    cpu_start = cpu_s(pid) if pid else None
     t_end = time.monotonic() + seconds
 
     async def user(k: int) -> None:
@@ -176,6 +193,8 @@ async def run(url: str, sessions: int, seconds: float, model: str, expected: dic
     await asyncio.gather(warmed(), *(user(k) for k in range(sessions)))
     if pid:
         rss["end"] = round(rss_mb(pid), 1)
+        server_cpu = cpu_s(pid) - cpu_start
+
     def pct(values: list[float], q: float) -> float | None:
         finite = [v for v in values if v == v]           # requests that failed have no answer time
         return round(float(np.percentile(finite, q)), 1) if finite else None
@@ -187,6 +206,7 @@ async def run(url: str, sessions: int, seconds: float, model: str, expected: dic
     if rss:
         out["rss_mb_after_warmup"] = rss.get("after_warmup")
         out["rss_mb_end"] = rss.get("end")
+        out["server_cpu_ms_per_request"] = round(1000 * server_cpu / max(1, len(latencies)), 1)
         if rss.get("after_warmup"):
             out["rss_growth_pct"] = round(100 * (rss["end"] / rss["after_warmup"] - 1), 1)
     return out
