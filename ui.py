@@ -97,6 +97,11 @@ def get_model(name: str) -> Translator | None:
         return None
 
 
+def code_span(piece: str) -> str:
+    """A token as a markdown code span: shown literally, whatever characters it holds."""
+    return "`" + piece.replace("`", "ˋ") + "`"
+
+
 def escaped(text: str, size: str = "1.5rem") -> None:
     """Show user or model text large, always as text (HTML-escaped), never as markup."""
     import html

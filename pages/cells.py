@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from s2s.cells import FEATURES, SIGNALS, encoder_trace, gate_saturation, rank_cells, regex_feature
+from s2s.cells import FEATURES, SIGNALS, encoder_trace, gate_saturation, memory_resets, rank_cells, regex_feature
 from s2s.charlm import sample_text
 from s2s.decode import encode_source, greedy
 from s2s.figures import cell_traces_figure, colored_text_html, saturation_scatter, state_heatmap
@@ -48,11 +48,13 @@ def sample_cached(path: str, prime: str, length: int, temperature: float, seed: 
 
 @st.cache_data(max_entries=64, show_spinner="Translating and tracing…")
 def translation_trace_cached(path: str, text: str):
-    """Greedy translation (its decoder cell states) and the encoder's traces, both directions."""
+    """Greedy translation (its decoder cell states), the encoder's traces in both directions,
+    and the steps where either direction wipes its memory."""
     tr = ui.load_path(path)
     d = greedy(tr, text)
     fwd, bwd = encoder_trace(tr, encode_source(tr, text))
-    return d, fwd.cell.tanh().cpu().numpy(), bwd.cell.tanh().cpu().numpy()
+    return (d, fwd.cell.tanh().cpu().numpy(), bwd.cell.tanh().cpu().numpy(),
+            {"forward": memory_resets(fwd), "backward": memory_resets(bwd)})
 
 
 def best_known_cell(metrics: dict, prefer: str) -> tuple[str, int, int]:
@@ -257,14 +259,18 @@ with tabs["Translation models"]:
                 sentence = c2.text_input("English sentence", value="I went to the lecture.", max_chars=300)
                 c3.form_submit_button("Trace", type="primary")
             try:
-                d, fwd, bwd = translation_trace_cached(ui.model_path(tname), sentence)
+                d, fwd, bwd, resets = translation_trace_cached(ui.model_path(tname), sentence)
             except (InputError, ui.CheckpointError) as e:
                 st.warning(str(e))
             else:
-                st.plotly_chart(state_heatmap(d.source_tokens, fwd, "encoder, forward direction: tanh(c) per source piece"),
-                                key="enc_fwd")
-                st.plotly_chart(state_heatmap(d.source_tokens, bwd, "encoder, backward direction: tanh(c) per source piece"),
-                                key="enc_bwd")
+                for direction, states, key in (("forward", fwd, "enc_fwd"), ("backward", bwd, "enc_bwd")):
+                    st.plotly_chart(state_heatmap(d.source_tokens, states,
+                                                  f"encoder, {direction} direction: tanh(c) per source piece"), key=key)
+                    for r in resets[direction]:
+                        st.caption(f"A nearly white column: at {ui.code_span(d.source_tokens[r.step])} the {direction} "
+                                   f"direction wipes its memory (mean |tanh c| = {r.memory:.2f}). Its forget gate "
+                                   f"(f = {r.forget:.2f}) and input gate (i = {r.input:.2f}) are both nearly closed, "
+                                   "so `c_t = f * c_(t-1) + i * g` is close to 0: a reset the model learned.")
                 if d.cells is not None:
                     st.plotly_chart(state_heatmap(d.target_tokens, np.tanh(d.cells),
                                                   f"decoder: tanh(c) per output piece ({d.translation[:60]})"), key="dec")

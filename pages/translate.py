@@ -68,11 +68,6 @@ def heatmap(d: Decoding, words: bool, key: str, title: str | None = None, height
                     config={"toImageButtonOptions": {"format": "png", "filename": "attention"}})
 
 
-def code(piece: str) -> str:
-    """A piece as a markdown code span: shown literally, whatever characters it holds."""
-    return "`" + piece.replace("`", "ˋ") + "`"
-
-
 def set_example():
     if st.session_state.example is not None:       # None when the box is cleared
         st.session_state.text = st.session_state.example
@@ -163,7 +158,7 @@ with tabs[0]:
             box, tokens_box = st.empty(), st.empty()
 
             def show(j, partial):
-                tokens_box.markdown("**So far:** " + " ".join(code(t) for t in partial.target_tokens))
+                tokens_box.markdown("**So far:** " + " ".join(ui.code_span(t) for t in partial.target_tokens))
                 if partial.attention is not None:
                     box.plotly_chart(attention_heatmap(partial.source_tokens, partial.target_tokens, partial.attention,
                                                        height=max(320, 120 + 26 * len(d.target_tokens))),
@@ -174,7 +169,7 @@ with tabs[0]:
         n = len(d.target_tokens)
         t = st.slider("Step", 1, n, n, key="step") - 1 if n > 1 else 0
         chosen = d.target_tokens[t]
-        st.markdown(f"Step **{t + 1}** of {n}: the decoder chose {code(chosen)} "
+        st.markdown(f"Step **{t + 1}** of {n}: the decoder chose {ui.code_span(chosen)} "
                     f"(p = {np.exp(d.token_log_probs[t]):.3f})")
         c1, c2 = st.columns(2)
         with c1:

@@ -216,6 +216,30 @@ def gate_saturation(trace: LayerTrace, low: float = 0.1, high: float = 0.9) -> d
             for gate in ("input_gate", "forget_gate", "output_gate")}
 
 
+@dataclass
+class MemoryReset:
+    """A step where a layer wipes its memory: c_t = f * c_(t-1) + i * g is near 0 because
+    both the forget gate f and the input gate i are nearly closed (means over the units)."""
+    step: int
+    memory: float        # mean |tanh(c_t)|
+    forget: float        # mean f_t
+    input: float         # mean i_t
+
+
+def memory_resets(trace: LayerTrace, below: float = 0.1) -> list[MemoryReset]:
+    """The steps whose mean |tanh(c)| is under `below` while the other steps' mean is at
+    least three times higher: a learned reset (a nearly white column in a cell heatmap),
+    not a drawing error."""
+    memory = trace.cell.tanh().abs().mean(-1)
+    forget, inp = trace.forget_gate.mean(-1), trace.input_gate.mean(-1)
+    resets = []
+    for t in range(len(memory)):
+        others = torch.cat([memory[:t], memory[t + 1:]])
+        if memory[t] < below and len(others) and others.mean() >= 3 * memory[t]:
+            resets.append(MemoryReset(t, float(memory[t]), float(forget[t]), float(inp[t])))
+    return resets
+
+
 # ---------------------------------------------------------------- the translation models' LSTMs
 
 @torch.inference_mode()

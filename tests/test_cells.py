@@ -9,7 +9,7 @@ import torch
 
 from s2s import cells, evaluate, train_charlm
 from s2s.cells import (FEATURES, correlations, encoder_trace, gate_saturation, indentation, inside_comment,
-                       inside_quotes, position_in_line, rank_cells, regex_feature)
+                       inside_quotes, memory_resets, position_in_line, rank_cells, regex_feature)
 from s2s.charlm import bits_per_char, sample_text
 from s2s.checkpoint import CheckpointError, load_charlm, load_translator
 from s2s.lstm import LayerTrace
@@ -160,6 +160,29 @@ def test_encoder_trace_equals_the_encoder_states(tiny_additive):
     H = tr.model.cfg.hidden // 2
     assert torch.allclose(fwd.hidden, memory.states[0, :, :H], atol=1e-5)
     assert torch.allclose(bwd.hidden, memory.states[0, :, H:], atol=1e-5)
+
+
+def test_memory_resets_finds_the_step_where_both_gates_close():
+    """A layer that carries its memory for five steps and wipes it at the sixth (f, i ~ 0):
+    the step is found with its gate means; a layer that never wipes has none."""
+    T, H = 6, 8
+    forget, inp = torch.full((T, H), 0.9), torch.full((T, H), 0.5)
+    forget[5], inp[5] = 0.05, 0.02
+    g = torch.full((T, H), 0.8)
+    c, cell = torch.zeros(H), []
+    for t in range(T):                       # c_t = f_t * c_(t-1) + i_t * g_t
+        c = forget[t] * c + inp[t] * g[t]
+        cell.append(c)
+    cell = torch.stack(cell)
+    trace = LayerTrace(cell=cell, hidden=cell.tanh(), input_gate=inp, forget_gate=forget, candidate=g,
+                       output_gate=torch.ones(T, H))
+    [reset] = memory_resets(trace)
+    assert reset.step == 5 and reset.forget == pytest.approx(0.05) and reset.input == pytest.approx(0.02)
+    assert reset.memory < 0.1
+    forget[5], inp[5] = 0.9, 0.5
+    steady = LayerTrace(cell=cell.clamp(min=0.4), hidden=cell, input_gate=inp, forget_gate=forget, candidate=g,
+                        output_gate=torch.ones(T, H))
+    assert memory_resets(steady) == []
 
 
 def test_a_runaway_regex_is_stopped_with_a_message():

@@ -191,3 +191,16 @@ def test_switching_model_opens_its_own_example_and_cell_but_keeps_typed_text(tmp
     at.sidebar.selectbox(key="charlm").set_value("charlm-linux-kernel").run()
     assert at.session_state["cell_text"] == '"Hello," he said.'                # the reader's own text stays
     assert (at.session_state["feature"], at.session_state["cell"]) == ("brace_depth", 2)
+
+
+def test_the_shipped_encoder_explains_its_white_column(monkeypatch):
+    """The shipped models' forward encoder wipes its memory at </s> (a nearly white column in
+    the heatmap); the page says so, with the gates that do it, instead of leaving it a puzzle."""
+    if not (ROOT / "checkpoints" / "en-fr-additive" / "model.safetensors").is_file():
+        pytest.skip("en-fr-additive is not in checkpoints/")
+    monkeypatch.delenv("S2S_CHECKPOINTS", raising=False)
+    at = open_tab(cells_page(), "Translation models")
+    assert not at.exception
+    notes = [c.value for c in at.caption if "wipes its memory" in c.value]
+    assert len(notes) == 1 and "`</s>` the forward direction" in notes[0], notes
+    assert re.search(r"forget gate \(f = 0\.[01]\d\) and input gate \(i = 0\.0\d\)", notes[0]), notes[0]
