@@ -69,25 +69,39 @@ for m in models:
 st.header("Side by side")
 default_src, default_ref = joined_example(3)
 with st.form("bn_input"):
-    text = st.text_area("English text", default_src, max_chars=MAX_CHARS, key="bn_text")
+    text = st.text_area("English text", default_src, key="bn_text",
+                        help=f"Up to {MAX_CHARS:,} characters: a few sentences.")
     reference = st.text_input("Reference translation (optional, for BLEU and chrF)", default_ref, key="bn_ref")
     st.form_submit_button("Translate with both", type="primary")
+# the example's reference says nothing about a text the user typed: score only a matching pair
+scored = reference.strip() and not (reference == default_ref and text != default_src)
+results = {}
+for m in models:
+    try:
+        results[m] = greedy_cached(m, text)
+    except InputError as e:
+        results[m] = e
+# one log-p scale for both bar charts, so equal bars mean equal probabilities
+lowest = min([min(d.token_log_probs) for d in results.values() if not isinstance(d, InputError)] or [0.0])
 cols = st.columns(2)
 for col, m in zip(cols, models):
     with col:
         st.subheader(m)
-        try:
-            d = greedy_cached(m, text)
-        except InputError as e:
-            st.warning(str(e))
+        d = results[m]
+        if isinstance(d, InputError):
+            st.warning(str(d))
             continue
         ui.escaped(d.translation, size="1.15rem")
         line = f"log p = {d.log_prob:.2f} over {len(d.target_tokens)} pieces"
-        if reference.strip():
+        if scored:
             line += f" · BLEU {bleu([d.translation], [reference]):.1f} · chrF {chrf([d.translation], [reference]):.1f}"
         st.caption(line)
         st.plotly_chart(token_bars(d.target_tokens, d.token_log_probs, "log p(token)",
-                                   highlight=int(np.argmin(d.token_log_probs)), horizontal=False), key=f"lp_{m}")
+                                   highlight=int(np.argmin(d.token_log_probs)), horizontal=False,
+                                   value_range=(1.05 * lowest, 0.0)), key=f"lp_{m}")
+if reference.strip() and not scored:
+    st.caption("No BLEU or chrF: the reference is the example's, not a translation of your text. "
+               "Type its French translation to score both models.")
 
 # ------------------------------------------------------------------ BLEU by length
 st.header("BLEU by source length")

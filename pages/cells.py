@@ -147,12 +147,14 @@ else:
     source = st.segmented_control("Text", ["Example", "Your text", "Sample from the model"], key="source",
                                   default="Example")
     if source == "Example":
+        # the box names the example on show (none once the text is the user's own or a sample)
+        S.example_pick = next((label for label in EXAMPLES if example_text(label) == S.cell_text), None)
         st.selectbox("Example", list(EXAMPLES), key="example_pick", index=None, on_change=use_example,
                      placeholder="Pick an example passage…")
     elif source == "Your text":
         S.setdefault("typed", S.cell_text)
         with st.form("own_text"):
-            st.text_area("Paste a passage", key="typed", height=160, max_chars=MAX_PASSAGE_CHARS,
+            st.text_area("Paste a passage", key="typed", height=160,
                          help=f"Up to {MAX_PASSAGE_CHARS:,} characters; new lines and tabs are kept.")
             if st.form_submit_button("Trace", type="primary"):
                 S.cell_text = S.typed
@@ -256,7 +258,7 @@ with tabs["Translation models"]:
             with st.form("translation_cells"):
                 c1, c2, c3 = st.columns([2, 4, 1], vertical_alignment="bottom")
                 tname = c1.selectbox("Model", usable, index=usable.index(ui.DEFAULT_MODEL) if ui.DEFAULT_MODEL in usable else 0)
-                sentence = c2.text_input("English sentence", value="I went to the lecture.", max_chars=300)
+                sentence = c2.text_input("English sentence", value="I went to the lecture.")
                 c3.form_submit_button("Trace", type="primary")
             try:
                 d, fwd, bwd, resets = translation_trace_cached(ui.model_path(tname), sentence)

@@ -87,11 +87,12 @@ if tr is None:
 st.selectbox("Ready examples", EXAMPLES, index=None, key="example", on_change=set_example,
              placeholder="Pick an example sentence…")
 with st.form("input"):
-    st.text_area("English text", key="text", height=80, max_chars=MAX_CHARS,
-                 help=f"Up to {MAX_CHARS} characters: one or a few sentences.")
+    # no max_chars: the browser would silently refuse a longer paste; s2s says what to change
+    st.text_area("English text", key="text", height=80,
+                 help=f"Up to {MAX_CHARS:,} characters: one or a few sentences.")
     c1, c2 = st.columns([4, 1], vertical_alignment="bottom")
     c1.radio("Decoding", list(METHODS), key="method", format_func=METHODS.get, horizontal=True)
-    submitted = c2.form_submit_button("Translate", type="primary", use_container_width=True)
+    submitted = c2.form_submit_button("Translate", type="primary", width="stretch")
     with st.expander("Decoding settings: beam width, n-best, temperature, top-k, seed, max length"):
         c1, c2, c3, c4 = st.columns(4)
         c1.slider("Beam width", 1, MAX_BEAM, key="beam", help="Beam search only")
@@ -107,6 +108,9 @@ settings = dict(method=S.method, beam=S.beam, nbest=S.nbest, temp=float(S.temp),
 if submitted:
     st.query_params.from_dict({"model": name, "text": S.text, "view": S.view,
                                **{k: str(v) for k, v in settings.items()}})
+# A warning below stops the page before the words/pieces control is drawn, and Streamlit
+# forgets the state of a widget that is not drawn: keep the choice (and never leave it unset).
+S.view = S.view if S.get("view") in CHOICES["view"] else DEFAULTS["view"]
 try:
     d, ms = decode_cached(ui.model_path(name), S.text, **settings)
 except InputError as e:
@@ -119,10 +123,16 @@ ui.escaped(d.translation or "(empty output)")
 stopped = "" if d.target_tokens[-1] == "</s>" else " · stopped at the max length"
 st.caption(f"{METHODS[S.method]} · {len(d.target_tokens)} pieces · log p = {d.log_prob:.2f} · "
            f"decoded in {ms:.0f} ms on {tr.device.type.upper()}{stopped}")
+unknown = tr.tokenizer.unknown_characters(S.text)
+if unknown:
+    st.caption(f"{len(unknown)} character{'s' if len(unknown) > 1 else ''} of your text "
+               f"{'are' if len(unknown) > 1 else 'is'} not in this model's vocabulary and read as `<unk>`, a "
+               "symbol it learned almost nothing about, so expect odd output: "
+               + " ".join(ui.code_span(ch) for ch in unknown[:20]) + (" …" if len(unknown) > 20 else ""))
 if S.method == "beam" and d.nbest:
     st.dataframe(pd.DataFrame([{"rank": i + 1, "translation": h.translation, "log p": round(h.log_prob, 3),
                                 "score (log p / lp)": round(h.score, 3)} for i, h in enumerate(d.nbest)]),
-                 hide_index=True, use_container_width=True)
+                 hide_index=True, width="stretch")
 
 if d.attention is None:
     st.info("This model has **no attention**: its decoder sees one fixed vector (the final encoder state) at "
@@ -146,6 +156,7 @@ if d.attention is not None:
 for k in ("delay", "reference", "probe"):
     if k in S:
         S[k] = S[k]
+S.setdefault("delay", 0.4)
 tabs = st.tabs(TABS, key="tab", on_change="rerun")
 
 # ------------------------------------------------------------------ step by step
@@ -153,21 +164,21 @@ with tabs[0]:
     if tabs[0].open:
         st.caption("Replay the decoder: at each step it attends over the source, then picks the next token.")
         c1, c2 = st.columns([1, 3])
-        delay = c1.slider("Seconds per step", 0.0, 1.5, 0.4, 0.1, key="delay")
+        delay = c1.slider("Seconds per step", 0.0, 1.5, step=0.1, key="delay")
         if c1.button("▶ Play decoding", key="play"):
             box, tokens_box = st.empty(), st.empty()
 
             def show(j, partial):
                 tokens_box.markdown("**So far:** " + " ".join(ui.code_span(t) for t in partial.target_tokens))
                 if partial.attention is not None:
-                    box.plotly_chart(attention_heatmap(partial.source_tokens, partial.target_tokens, partial.attention,
-                                                       height=max(320, 120 + 26 * len(d.target_tokens))),
+                    src, tgt, a = view_of(partial, words)
+                    box.plotly_chart(attention_heatmap(src, tgt, a, height=max(320, 120 + 26 * len(d.target_tokens))),
                                      key=f"live{j}")
                 time.sleep(delay)
 
             forced(tr, S.text, reference_ids=d.target_ids, on_step=show)
         n = len(d.target_tokens)
-        t = st.slider("Step", 1, n, n, key="step") - 1 if n > 1 else 0
+        t = st.slider("Step", 1, n, 1, key="step") - 1 if n > 1 else 0
         chosen = d.target_tokens[t]
         st.markdown(f"Step **{t + 1}** of {n}: the decoder chose {ui.code_span(chosen)} "
                     f"(p = {np.exp(d.token_log_probs[t]):.3f})")
@@ -193,7 +204,8 @@ with tabs[1]:
             st.info("Choose **Beam search** in the decoding settings and press Translate to see its tree.")
         else:
             st.caption("Every hypothesis the beam kept at every step. Bold paths are the final n-best, the darkest "
-                       "is the winner; red dots are finished hypotheses (they emitted </s>). Scores are "
+                       "is the winner; red dots are finished hypotheses (they emitted </s>). A finished hypothesis leaves the "
+                       "beam, which refills to its width, so a step can show more dots than the width. Scores are "
                        "log p / ((5+|y|)/6)^0.6, so longer outputs are not penalised for their length alone.")
             st.plotly_chart(beam_tree_figure(d.beam_tree, [h.node for h in d.nbest]), key="beam_tree")
 
@@ -203,7 +215,8 @@ with tabs[2]:
         st.caption("Paste a reference translation: the model is forced to produce it, and you see how it aligns "
                    "and how likely it finds each token.")
         with st.form("forced"):
-            ref = st.text_input("Reference (French)", key="reference", max_chars=MAX_CHARS)
+            ref = st.text_input("Reference (French)", key="reference",
+                                help=f"Up to {MAX_CHARS:,} characters.")
             go = st.form_submit_button("Score this translation")
         if ref.strip():
             try:

@@ -95,9 +95,11 @@ def alignment_lines(source_tokens: Sequence[str], target_tokens: Sequence[str], 
 
 
 def token_bars(tokens: Sequence[str], values: Sequence[float], value_title: str, highlight: int | None = None,
-               height: int | None = None, value_format: str = ".3f", horizontal: bool = True) -> go.Figure:
+               height: int | None = None, value_format: str = ".3f", horizontal: bool = True,
+               value_range: tuple[float, float] | None = None) -> go.Figure:
     """One bar per token, in order; `highlight` is drawn darker. Horizontal bars list the
-    tokens top to bottom (short lists); vertical bars put them along x (long outputs)."""
+    tokens top to bottom (short lists); vertical bars put them along x (long outputs).
+    `value_range` fixes the value axis, so that two charts side by side compare."""
     labels = [display_token(t) for t in tokens]
     pos = list(range(len(tokens)))
     colors = ["#c7e9b4" if i != highlight else "#225ea8" for i in pos]
@@ -107,8 +109,9 @@ def token_bars(tokens: Sequence[str], values: Sequence[float], value_title: str,
                   textposition="auto", hovertext=labels,
                   hovertemplate="%{hovertext}: %{" + ("x" if horizontal else "y") + ":" + value_format
                   + "}<extra></extra>")
-    token_axis = dict(tickmode="array", tickvals=pos, ticktext=labels, tickfont=dict(size=14))
-    value_axis = dict(title=dict(text=value_title))
+    token_axis = dict(tickmode="array", tickvals=pos, ticktext=labels,
+                      tickfont=dict(size=14 if horizontal or len(tokens) <= 25 else 10))
+    value_axis = dict(title=dict(text=value_title), range=list(value_range) if value_range else None)
     if horizontal:
         axes = dict(yaxis=dict(autorange="reversed", **token_axis), xaxis=value_axis)
         height = height or max(220, 60 + 28 * len(tokens))

@@ -35,6 +35,12 @@ class Tokenizer:
     def pieces(self, ids: Iterable[int]) -> list[str]:
         return [self.piece(i) for i in ids]
 
+    def unknown_characters(self, text: str) -> list[str]:
+        """The distinct characters of `text` outside the vocabulary, in order of appearance:
+        each is read as <unk>, a symbol the model learned almost nothing about."""
+        seen = dict.fromkeys(ch for ch in text if not ch.isspace())
+        return [ch for ch in seen if UNK in self.sp.encode(ch)]
+
 
 def train_tokenizer(sentences: Iterable[str], model_file: str | Path, vocab_size: int = 8000,
                     character_coverage: float = 0.9999) -> Tokenizer:

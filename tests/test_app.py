@@ -161,6 +161,27 @@ def test_words_and_pieces_toggle(app):
     assert words == ["a", "b", "c", "&lt;/s&gt;"] and pieces == ["▁a", "▁b", "▁c", "&lt;/s&gt;"]
 
 
+def test_the_view_choice_survives_a_refused_input(app):
+    """A warning stops the page before the words/pieces control is drawn; the choice must
+    still be there when the next sentence translates."""
+    at = submit(app(), text="a b c")
+    _widget(at, "view").set_value("pieces")
+    at = submit(at.run(), text="")
+    assert any("empty" in w.value for w in at.warning)
+    at = submit(at, text="a b c d")
+    assert _widget(at, "view").value == "pieces"
+    assert chart(at, "heatmap")["layout"]["xaxis"]["ticktext"][0] == "▁a"
+
+
+def test_unknown_characters_are_named(app):
+    at = submit(app(), text="a <b> c")
+    assert not at.exception
+    note = [c.value for c in at.caption if "not in this model's vocabulary" in c.value]
+    assert note and "`<`" in note[0] and "`>`" in note[0] and "`a`" not in note[0]
+    at = submit(at, text="a b c")
+    assert not [c for c in at.caption if "vocabulary" in c.value]
+
+
 def test_step_slider_and_live_decoding(app):
     at = submit(app(), text="a b c")
     _widget(at, "step").set_value(1)

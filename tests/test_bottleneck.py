@@ -1,4 +1,5 @@
 """The bottleneck measurements (library) and the Bottleneck page (AppTest)."""
+import json
 import shutil
 
 import numpy as np
@@ -85,6 +86,24 @@ def test_bottleneck_page_draws_every_section(zoo_env):
     for key in ("lp_en-fr-none", "lp_en-fr-additive", "sim_en-fr-none", "pca_en-fr-additive"):
         assert key in ids
     assert "attention weights" in " ".join(m.value for m in at.markdown)
+
+
+def test_side_by_side_scores_only_a_matching_reference_on_one_scale(zoo_env):
+    at = bottleneck_page()
+    first = [c.value for c in at.caption if "log p =" in c.value]
+    assert len(first) == 2 and all("BLEU" in c for c in first)         # the example and its reference
+    ranges = [json.loads(c.proto.spec)["layout"]["yaxis"]["range"] for c in at.get("plotly_chart")
+              if c.proto.id and "lp_" in c.proto.id]
+    assert len(ranges) == 2 and ranges[0] == ranges[1] and ranges[0][0] < 0     # one log-p scale for both
+    at.text_area(key="bn_text").set_value("a b c")                    # own text, the example's reference left
+    [b for b in at.button if b.label == "Translate with both"][0].click()
+    at.run()
+    assert not [c for c in at.caption if "log p =" in c.value and "BLEU" in c.value]
+    assert any("the reference is the example's" in c.value for c in at.caption)
+    at.text_input(key="bn_ref").set_value("c b a")                    # a reference for this text is scored
+    [b for b in at.button if b.label == "Translate with both"][0].click()
+    at.run()
+    assert len([c for c in at.caption if "log p =" in c.value and "BLEU" in c.value]) == 2
 
 
 def test_stress_slider_and_bad_input(zoo_env):

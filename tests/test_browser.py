@@ -59,6 +59,38 @@ def test_user_html_is_never_rendered_as_markup(server, chrome):
     assert page.locator(".js-plotly-plot .xtick text tspan[style*='bold']").count() == 0
 
 
+def test_a_pasted_chapter_gets_a_message_and_the_view_choice_stays(server, chrome):
+    """A 20,000-character paste reaches the server and gets a message (a browser-side
+    length cap would refuse it silently); the words/pieces choice survives the refusal."""
+    page = open_app(chrome, server)
+    page.get_by_role("radio", name="Subword pieces").click()
+    page.wait_for_function("[...document.querySelectorAll('.js-plotly-plot .xtick text')]"
+                           ".some(e => e.textContent.startsWith('▁'))", timeout=30_000)
+    page.get_by_role("textbox", name="English text").fill("The cat sleeps. " * 1250)
+    page.get_by_role("button", name="Translate", exact=True).click()
+    page.get_by_text("the limit is 1,000").wait_for(timeout=30_000)
+    text, word = ("Where is the nearest train station?", "▁station") if SHIPPED else ("a b c d e f", "▁f")
+    translate_in_page(page, text, word)                  # still in pieces
+    assert page.get_by_role("radio", name="Subword pieces").get_attribute("aria-checked") == "true"
+    assert exceptions(page) == []
+
+
+def test_the_app_fetches_nothing_from_the_network(server, chrome):
+    """Every request of every page goes to the app's own server: no fonts, icons or
+    scripts from elsewhere (a classroom may be offline)."""
+    page = chrome.new_page(viewport={"width": 1400, "height": 1000})
+    urls = []
+    page.on("request", lambda r: urls.append(r.url))
+    page.goto(server)
+    page.wait_for_selector(".js-plotly-plot", timeout=90_000)
+    for name in ("Bottleneck", "Cell States"):
+        page.get_by_role("link", name=name).click()
+        page.wait_for_load_state("networkidle")
+    page.wait_for_timeout(1000)
+    elsewhere = [u for u in urls if not u.startswith((server, "data:", "blob:"))]
+    assert len(urls) > 10 and elsewhere == []
+
+
 def test_a_shared_link_reproduces_the_view(server, chrome):
     text = "She has a big black dog." if SHIPPED else "a b c"
     page = open_app(chrome, server, path="/?method=beam&beam=3&nbest=2&text=" + text.replace(" ", "+"))

@@ -204,3 +204,11 @@ def test_the_shipped_encoder_explains_its_white_column(monkeypatch):
     notes = [c.value for c in at.caption if "wipes its memory" in c.value]
     assert len(notes) == 1 and "`</s>` the forward direction" in notes[0], notes
     assert re.search(r"forget gate \(f = 0\.[01]\d\) and input gate \(i = 0\.0\d\)", notes[0]), notes[0]
+
+
+def test_the_example_box_names_the_example_on_show(zoo_env):
+    at = cells_page()
+    assert at.selectbox(key="example_pick").value.startswith("audit_match_class_bits")
+    at.selectbox(key="example_pick").set_value("Linux kernel code the model never saw (test part)").run()
+    assert at.selectbox(key="example_pick").value == "Linux kernel code the model never saw (test part)"
+    assert not at.exception
