@@ -31,7 +31,10 @@ GATE_NOTE = ("**Reading the gates.** The forget gate f multiplies the old memory
              "candidate g is written; the output gate o how much of tanh(c) the rest of the network sees.")
 
 
+@st.cache_resource(show_spinner=False)
 def example_text(label: str) -> str:
+    """An example passage, read from disk once per server (the page compares them every run;
+    a page's own functions are defined anew each run, so the cache must be Streamlit's)."""
     return (EXAMPLE_DIR / EXAMPLES[label]).read_text(encoding="utf-8")
 
 

@@ -108,9 +108,14 @@ settings = dict(method=S.method, beam=S.beam, nbest=S.nbest, temp=float(S.temp),
 if submitted:
     st.query_params.from_dict({"model": name, "text": S.text, "view": S.view,
                                **{k: str(v) for k, v in settings.items()}})
-# A warning below stops the page before the words/pieces control is drawn, and Streamlit
-# forgets the state of a widget that is not drawn: keep the choice (and never leave it unset).
-S.view = S.view if S.get("view") in CHOICES["view"] else DEFAULTS["view"]
+# Streamlit forgets the state of a widget that a run does not draw: a closed tab's widgets, and
+# the words/pieces control when a warning below stops the page. Keep their values for the run
+# that draws them again.
+for k in ("view", "delay", "reference", "probe"):
+    if k in S:
+        S[k] = S[k]
+if S.get("view") not in CHOICES["view"]:      # None once its selected option is clicked again
+    S.view = DEFAULTS["view"]
 try:
     d, ms = decode_cached(ui.model_path(name), S.text, **settings)
 except InputError as e:
@@ -152,10 +157,7 @@ if d.attention is not None:
 
 # Only the open tab runs (on_change="rerun"): a class of 30 re-running every tab's decodes
 # and figures on each click would waste the shared CPU on views nobody is looking at.
-# Widgets of a closed tab are not drawn, so their values are kept here for when it reopens.
-for k in ("delay", "reference", "probe"):
-    if k in S:
-        S[k] = S[k]
+# (Their widgets' values are kept above, for when a tab reopens.)
 S.setdefault("delay", 0.4)
 tabs = st.tabs(TABS, key="tab", on_change="rerun")
 

@@ -10,7 +10,8 @@ from .checkpoint import list_checkpoints
 def main() -> None:
     print("| model | test BLEU | chrF | 3 joined BLEU | kept | perplexity | train min |")
     print("|---|---:|---:|---:|---:|---:|---:|")
-    for c in list_checkpoints():
+    checkpoints = list_checkpoints()        # every metrics.json, read once for all the tables
+    for c in checkpoints:
         t = c.metrics.get("test", {})
         if c.kind != "translation" or "test" not in t:
             continue
@@ -20,7 +21,7 @@ def main() -> None:
               f"{single['perplexity']:.2f} | {c.metrics.get('train_minutes', 0):.0f} |")
     print()
     print("BLEU by source length (words), beam 5, on the joined test pairs (test_long.tsv):")
-    rows = [c for c in list_checkpoints() if "test_long" in c.metrics.get("test", {})]
+    rows = [c for c in checkpoints if "test_long" in c.metrics.get("test", {})]
     if rows:
         bins = rows[0].metrics["test"]["test_long"]["by_length"]
         print("| model | " + " | ".join(f"{b['min_words']}-{b['max_words']}" for b in bins) + " |")
@@ -28,7 +29,7 @@ def main() -> None:
         for c in rows:
             cells = [f"{b['bleu']:.1f}" if b["bleu"] is not None else "–" for b in c.metrics["test"]["test_long"]["by_length"]]
             print(f"| `{c.name}` | " + " | ".join(cells) + " |")
-    charlms = [c for c in list_checkpoints() if c.kind == "charlm" and "test" in c.metrics]
+    charlms = [c for c in checkpoints if c.kind == "charlm" and "test" in c.metrics]
     if charlms:
         print()
         print("Character-level models, bits per character (the paper's: Karpathy et al. 2015, converted from nats):")
