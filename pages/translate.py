@@ -34,8 +34,8 @@ CHOICES = dict(method=list(METHODS), view=["words", "pieces"])
 
 
 # Cached results are shared by every session of the server, so they keep only what this page
-# shows: without the state vectors a result is ~3 KB for a sentence and at most ~0.5 MB for
-# the longest input (200 pieces in, 250 out), so even a cache full of those stays ~120 MB.
+# shows: without the state vectors a result is ~9 KB for a 20-word sentence and at most
+# ~0.42 MB (200 pieces in, 250 out; `python -m s2s.bench`), so a full cache stays ~110 MB.
 @st.cache_data(max_entries=256, show_spinner=False)
 def decode_cached(path: str, text: str, method: str, beam: int, nbest: int, temp: float, topk: int, seed: int,
                   maxlen: int) -> tuple[Decoding, float]:

@@ -8,11 +8,16 @@ every checkpoint; cells_ms_2000_chars: the full trace (every layer, cell state, 
 state and gate) of 2,000 characters by the first character-level model, median of 10;
 peak_rss_mb: the process's peak resident memory. threads: torch's intra-op threads (all
 cores by default; the app uses one per request, see ui.py).
+What the Translate page adds per press: heatmap_ms_p50, building the attention heatmap of the
+20-word sentence (s2s.figures); cached_result_kb, that decoding as the page caches it
+(Decoding.without_states, pickled) and result_with_states_kb, the whole Decoding;
+cached_result_kb_longest, the largest input the limits allow (200 pieces in, 250 out).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import pickle
 import resource
 import statistics
 import sys
@@ -22,7 +27,10 @@ from pathlib import Path
 import torch
 
 from .checkpoint import CheckpointError, checkpoint_root, list_checkpoints, load_charlm, load_translator
-from .decode import beam_search, greedy, greedy_batch
+from .decode import beam_search, forced, greedy, greedy_batch
+from .figures import attention_heatmap
+from .text import MAX_DECODE_LEN, MAX_SOURCE_TOKENS
+from .tokenizer import EOS
 
 SENTENCE_20 = "My grandmother told me that she would visit us next week if the weather was good enough for the drive."
 SENTENCES = [
@@ -47,6 +55,22 @@ def timed_ms(fn, runs: int) -> float:
         fn()
         times.append((time.perf_counter() - t) * 1000)
     return round(statistics.median(times), 2)
+
+
+def kb(obj) -> float:
+    return round(len(pickle.dumps(obj)) / 1024, 1)
+
+
+def longest_decoding(tr):
+    """The biggest Decoding the limits allow: MAX_SOURCE_TOKENS pieces in (whole words of
+    the bench sentences), MAX_DECODE_LEN pieces out (teacher-forced, so it cannot stop early)."""
+    words = " ".join(SENTENCES).split()
+    n = 1
+    while n < len(words) * 8 and len(tr.tokenizer.encode(" ".join(words[i % len(words)] for i in range(n + 1)))) \
+            < MAX_SOURCE_TOKENS:
+        n += 1
+    text = " ".join(words[i % len(words)] for i in range(n))
+    return forced(tr, text, reference_ids=[tr.tokenizer.encode("a")[-1]] * (MAX_DECODE_LEN - 1) + [EOS])
 
 
 def main(argv=None) -> int:
@@ -76,6 +100,13 @@ def main(argv=None) -> int:
         "greedy_ms_p50": timed_ms(lambda: greedy(tr, SENTENCE_20), a.runs),
         "beam5_ms_p50": timed_ms(lambda: beam_search(tr, SENTENCE_20, width=5), a.runs),
     }
+    d = greedy(tr, SENTENCE_20)
+    if d.attention is not None:
+        out["heatmap_ms_p50"] = timed_ms(lambda: attention_heatmap(d.source_tokens, d.target_tokens, d.attention),
+                                         a.runs)
+    out["cached_result_kb"] = kb(d.without_states())
+    out["result_with_states_kb"] = kb(d)
+    out["cached_result_kb_longest"] = kb(longest_decoding(tr).without_states())
     texts = [SENTENCES[i % len(SENTENCES)] for i in range(a.batch_sentences)]
     t = time.perf_counter()
     greedy_batch(tr, texts)

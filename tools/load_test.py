@@ -224,6 +224,8 @@ def main(argv=None) -> int:
                    help="seconds a session waits between requests (uniform)")
     p.add_argument("--warmup", type=int, default=1, help="requests sent (and not timed) before the test")
     p.add_argument("--url", help="test a server that is already running instead of starting one")
+    p.add_argument("--pid", type=int, help="with --url: that server's process id, for its CPU and memory figures "
+                                           "(e.g. another checkout's server, to compare)")
     a = p.parse_args(argv)
     tr = load_translator(checkpoint_root() / a.model)
     texts = sentences(a.sentences)
@@ -241,7 +243,7 @@ def main(argv=None) -> int:
         return asyncio.run(run(url, a.sessions, a.seconds, a.model, expected, a.timeout, pid, think))
 
     if a.url:
-        result = test(a.url, None)
+        result = test(a.url, a.pid)
     else:
         with streamlit_server(dict(os.environ), with_process=True) as (url, proc):
             result = test(url, proc.pid)
