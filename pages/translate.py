@@ -286,6 +286,9 @@ with tabs[5]:
                                  format_func=lambda k: str(points[k]["step"]), key="trace_step")
             st.caption("The probe's reference translation is forced, so the matrix keeps its shape while the model "
                        f"learns. log p(reference) at this step: {points[k]['probes'][i]['log_prob']:.2f}")
+            if before := tr.metrics.get("before"):
+                st.caption(f"Steps 0–{before['steps']:,}: the original training; after step {before['steps']:,}: "
+                           "the copy fine-tune (names, numbers and casing varied in the training pairs).")
             p = probes[i]
             a = np.array(points[k]["probes"][i]["attention"])
             src, tgt = p["source_tokens"], p["target_tokens"]

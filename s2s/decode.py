@@ -292,10 +292,19 @@ def greedy_batch(tr: Translator, texts: Sequence[str], batch_size: int = 64,
                  max_len: int | None = None) -> list[str]:
     """Greedy translations of many sentences, `batch_size` at a time (sorted by length
     so that little time goes to padding). Same outputs as `greedy`, up to float noise."""
+    return greedy_batch_stopped(tr, texts, batch_size, max_len)[0]
+
+
+@torch.inference_mode()
+def greedy_batch_stopped(tr: Translator, texts: Sequence[str], batch_size: int = 64,
+                         max_len: int | None = None) -> tuple[list[str], list[bool]]:
+    """`greedy_batch`, and for each sentence whether the decoder produced </s> itself
+    (False: it ran to the length limit)."""
     model = tr.model
     srcs = [encode_source(tr, t) for t in texts]
     order = sorted(range(len(srcs)), key=lambda i: len(srcs[i]))
     out: list[str] = [""] * len(srcs)
+    stopped: list[bool] = [False] * len(srcs)
     for b in range(0, len(order), batch_size):
         idx = order[b:b + batch_size]
         S = max(len(srcs[i]) for i in idx)
@@ -318,5 +327,6 @@ def greedy_batch(tr: Translator, texts: Sequence[str], batch_size: int = 64,
         ids_t = torch.stack(ids, 1).tolist()
         for r, i in enumerate(idx):
             row = ids_t[r]
+            stopped[i] = EOS in row
             out[i] = tr.tokenizer.decode(row[:row.index(EOS)] if EOS in row else row)
-    return out
+    return out, stopped

@@ -8,6 +8,12 @@ analogue of Bahdanau et al. (2015), Fig. 2.
     python -m s2s.evaluate --model checkpoints/charlm-war-and-peace --text-file FILE --json
 
 gives a character-level model's bits per character on a text file.
+
+    python -m s2s.evaluate --model checkpoints/en-fr-additive --copy-test examples/copy_test.tsv --json
+
+scores the held-out copy test (data.copy_test_lines): the share of unseen person names and
+of numbers that the translation keeps verbatim (greedy unless --beam is given).
+`--loops` adds how often greedy decoding of 20-60-word inputs runs to the length limit.
 """
 from __future__ import annotations
 
@@ -23,8 +29,8 @@ import torch
 
 from .charlm import bits_per_char
 from .checkpoint import CheckpointError, Translator, load_charlm, load_translator
-from .data import Pair, read_pairs, token_batches
-from .decode import beam_search, greedy_batch
+from .data import CopyLine, Pair, kept_verbatim, read_copy_test, read_pairs, token_batches
+from .decode import beam_search, greedy_batch, greedy_batch_stopped
 from .model import sequence_loss
 from .text import InputError, check_range
 from .tokenizer import BOS
@@ -87,11 +93,39 @@ def evaluate_pairs(tr: Translator, pairs: Sequence[Pair], beam: int = 1,
             "beam": beam, "by_length": by_length(sources, hyps, refs)}
 
 
+def copy_scores(tr: Translator, lines: Sequence[CopyLine], beam: int = 1) -> dict:
+    """The share of names and of numbers each translation keeps verbatim (as whole words).
+
+    names_kept = kept name tokens / name tokens over the `name` lines, likewise numbers_kept;
+    n is the number of lines, names and numbers the number of tokens checked.
+    """
+    hyps = translate_all(tr, [en for _, en, _, _ in lines], beam)
+    kept = {"name": [0, 0], "number": [0, 0]}
+    for (kind, _, _, keep), hyp in zip(lines, hyps):
+        kept[kind][0] += sum(kept_verbatim(t, hyp) for t in keep)
+        kept[kind][1] += len(keep)
+    share = lambda k: round(kept[k][0] / kept[k][1], 4) if kept[k][1] else None   # noqa: E731
+    return {"names_kept": share("name"), "numbers_kept": share("number"), "n": len(lines),
+            "names": kept["name"][1], "numbers": kept["number"][1], "beam": beam}
+
+
+def loop_rate(tr: Translator, sources: Sequence[str]) -> dict:
+    """How often greedy decoding never ends: the share of `sources` whose translation runs
+    to the length limit (2 x source pieces + 10) without producing </s>, which on these
+    inputs means the decoder repeats itself."""
+    _, stopped = greedy_batch_stopped(tr, sources)
+    loops = sum(not s for s in stopped)
+    return {"loops": loops, "n": len(sources), "share": round(loops / len(sources), 4) if sources else None}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m s2s.evaluate", description=__doc__.splitlines()[0])
     p.add_argument("--model", required=True, help="checkpoint folder, e.g. checkpoints/en-fr-additive")
     p.add_argument("--test", help="TSV of source<TAB>reference pairs")
     p.add_argument("--text-file", help="plain text, for character-level models (bits per character)")
+    p.add_argument("--copy-test", help="kind<TAB>english<TAB>french<TAB>tokens TSV: the share of names and numbers kept")
+    p.add_argument("--loops", action="store_true",
+                   help="with --test: the share of 20-60-word sources whose greedy decoding runs to the length limit")
     p.add_argument("--beam", type=int, default=1, help="beam width (1 = greedy, batched)")
     p.add_argument("--limit", type=int, default=0, help="only the first N pairs, or characters with --text-file (0 = all)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -99,8 +133,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if a.text_file:
             return _evaluate_text(a)
+        if a.copy_test:
+            return _evaluate_copy(a)
         if not a.test:
-            raise InputError("--test FILE.tsv is required for a translation model")
+            raise InputError("--test FILE.tsv (or --copy-test FILE.tsv) is required for a translation model")
         check_range("--beam", a.beam, 1, 16)
         tr = load_translator(a.model)
         try:
@@ -113,6 +149,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise InputError(f"{a.test} holds no source<TAB>reference lines")
         result = evaluate_pairs(tr, pairs, a.beam)
         result["perplexity"] = round(perplexity(tr, pairs), 3)
+        if a.loops:
+            result["loops"] = loop_rate(tr, [s for s, _ in pairs if 20 <= len(s.split()) <= 60])
     except (CheckpointError, InputError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -124,6 +162,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         for r in result["by_length"]:
             if r["n"]:
                 print(f"  {r['min_words']:>2}-{r['max_words']:<2} words  n {r['n']:>5}  BLEU {r['bleu']:.2f}")
+        if "loops" in result:
+            lp = result["loops"]
+            print(f"greedy decodings of 20-60-word sources that run to the length limit: {lp['loops']} of {lp['n']}")
+    return 0
+
+
+def _evaluate_copy(a) -> int:
+    """The held-out copy test of a translation model."""
+    check_range("--beam", a.beam, 1, 16)
+    tr = load_translator(a.model)
+    try:
+        lines = read_copy_test(a.copy_test)
+    except OSError as e:
+        raise InputError(f"cannot read {a.copy_test}: {e.strerror}") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise InputError(str(e)) from None
+    if a.limit:
+        lines = lines[:a.limit]
+    if not lines:
+        raise InputError(f"{a.copy_test} holds no kind<TAB>english<TAB>french<TAB>tokens lines")
+    result = dict(copy_scores(tr, lines, a.beam), model=tr.name)
+    if a.json:
+        print(json.dumps(result))
+    else:
+        pct = lambda x: "–" if x is None else f"{100 * x:.1f}%"   # noqa: E731
+        print(f"names kept {pct(result['names_kept'])} of {result['names']}  "
+              f"numbers kept {pct(result['numbers_kept'])} of {result['numbers']}  ({result['n']} lines, beam {a.beam})")
     return 0
 
 

@@ -8,17 +8,32 @@ from .checkpoint import list_checkpoints
 
 
 def main() -> None:
-    print("| model | test BLEU | chrF | 3 joined BLEU | kept | perplexity | train min |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("| model | test BLEU | chrF | 3 joined BLEU | kept | perplexity | names kept | numbers kept | loops | train min |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     checkpoints = list_checkpoints()        # every metrics.json, read once for all the tables
-    for c in checkpoints:
-        t = c.metrics.get("test", {})
-        if c.kind != "translation" or "test" not in t:
-            continue
+    translation = [c for c in checkpoints if c.kind == "translation" and "test" in c.metrics.get("test", {})]
+    for c in translation:
+        m, t = c.metrics, c.metrics["test"]
         single, joined = t["test"], t["test_joined3"]
         kept = 100 * joined["bleu"] / single["bleu"] if single["bleu"] else 0.0
+        copy = m.get("copy", {})
         print(f"| `{c.name}` | {single['bleu']:.1f} | {single['chrf']:.1f} | {joined['bleu']:.1f} | {kept:.0f}% | "
-              f"{single['perplexity']:.2f} | {c.metrics.get('train_minutes', 0):.0f} |")
+              f"{single['perplexity']:.2f} | {_pct(copy.get('names_kept'))} | {_pct(copy.get('numbers_kept'))} | "
+              f"{_pct(m.get('loops', {}).get('share'))} | {m.get('train_minutes', 0):.0f} |")
+    tuned = [c for c in translation if "before" in c.metrics]
+    if tuned:
+        print()
+        print("Before and after the copy fine-tune (names, numbers, casing), same test data:")
+        print("| model | test BLEU | names kept | numbers kept | loops | fine-tune min |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for c in tuned:
+            m, b = c.metrics, c.metrics["before"]
+            arrow = lambda x, y, f: f"{f(x)} → {f(y)}"   # noqa: E731
+            print(f"| `{c.name}` | {arrow(b['test']['test']['bleu'], m['test']['test']['bleu'], lambda v: f'{v:.1f}')} | "
+                  f"{arrow(b.get('copy', {}).get('names_kept'), m.get('copy', {}).get('names_kept'), _pct)} | "
+                  f"{arrow(b.get('copy', {}).get('numbers_kept'), m.get('copy', {}).get('numbers_kept'), _pct)} | "
+                  f"{arrow(b.get('loops', {}).get('share'), m.get('loops', {}).get('share'), _pct)} | "
+                  f"{m.get('finetune_minutes') or 0:.0f} |")
     print()
     print("BLEU by source length (words), beam 5, on the joined test pairs (test_long.tsv):")
     rows = [c for c in checkpoints if "test_long" in c.metrics.get("test", {})]
@@ -49,6 +64,10 @@ def main() -> None:
             for feature, cells in c.metrics.get("cells", {}).items():
                 if cells and abs(cells[0]["r"]) >= 0.3:
                     print(f"| `{c.name}` | {feature} | {cells[0]['layer']} | {cells[0]['cell']} | {cells[0]['r']:+.3f} |")
+
+
+def _pct(x) -> str:
+    return "–" if x is None else f"{100 * x:.1f}%"
 
 
 def _num(x) -> str:

@@ -42,6 +42,31 @@ class Tokenizer:
         return [ch for ch in seen if UNK in self.sp.encode(ch)]
 
 
+def add_characters(model_file: str | Path, chars: Iterable[str], out_file: str | Path) -> Tokenizer:
+    """Write `model_file` with one piece added for each character of `chars` it cannot spell.
+
+    The new pieces score below every existing one, so a text the tokenizer could already
+    spell is split exactly as before (old ids keep their meaning); a name like "Søren" gets
+    "ø" instead of <unk>, which a model can learn to copy. Use it to extend a trained model's
+    vocabulary: its embedding needs one new row per added piece (train.py --init-from).
+    """
+    from sentencepiece import sentencepiece_model_pb2 as pb
+
+    proto = pb.ModelProto()
+    proto.ParseFromString(Path(model_file).read_bytes())
+    known = {p.piece for p in proto.pieces}
+    sp = spm.SentencePieceProcessor(model_proto=proto.SerializeToString())
+    score = min(p.score for p in proto.pieces if p.type == pb.ModelProto.SentencePiece.NORMAL) - 1.0
+    for ch in sorted(set(chars)):
+        if not ch.isspace() and ch not in known and UNK in sp.encode(ch):
+            proto.pieces.append(pb.ModelProto.SentencePiece(piece=ch, score=score,
+                                                            type=pb.ModelProto.SentencePiece.NORMAL))
+            known.add(ch)
+    Path(out_file).parent.mkdir(parents=True, exist_ok=True)
+    Path(out_file).write_bytes(proto.SerializeToString())
+    return Tokenizer(out_file)
+
+
 def train_tokenizer(sentences: Iterable[str], model_file: str | Path, vocab_size: int = 8000,
                     character_coverage: float = 0.9999) -> Tokenizer:
     """Train a unigram sentencepiece model on `sentences` and write it to `model_file`."""

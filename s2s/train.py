@@ -7,14 +7,20 @@ What it does, top to bottom:
  1. split the pairs by English sentence (deterministic; written to --split-dir) and train
     the joint sentencepiece tokenizer on the train split, unless both already exist;
  2. train with teacher forcing and cross-entropy (label smoothing), Adam, linear warm-up
-    then cosine decay, gradient clipping; each epoch mixes single pairs with long pairs
-    (2-4 pairs joined) so the model sees inputs up to ~60 words;
+    then cosine decay, gradient clipping; each epoch rewrites a share of the pairs with
+    the copy augmentation of data.py (names, numbers, casing; the tokenizer gets a piece
+    for every letter of the names) and mixes single pairs with long pairs (2-4 pairs
+    joined) so the model sees inputs up to ~60 words;
  3. every --eval-every steps: validation loss, a resumable state in --work
     (safetensors + JSON, no pickle), and at ~20 points the attention of 8 probe
     sentences (the "training trace");
  4. at the end: export fp16 weights to --out and evaluate them on the test splits
     (BLEU/chrF with beam search, by source length, perplexity) into metrics.json.
 Run it again with the same --work to resume after an interruption.
+
+--init-from DIR fine-tunes a trained checkpoint instead of starting from random weights
+(its vocabulary grown by the added letters); the new metrics keep the old model's scores
+under "before", and its curves and attention trace continue the old ones.
 """
 from __future__ import annotations
 
@@ -32,11 +38,12 @@ from safetensors.torch import load_file, save_file
 from tqdm import tqdm
 
 from .checkpoint import Translator, load_translator, save_checkpoint
-from .data import read_pairs, split_pairs, token_batches, write_splits
+from .data import (Augmenter, augment_pairs, load_names, name_characters, read_copy_test, read_pairs, split_names,
+                   split_pairs, token_batches, write_splits)
 from .decode import forced
-from .evaluate import evaluate_pairs, perplexity
+from .evaluate import copy_scores, evaluate_pairs, loop_rate, perplexity
 from .model import ModelConfig, Seq2Seq, sequence_loss
-from .tokenizer import BOS, Tokenizer, train_tokenizer
+from .tokenizer import BOS, Tokenizer, add_characters, train_tokenizer
 
 # Fixed probe pairs whose attention is recorded during training ("watch attention emerge").
 PROBES = [
@@ -61,13 +68,19 @@ def lr_at(step: int, total: int, peak: float, warmup: int) -> float:
     return peak * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
-def epoch_examples(singles: list, long_fraction: float, seed: int) -> list:
-    """All single pairs plus long_fraction * len(singles) pairs of 2-4 joined singles.
-    Joining the ids equals tokenizing the joined text: every sentence starts a new word."""
+def epoch_examples(singles: list, long_fraction: float, seed: int, pairs: list | None = None,
+                   augmenter: Augmenter | None = None, tok: Tokenizer | None = None, long_max: int = 4) -> list:
+    """All single pairs plus long_fraction * len(singles) pairs of 2-`long_max` joined singles.
+    Joining the ids equals tokenizing the joined text: every sentence starts a new word.
+    With an augmenter, this epoch's rewritten pairs (text `pairs`, aligned with `singles`)
+    are tokenized anew; the others keep their ids."""
+    if augmenter is not None:
+        singles = [ids if new == old else (tok.encode(new[0]), tok.encode(new[1]))
+                   for ids, old, new in zip(singles, pairs, augment_pairs(pairs, augmenter, seed))]
     rng = random.Random(seed)
     joined = []
     for _ in range(int(long_fraction * len(singles))):
-        parts = rng.sample(singles, rng.randint(2, 4))
+        parts = rng.sample(singles, rng.randint(2, long_max))
         joined.append(([i for p in parts for i in p[0]], [i for p in parts for i in p[1]]))
     return singles + joined
 
@@ -129,6 +142,40 @@ def probe_trace(tr: Translator, step: int) -> dict:
     return {"step": step, "probes": rows}
 
 
+def finetune_model(model: Seq2Seq, vocab_size: int, dropout: float) -> Seq2Seq:
+    """A trainable copy of `model` with room for `vocab_size` tokens: new embedding rows at
+    the mean embedding (plus a little noise), new output biases at the lowest existing
+    bias, so the new pieces start as rare, average tokens and every old token scores as
+    before."""
+    old = model.cfg.vocab_size
+    if vocab_size < old:
+        raise ValueError(f"the tokenizer has {vocab_size} pieces, fewer than the model's {old}")
+    grown = Seq2Seq(ModelConfig.from_dict(dict(model.cfg.to_dict(), vocab_size=vocab_size, dropout=dropout)))
+    state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    emb, bias = state["embed.weight"], state["out_bias"]
+    new = vocab_size - old
+    state["embed.weight"] = torch.cat([emb, emb.mean(0) + 0.01 * emb.std() * torch.randn(new, emb.size(1))])
+    state["out_bias"] = torch.cat([bias, bias.min().expand(new)])
+    grown.load_state_dict(state)
+    return grown
+
+
+def before_metrics(base: Translator, copy_test: list | None, long_sources: list[str]) -> dict:
+    """What a fine-tune starts from: the base checkpoint's training history and test scores,
+    plus its copy test and loop rate measured now on the same data as the new model's."""
+    m = base.metrics
+    curves = m.get("curves", [])
+    before = {"name": base.name, "steps": curves[-1]["step"] if curves else m.get("train", {}).get("steps", 0),
+              "train_minutes": m.get("train_minutes", 0), "train_tokens": m.get("train_tokens", 0),
+              "curves": curves, "trace": m.get("trace", {}).get("points", []),
+              "test": {k: {kk: v[kk] for kk in ("bleu", "chrf", "perplexity") if kk in v}
+                       for k, v in m.get("test", {}).items()},
+              "loops": loop_rate(base, long_sources)}
+    if copy_test:
+        before["copy"] = copy_scores(base, copy_test)
+    return before
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m s2s.train", description=__doc__.splitlines()[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -153,6 +200,13 @@ def main(argv=None) -> int:
     p.add_argument("--warmup", type=int, default=150)
     p.add_argument("--clip", type=float, default=1.0)
     p.add_argument("--long-fraction", type=float, default=0.1, help="joined pairs per epoch, as a fraction of single pairs")
+    p.add_argument("--long-max", type=int, default=4, help="most pairs joined into one long pair")
+    p.add_argument("--no-augment", action="store_true", help="train without the copy augmentation (names, numbers, casing)")
+    p.add_argument("--p-name", type=float, default=0.5, help="share of pairs naming a person whose names are swapped")
+    p.add_argument("--p-number", type=float, default=0.5, help="share of pairs with numbers whose numbers are swapped")
+    p.add_argument("--p-case", type=float, default=0.04, help="share of pairs put in ALL CAPS (and as many in lower case)")
+    p.add_argument("--init-from", help="fine-tune this trained checkpoint instead of starting from random weights")
+    p.add_argument("--copy-test", help="held-out copy test TSV (kind, english, french, tokens) scored at the end")
     p.add_argument("--eval-every", type=int, default=100)
     p.add_argument("--trace-points", type=int, default=20)
     p.add_argument("--test-beam", type=int, default=5)
@@ -181,33 +235,52 @@ def main(argv=None) -> int:
         write_splits(split_pairs(read_pairs(a.data), a.valid_pairs, a.test_pairs), split_dir)
     train_pairs, valid_pairs = read_pairs(split_dir / "train.tsv"), read_pairs(split_dir / "valid.tsv")
     spm_file = split_dir / "spm.model"
-    if not spm_file.is_file():
+    base = load_translator(a.init_from, device="cpu") if a.init_from else None
+    if base is not None:
+        spm_file = base.tokenizer.path
+    elif not spm_file.is_file():
         train_tokenizer([s for s, _ in train_pairs] + [t for _, t in train_pairs], spm_file, a.vocab)
+    augmenter = None
+    if not a.no_augment:
+        train_names, _ = split_names(load_names())
+        augmenter = Augmenter(train_names, a.p_name, a.p_number, a.p_case, a.p_case)
+        spm_file = add_characters(spm_file, name_characters(load_names()), work / "spm.model").path
     tok = Tokenizer(spm_file)
     singles = [(tok.encode(s), tok.encode(t)) for s, t in train_pairs]
     valid = [(tok.encode(s), tok.encode(t)) for s, t in valid_pairs]
     say(f"{name}: {len(singles)} train pairs, {len(valid)} valid, vocab {len(tok)}")
 
     # 2. model, optimizer, resumable state
-    cfg = ModelConfig(len(tok), a.emb, a.hidden, a.hidden, a.cell, a.attention, a.dropout)
-    model = Seq2Seq(cfg)
+    if base is not None:
+        model = finetune_model(base.model, len(tok), a.dropout)
+        cfg = model.cfg
+    else:
+        cfg = ModelConfig(len(tok), a.emb, a.hidden, a.hidden, a.cell, a.attention, a.dropout)
+        model = Seq2Seq(cfg)
     opt = torch.optim.Adam(model.parameters(), lr=a.lr)
     meta = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "tokens": 0, "seconds": 0.0, "curves": [], "trace": []}
+    copy_test = read_copy_test(a.copy_test) if a.copy_test else None
+    long_sources = [s for s, _ in read_pairs(split_dir / "test_long.tsv") if 20 <= len(s.split()) <= 60]
     if (work / "state.safetensors").is_file():
         meta = load_state(work, model, opt)
         say(f"resumed at step {meta['step']}")
+    elif base is not None:
+        meta["before"] = before_metrics(base, copy_test, long_sources)
+        say(f"before: {json.dumps({k: v for k, v in meta['before'].items() if k not in ('trace', 'curves')})}")
     say(f"{sum(p.numel() for p in model.parameters()):,} parameters: {json.dumps(cfg.to_dict())}")
     tr = Translator(name, out, model, tok, {})
     trace_every = max(1, a.steps // a.trace_points)
+    offset = meta.get("before", {}).get("steps", 0)    # a fine-tune continues the base model's step count
 
     model.train()
     bar = tqdm(total=a.steps, initial=meta["step"], desc=name, unit="step", dynamic_ncols=True)
     t_start, seconds0 = time.time(), meta["seconds"]
     loss_sum, tok_sum = 0.0, 0
-    if meta["step"] == 0:
+    if meta["step"] == 0 and base is None:
         meta["trace"].append(probe_trace(tr, 0))
     while meta["step"] < a.steps:
-        examples = epoch_examples(singles, a.long_fraction, a.seed * 1000 + meta["epoch"])
+        examples = epoch_examples(singles, a.long_fraction, a.seed * 1000 + meta["epoch"], train_pairs, augmenter, tok,
+                                  a.long_max)
         batches = token_batches(examples, a.max_tokens, BOS, seed=a.seed * 1000 + meta["epoch"])
         for bi, batch in enumerate(batches):
             if bi < meta["batch_in_epoch"]:
@@ -227,13 +300,13 @@ def main(argv=None) -> int:
             bar.update(1)
             step = meta["step"]
             if step % trace_every == 0 or step == a.steps:
-                meta["trace"].append(probe_trace(tr, step))
+                meta["trace"].append(probe_trace(tr, offset + step))
             if step % a.eval_every == 0 or step == a.steps:
                 meta["seconds"] = seconds0 + time.time() - t_start
                 vl = valid_loss(model, valid, 4000)
-                row = {"step": step, "train_loss": round(loss_sum / tok_sum, 4), "valid_loss": round(vl, 4),
+                row = {"step": offset + step, "train_loss": round(loss_sum / tok_sum, 4), "valid_loss": round(vl, 4),
                        "valid_ppl": round(math.exp(vl), 3), "tokens": meta["tokens"],
-                       "minutes": round(meta["seconds"] / 60, 2),
+                       "minutes": round(meta["seconds"] / 60 + meta.get("before", {}).get("train_minutes", 0), 2),
                        "tokens_per_s": round(meta["tokens"] / max(meta["seconds"], 1e-9))}
                 meta["curves"].append(row)
                 loss_sum, tok_sum = 0.0, 0
@@ -249,14 +322,19 @@ def main(argv=None) -> int:
 
     # 4. export fp16 and evaluate what was exported
     model.eval()
+    before = meta.get("before", {})
     metrics = {"name": name, "train": {k: v for k, v in vars(a).items() if k not in ("threads",)},
                "parameters": sum(p.numel() for p in model.parameters()),
-               "train_minutes": round(meta["seconds"] / 60, 2), "train_tokens": meta["tokens"],
-               "curves": meta["curves"],
+               "train_minutes": round(meta["seconds"] / 60 + before.get("train_minutes", 0), 2),
+               "finetune_minutes": round(meta["seconds"] / 60, 2) if before else None,
+               "train_tokens": meta["tokens"] + before.get("train_tokens", 0),
+               "curves": before.get("curves", []) + meta["curves"],
                "trace": {"probes": [{"source": s, "reference": r,
                                      "source_tokens": tok.pieces(tok.encode(s)) + ["</s>"],
                                      "target_tokens": tok.pieces(tok.encode(r)) + ["</s>"]} for s, r in PROBES],
-                         "points": meta["trace"]}}
+                         "points": before.get("trace", []) + meta["trace"]}}
+    if before:
+        metrics["before"] = {k: v for k, v in before.items() if k not in ("trace", "curves")}
     save_checkpoint(model, spm_file, out, name, a.description, metrics)
     if not a.no_eval:
         shipped = load_translator(out)
@@ -269,6 +347,11 @@ def main(argv=None) -> int:
             say(f"{split}: BLEU {test[split]['bleu']} chrF {test[split]['chrf']} "
                 f"ppl {test[split]['perplexity']} ({time.time() - t0:.0f}s)")
         metrics["test"] = test
+        metrics["loops"] = loop_rate(shipped, long_sources)
+        say(f"loops: {json.dumps(metrics['loops'])}")
+        if copy_test:
+            metrics["copy"] = copy_scores(shipped, copy_test)
+            say(f"copy test: {json.dumps(metrics['copy'])}")
         save_checkpoint(model, spm_file, out, name, a.description, metrics)
     say(f"wrote {out}")
     return 0

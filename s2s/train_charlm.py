@@ -30,7 +30,7 @@ from tqdm import tqdm
 
 from .cells import best_cells
 from .charlm import CharLM, CharLMConfig, bits_per_char
-from .checkpoint import save_checkpoint
+from .checkpoint import CheckpointError, load_charlm, save_checkpoint
 from .train import load_state, lr_at, save_state
 
 
@@ -105,6 +105,8 @@ def main(argv=None) -> int:
     p.add_argument("--eval-every", type=int, default=250)
     p.add_argument("--valid-chars", type=int, default=100_000, help="validation characters read at each evaluation")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--reevaluate", action="store_true",
+                   help="do not train: measure the checkpoint in --out again on --data's held-out parts")
     a = p.parse_args(argv)
 
     data = Path(a.data)
@@ -113,6 +115,12 @@ def main(argv=None) -> int:
         return 2
     text = data.read_text(encoding="utf-8", errors="replace")
     train_text, valid_text, test_text = split_text(text)
+    if a.reevaluate:
+        try:
+            return reevaluate(Path(a.out), data, valid_text, test_text)
+        except CheckpointError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     if len(train_text) < 2 * a.batch * a.seq or len(test_text) < 2:
         print(f"error: {data} is too short: its train part ({len(train_text):,} characters) must hold at least "
               f"2 x --batch x --seq = {2 * a.batch * a.seq:,} characters", file=sys.stderr)
@@ -169,26 +177,47 @@ def main(argv=None) -> int:
     bar.close()
 
     model.eval()
-    vocab = set(cfg.chars)
-    test_known = known_lines(test_text, cfg.chars)
     metrics = {
-        "test": {"bits_per_char": round(bits_per_char(model, test_text), 4), "chars": len(test_text),
-                 "unknown_chars": sum(c not in vocab for c in test_text)},
-        "test_known_lines": {"bits_per_char": round(bits_per_char(model, test_known), 4), "chars": len(test_known),
-                             "what": "the test lines made only of characters seen in training"},
-        "valid": {"bits_per_char": round(bits_per_char(model, valid_text), 4), "chars": len(valid_text)},
+        **held_out_metrics(model, valid_text, test_text),
         "curve": meta["curve"],
         "train": {"steps": a.steps, "minutes": round(meta["seconds"] / 60, 1), "parameters": n_params,
                   "chars_seen": meta["chars"], "batch": a.batch, "seq": a.seq, "lr": a.lr,
                   "data": f"{data.parent.name}/{data.name}",
                   "split": "contiguous 90/5/5 %, test = the end of the file"},
-        "cells": interpretable_cells(model, test_text[:20_000]),
-        "cells_text": "the first 20,000 characters of the test part (never trained on)",
     }
     if paper := paper_figures(data.parent.name):
         metrics["paper"] = paper
     save_checkpoint(model, None, a.out, name, a.description, metrics)
     print(json.dumps({k: metrics[k] for k in ("test", "cells")}))
+    return 0
+
+
+def held_out_metrics(model: CharLM, valid_text: str, test_text: str) -> dict:
+    """Bits per character on the validation and test parts (and on the test lines made only
+    of training characters), and the most interpretable cells on the test part's start."""
+    model.eval()
+    vocab = set(model.cfg.chars)
+    test_known = known_lines(test_text, model.cfg.chars)
+    return {
+        "test": {"bits_per_char": round(bits_per_char(model, test_text), 4), "chars": len(test_text),
+                 "unknown_chars": sum(c not in vocab for c in test_text)},
+        "test_known_lines": {"bits_per_char": round(bits_per_char(model, test_known), 4), "chars": len(test_known),
+                             "what": "the test lines made only of characters seen in training"},
+        "valid": {"bits_per_char": round(bits_per_char(model, valid_text), 4), "chars": len(valid_text)},
+        "cells": interpretable_cells(model, test_text[:20_000]),
+        "cells_text": "the first 20,000 characters of the test part (never trained on)",
+    }
+
+
+def reevaluate(out: Path, data: Path, valid_text: str, test_text: str) -> int:
+    """Measure a trained checkpoint again on the held-out parts of `data` (for a corpus
+    file that changed since training) and rewrite only its metrics.json."""
+    lm = load_charlm(out, device="cpu")
+    metrics = dict(lm.metrics, **held_out_metrics(lm.model, valid_text, test_text))
+    metrics["reevaluated"] = {"data": f"{data.parent.name}/{data.name}", "chars": len(valid_text) + len(test_text),
+                              "date": time.strftime("%Y-%m-%d")}
+    (out / "metrics.json").write_text(json.dumps(metrics) + "\n")
+    print(json.dumps({k: metrics[k] for k in ("test", "test_known_lines", "valid")}))
     return 0
 
 

@@ -195,3 +195,24 @@ def test_training_on_too_short_a_text_is_a_message(tmp_path, capsys):
     f.write_text("int x;\n" * 20)
     assert train_charlm.main(["--data", str(f), "--out", str(tmp_path / "out"), "--work", str(tmp_path / "w")]) == 2
     assert "too short" in capsys.readouterr().err
+
+
+def test_reevaluate_measures_a_changed_corpus_and_keeps_the_weights(tiny_charlm, code_text_file, tmp_path):
+    """A corpus that lost its last lines: --reevaluate measures the checkpoint on the new
+    held-out parts and rewrites only metrics.json."""
+    import shutil
+    ckpt = tmp_path / "lm"
+    shutil.copytree(tiny_charlm, ckpt)
+    weights = (ckpt / "model.safetensors").read_bytes()
+    old = json.loads((ckpt / "metrics.json").read_text())
+    shorter = tmp_path / "linux-kernel" / "input.txt"
+    shorter.parent.mkdir()
+    text = code_text_file.read_text(encoding="utf-8")
+    shorter.write_text(text[: len(text) * 9 // 10], encoding="utf-8")
+    assert train_charlm.main(["--data", str(shorter), "--out", str(ckpt), "--reevaluate"]) == 0
+    new = json.loads((ckpt / "metrics.json").read_text())
+    assert (ckpt / "model.safetensors").read_bytes() == weights
+    _, valid, test = train_charlm.split_text(shorter.read_text(encoding="utf-8"))
+    assert new["test"]["chars"] == len(test) != old["test"]["chars"] and new["valid"]["chars"] == len(valid)
+    assert new["curve"] == old["curve"] and new["reevaluated"]["chars"] == len(valid) + len(test)
+    assert train_charlm.main(["--data", str(shorter), "--out", str(tmp_path / "missing"), "--reevaluate"]) == 2

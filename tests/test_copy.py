@@ -1,0 +1,268 @@
+"""Copy augmentation (names, numbers, casing), the extended tokenizer, fine-tuning a
+checkpoint with them, and the held-out copy test with its command."""
+import json
+import random
+import re
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from s2s import report, train as train_cli
+from s2s.checkpoint import load_translator
+from s2s.data import (TATOEBA_PERSONS, Augmenter, augment_pairs, copy_test_lines, kept_verbatim, load_names,
+                      name_characters, read_copy_test, split_names, substitute, write_copy_test)
+from s2s.decode import greedy_batch_stopped
+from s2s.evaluate import copy_scores, loop_rate
+from s2s.tokenizer import UNK, Tokenizer, add_characters, train_tokenizer
+from conftest import ROOT, reversal_pairs, write_tsv
+
+NAMES = {"first": ["Olga", "Priya", "Łukasz", "Søren", "Anaïs", "Yann", "Émile", "Dmitri"],
+         "last": ["Nakamura", "Øverland", "Kowalczyk"]}
+PAIRS = [("Tom gave Mary a book.", "Tom a donné un livre à Mary."),
+         ("This is Tom's dog.", "C'est le chien de Tom."),
+         ("I saw Alice's car.", "J'ai vu la voiture d'Alice."),
+         ("Tom told Mary that Tom was right.", "Tom a dit à Mary que Tom avait raison."),
+         ("The train leaves at 7:45.", "Le train part à 7 h 45."),
+         ("I paid 250 euros.", "J'ai payé 250 euros."),
+         ("I have two dogs.", "J'ai deux chiens."),
+         ("Tom is 2 years old, I'm 2 too. 30!", "Tom a deux ans, moi aussi. 30 !")]
+
+
+def words(text: str, word: str) -> int:
+    return len(re.findall(rf"(?<!\w){re.escape(word)}(?!\w)", text))
+
+
+def test_names_swap_on_both_sides_as_often():
+    aug = Augmenter(NAMES, p_name=1.0, p_number=0.0, p_upper=0.0, p_lower=0.0)
+    rng = random.Random(0)
+    for _ in range(30):
+        for en, fr in PAIRS:
+            new_en, new_fr = aug(pair := (en, fr), rng)
+            for person in (n for kind in TATOEBA_PERSONS.values() for n in kind):
+                if words(en, person) and words(en, person) == words(fr, person):
+                    assert words(new_en, person) == words(new_fr, person) == 0     # every person swapped
+            for name in NAMES["first"] + NAMES["last"]:
+                assert words(new_en, name) == words(new_fr, name)                 # as often on both sides
+            if pair == PAIRS[0]:
+                a, b = [n for n in NAMES["first"] if words(new_en, n)]             # two persons stay two
+                assert a != b
+
+
+def test_french_elision_follows_the_new_name():
+    assert substitute(("Tom's dog", "le chien de Tom"), {"Tom": "Olga"})[1] == "le chien d'Olga"
+    assert substitute(("Alice's car", "la voiture d'Alice"), {"Alice": "Priya"})[1] == "la voiture de Priya"
+    assert substitute(("x", "Je pense que Tom vient."), {"Tom": "Émile"})[1] == "Je pense qu'Émile vient."
+    assert substitute(("x", "jusqu’Alice"), {"Alice": "Yann"})[1] == "jusque Yann"      # Y is a consonant
+    assert substitute(("x", "De Tom"), {"Tom": "Anaïs"})[1] == "D'Anaïs"
+    # one pass: Tom->Mary and Mary->Tom together
+    assert substitute(("Tom met Mary.", "Tom a vu Mary."), {"Tom": "Mary", "Mary": "Tom"}) == \
+        ("Mary met Tom.", "Mary a vu Tom.")
+    # Tomas is not Tom
+    assert substitute(("Tomas and Tom", "Tomas et Tom"), {"Tom": "Olga"}) == ("Tomas and Olga", "Tomas et Olga")
+
+
+def test_numbers_swap_consistently_and_only_when_shared():
+    aug = Augmenter(NAMES, p_name=0.0, p_number=1.0, p_upper=0.0, p_lower=0.0)
+    rng = random.Random(1)
+    for _ in range(30):
+        en, fr = aug(("The train leaves at 7:45.", "Le train part à 7 h 45."), rng)
+        h, m = re.findall(r"\d+", en)
+        assert re.findall(r"\d+", fr) == [h, m] and len(h) >= 1 and len(m) >= 2 and h != m
+        # "2" is written out in the French, so it stays; "30" is shared and is swapped
+        en, fr = aug(PAIRS[-1], rng)
+        assert en.count(" 2 ") == 2 and "2 years" in en and "30" not in en
+        assert re.findall(r"\d+", fr) == re.findall(r"\d+", en)[-1:]
+
+
+def test_casing_and_determinism():
+    up = Augmenter(NAMES, p_name=0.0, p_number=0.0, p_upper=1.0, p_lower=0.0)
+    assert up(("Where is the station?", "Où est la gare ?"), random.Random(0)) == ("WHERE IS THE STATION?", "OÙ EST LA GARE ?")
+    low = Augmenter(NAMES, p_name=0.0, p_number=0.0, p_upper=0.0, p_lower=1.0)
+    assert low(("Tom is here.", "Tom est ici."), random.Random(0)) == ("tom is here.", "tom est ici.")
+    aug = Augmenter(NAMES)
+    pairs = PAIRS * 20
+    assert augment_pairs(pairs, aug, seed=3) == augment_pairs(pairs, aug, seed=3)
+    assert augment_pairs(pairs, aug, seed=3) != augment_pairs(pairs, aug, seed=4)
+    changed = sum(a != b for a, b in zip(pairs, augment_pairs(pairs, aug, seed=3)))
+    assert 0.2 * len(pairs) < changed < 0.9 * len(pairs)      # a share, not all
+
+
+def test_shipped_name_list_is_large_varied_and_split():
+    names = load_names()
+    assert len(names["first"]) > 10_000 and len(names["last"]) > 10_000
+    train, held = split_names(names)
+    for kind in names:
+        assert not set(train[kind]) & set(held[kind])
+        assert 0.05 < len(held[kind]) / len(names[kind]) < 0.15
+    accented = [n for n in names["first"] if not n.isascii()]
+    assert len(accented) > 1000 and {"ø", "ł", "ñ", "ü"} <= set("".join(accented))
+
+
+def test_added_characters_keep_old_ids_and_spell_names(tmp_path):
+    texts = [f"{s} {t}" for s, t in reversal_pairs(300)] + ["Tom is here. Où est la gare ?"] * 20
+    base = train_tokenizer(texts, tmp_path / "base.model", vocab_size=60)
+    grown = add_characters(base.path, name_characters(NAMES), tmp_path / "grown.model")
+    assert len(grown) > len(base)
+    for text in texts[:50]:
+        assert grown.encode(text) == base.encode(text)         # the old pieces split and number alike
+    assert UNK in base.encode("Søren Łukasz") and UNK not in grown.encode("Søren Łukasz ØVERLAND")
+    assert grown.decode(grown.encode("Søren Łukasz")) == "Søren Łukasz"
+    again = add_characters(grown.path, name_characters(NAMES), tmp_path / "again.model")
+    assert len(again) == len(grown)                              # nothing to add twice
+
+
+def test_copy_test_lines_use_held_out_names_and_keep_tokens(tmp_path):
+    test = PAIRS[:6]
+    held = {"first": ["Zdeněk", "Ngozi", "Tom2"], "last": ["Øverland"]}
+    lines = copy_test_lines(test, held, exclude={"Tom2"}, number_variants=2)
+    kinds = [k for k, *_ in lines]
+    assert kinds.count("name") == 4 and kinds.count("number") == 2 * 3
+    for kind, en, fr, keep in lines:
+        assert "Tom2" not in keep
+        for tok in keep:
+            assert kept_verbatim(tok, en) and kept_verbatim(tok, fr)
+        if kind == "name":
+            assert not words(en, "Tom") and not words(fr, "Mary")
+    write_copy_test(lines, tmp_path / "c.tsv", header="made by a test")
+    assert read_copy_test(tmp_path / "c.tsv") == lines
+
+
+def test_kept_verbatim_is_whole_words():
+    assert kept_verbatim("7", "à 7h45") and not kept_verbatim("7", "à 17 h")
+    assert kept_verbatim("Olga", "d'Olga.") and not kept_verbatim("Olga", "Olgas")
+
+
+def test_training_augments_only_training_pairs(tmp_path, monkeypatch):
+    """Every pair the augmenter sees is a training pair: validation and test stay as they are."""
+    persons = [("Tom likes " + s, "Tom aime " + t) for s, t in reversal_pairs(400, seed=8)]
+    tsv = write_tsv(persons, tmp_path / "p.tsv")
+    seen = []
+    original = Augmenter.__call__
+
+    def spy(self, pair, rng):
+        seen.append(pair)
+        return original(self, pair, rng)
+    monkeypatch.setattr(Augmenter, "__call__", spy)
+    rc = train_cli.main(["--data", str(tsv), "--split-dir", str(tmp_path / "split"), "--work", str(tmp_path / "w"),
+                         "--out", str(tmp_path / "out"), "--vocab", "60", "--emb", "16", "--hidden", "16",
+                         "--max-tokens", "400", "--steps", "4", "--eval-every", "2", "--valid-pairs", "40",
+                         "--test-pairs", "40", "--no-eval", "--trace-points", "2", "--p-name", "1"])
+    assert rc == 0 and seen
+    split = tmp_path / "split"
+    train = {tuple(line.split("\t")) for line in (split / "train.tsv").read_text().splitlines()}
+    held = {tuple(line.split("\t")) for f in ("valid.tsv", "test.tsv") for line in (split / f).read_text().splitlines()}
+    assert set(seen) <= train and not set(seen) & held
+    assert all(s.startswith("Tom likes") for s, _ in held)                 # the files are untouched
+    tok = Tokenizer(tmp_path / "out" / "spm.model")
+    assert UNK not in tok.encode("Łukasz Søren")                          # the shipped tokenizer spells names
+
+
+def test_finetune_grows_the_vocabulary_and_continues_the_history(tiny_additive, reversal_tsv, tmp_path,
+                                                                monkeypatch, capsys):
+    base = load_translator(tiny_additive)
+    out = tmp_path / "tuned"
+    copy_tsv = tmp_path / "copy.tsv"
+    copy_tsv.write_text("name\ta b c\tc b a\ta c\nnumber\td e\te d\te\n", encoding="utf-8")
+    rc = train_cli.main(["--data", str(reversal_tsv), "--init-from", str(tiny_additive), "--out", str(out),
+                         "--split-dir", str(tiny_additive.parent / "split"), "--work", str(tmp_path / "w"),
+                         "--steps", "20", "--eval-every", "10", "--trace-points", "2", "--max-tokens", "600",
+                         "--lr", "0.001", "--warmup", "5", "--long-fraction", "0", "--test-beam", "1",
+                         "--copy-test", str(copy_tsv), "--dropout", "0"])
+    assert rc == 0
+    tuned = load_translator(out)
+    assert tuned.model.cfg.vocab_size == len(tuned.tokenizer) >= base.model.cfg.vocab_size
+    assert tuned.model.cfg.attention == base.model.cfg.attention
+    m = json.loads((out / "metrics.json").read_text())
+    before_steps = base.metrics["curves"][-1]["step"]
+    assert m["before"]["name"] == base.name and m["before"]["test"]["test"]["bleu"] == base.metrics["test"]["test"]["bleu"]
+    assert [c["step"] for c in m["curves"]][-2:] == [before_steps + 10, before_steps + 20]
+    assert m["trace"]["points"][-1]["step"] == before_steps + 20
+    assert m["trace"]["points"][0]["step"] == 0                          # the base model's trace comes first
+    assert m["copy"]["names_kept"] == 1.0 and m["copy"]["numbers_kept"] == 1.0 and m["copy"]["n"] == 2
+    assert 0 <= m["loops"]["share"] <= 1 and "copy" in m["before"] and "loops" in m["before"]
+    # the README's tables: names, numbers and loops per model, and before -> after
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(tmp_path))
+    capsys.readouterr()
+    report.main()
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("| `tuned` | ") and "→" not in line)
+    assert "| 100.0% | 100.0% |" in row
+    before_after = next(line for line in out.splitlines() if line.startswith("| `tuned` | ") and "→" in line)
+    assert f"{100 * m['before']['copy']['names_kept']:.1f}% → 100.0%" in before_after
+
+
+def test_finetune_model_keeps_old_tokens_scores(tiny_additive):
+    base = load_translator(tiny_additive, device="cpu")
+    grown = train_cli.finetune_model(base.model, base.model.cfg.vocab_size + 7, dropout=0.0).eval()
+    src = torch.tensor([[5, 6, 7, 3]])
+    tgt = torch.tensor([[2, 7, 6]])
+    with torch.no_grad():
+        a, _ = base.model(src, torch.tensor([4]), tgt)
+        b, _ = grown(src, torch.tensor([4]), tgt)
+    V = base.model.cfg.vocab_size
+    assert torch.allclose(a, b[..., :V], atol=1e-5)
+    assert (b[..., V:].max(-1).values <= b[..., :V].max(-1).values).all()   # new pieces start unlikely
+
+
+def test_copy_scores_and_loops_on_a_tiny_model(tiny_additive):
+    tr = load_translator(tiny_additive)
+    lines = [("name", "g f e d", "d e f g", ["g", "d"]), ("name", "a b c", "c b a", ["c", "j"]),
+             ("number", "a b", "b a", ["a"])]
+    s = copy_scores(tr, lines)
+    assert s["names_kept"] == 0.75 and s["numbers_kept"] == 1.0 and s["names"] == 4 and s["n"] == 3
+    outs, stopped = greedy_batch_stopped(tr, ["a b c", "d e f g h"])
+    assert outs == ["c b a", "h g f e d"] and stopped == [True, True]
+    assert greedy_batch_stopped(tr, ["a b c d e f"], max_len=2)[1] == [False]
+    assert loop_rate(tr, ["a b c", "d e f"]) == {"loops": 0, "n": 2, "share": 0.0}
+
+
+def run(*args):
+    p = subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in p.stderr, p.stderr
+    return p
+
+
+def test_copy_test_command(tiny_additive, tmp_path):
+    f = tmp_path / "copy.tsv"
+    f.write_text("# a comment\nname\tg f e\te f g\tg e\nnumber\ta b\tb a\ta\n", encoding="utf-8")
+    p = run("s2s.evaluate", "--model", str(tiny_additive), "--copy-test", str(f), "--json")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["names_kept"] == 1.0 and out["numbers_kept"] == 1.0 and out["n"] == 2 and out["model"]
+    p = run("s2s.evaluate", "--model", str(tiny_additive), "--copy-test", str(f))
+    assert "names kept 100.0%" in p.stdout
+
+
+@pytest.mark.parametrize("content,msg", [
+    (None, "cannot read"),
+    ("", "holds no"),
+    ("name\tonly two\n", "line 1"),
+    ("place\ta b\tb a\ta\n", "line 1"),
+    ("name\ta b\tb a\t \n", "line 1"),
+])
+def test_copy_test_command_bad_input(tiny_additive, tmp_path, content, msg):
+    f = tmp_path / "copy.tsv"
+    if content is not None:
+        f.write_text(content, encoding="utf-8")
+    p = run("s2s.evaluate", "--model", str(tiny_additive), "--copy-test", str(f), "--json")
+    assert p.returncode == 2 and msg in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    p = run("s2s.evaluate", "--model", str(tmp_path / "nope"), "--copy-test", str(f))
+    assert p.returncode == 2 and "does not exist" in p.stderr
+
+
+def test_data_command_writes_the_copy_test(tmp_path):
+    pairs = [(f"Tom has {i} cats and {i} dogs.", f"Tom a {i} chats et {i} chiens.") for i in range(10, 400)]
+    pairs += [(f"Mary sees {c}.", f"Mary voit {c}.") for c in "abcdefghij"]
+    tsv = write_tsv(pairs, tmp_path / "fra.txt")
+    p = run("s2s.data", "--data", str(tsv), "--out", str(tmp_path / "split"), "--valid-pairs", "20",
+            "--test-pairs", "40", "--copy-test", str(tmp_path / "copy.tsv"))
+    assert p.returncode == 0, p.stderr
+    lines = read_copy_test(tmp_path / "copy.tsv")
+    train_words = set(re.findall(r"\w+", (tmp_path / "split" / "train.tsv").read_text(encoding="utf-8")))
+    names = [t for k, *_, keep in lines if k == "name" for t in keep]
+    assert len(names) == 40 and not set(names) & train_words
+    _, held = split_names(load_names())
+    assert set(names) <= set(held["first"]) | set(held["last"])
+    assert sum(k == "number" for k, *_ in lines) > 40
