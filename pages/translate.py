@@ -13,6 +13,7 @@ import ui
 from s2s.align import argmax_alignment, mean_entropy, merge_to_words
 from s2s.attention import SCORES
 from s2s.decode import Decoding, forced, translate
+from s2s.evaluate import bleu_breakdown
 from s2s.figures import alignment_lines, attention_heatmap, beam_tree_figure, token_bars
 from s2s.text import MAX_BEAM, MAX_CHARS, MAX_DECODE_LEN, InputError
 
@@ -60,6 +61,29 @@ def view_of(d: Decoding, words: bool) -> tuple[list[str], list[str], np.ndarray]
     if words:
         return merge_to_words(d.source_tokens, d.target_tokens, d.attention)
     return d.source_tokens, d.target_tokens, d.attention
+
+
+def explain_scores(d: Decoding, f: Decoding, reference: str) -> None:
+    """BLEU of the model's output against the reference, part by part, and each reference
+    token's probability and rank under the model."""
+    b = bleu_breakdown(d.translation, reference)
+    st.markdown("**BLEU of the model's output against this reference**, from sacrebleu's own counts:")
+    rows = [{"n-gram": n, "matching / in output": f"{m} / {t}", "p_n": "–" if p is None else f"{p:.3f}"}
+            for n, m, t, p in zip(range(1, 5), b["matches"], b["totals"], b["precisions"])]
+    c1, c2 = st.columns([3, 2])
+    with c1:
+        st.dataframe(pd.DataFrame(rows), hide_index=True, key="bleu_table")
+    with c2:
+        st.markdown(f"brevity penalty BP = min(1, e^(1 − {b['ref_len']}/{b['hyp_len']})) = **{b['bp']:.3f}**  \n"
+                    f"BLEU-2 = BP · (p₁p₂)^½ = **{b['bleu2'] / 100:.3f}**  \n"
+                    f"BLEU-4 = BP · (p₁p₂p₃p₄)^¼ = **{b['bleu4'] / 100:.3f}**  \n"
+                    f"chrF = **{b['chrf']:.1f}**")
+        st.caption("One sentence and one reference: BLEU is meant for a whole test set. A p_n of 0 would make "
+                   "BLEU-4 zero; sacrebleu then smooths it, as here for short sentences.")
+    tokens = pd.DataFrame({"reference token": f.target_tokens, "p": np.exp(f.token_log_probs).round(4),
+                           "rank": f.token_ranks})
+    with st.expander("Each reference token's probability and rank (1 = the model's first choice)"):
+        st.dataframe(tokens, hide_index=True, key="token_ranks")
 
 
 def heatmap(d: Decoding, words: bool, key: str, title: str | None = None, height: int | None = None):
@@ -229,6 +253,13 @@ with tabs[2]:
                 ppl = float(np.exp(-f.log_prob / len(f.target_tokens)))
                 st.markdown(f"log p(reference) = **{f.log_prob:.2f}**, perplexity **{ppl:.2f}** "
                             f"(the model's own output: log p = {d.log_prob:.2f})")
+                st.caption(f"Perplexity exp(−log p / {len(f.target_tokens)} tokens) is the Shannon game's score: "
+                           f"at each token the model was, on average, as unsure as if it chose among {ppl:.1f} "
+                           "equally likely tokens.")
+                if S.method != "sample" and f.log_prob > d.log_prob + 1e-6:
+                    st.warning(f"Search error: the model scores this reference higher (log p {f.log_prob:.2f}) than "
+                               f"its own {METHODS[S.method].lower()} output ({d.log_prob:.2f}). The model prefers "
+                               "the reference; the search did not find it.")
                 c1, c2 = st.columns([3, 2])
                 with c1:
                     if f.attention is not None:
@@ -237,6 +268,7 @@ with tabs[2]:
                     st.plotly_chart(token_bars(f.target_tokens, f.token_log_probs, "log p(token)",
                                                highlight=int(np.argmin(f.token_log_probs))), key="forced_lp")
                     st.caption("The darkest bar is the token the model found least likely.")
+                explain_scores(d, f, ref)
 
 # ------------------------------------------------------------------ compare attention
 with tabs[3]:

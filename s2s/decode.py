@@ -43,6 +43,7 @@ class Decoding:
     cells: np.ndarray | None = None   # (len(target_tokens), H) LSTM decoder cell state c_j; None for RNN/GRU
     nbest: list["Hypothesis"] = field(default_factory=list)                 # beam search only
     beam_tree: list[dict] = field(default_factory=list)                     # beam search only
+    token_ranks: list[int] = field(default_factory=list)  # rank of y_j among all tokens at step j (1 = the argmax)
 
     @property
     def log_prob(self) -> float:
@@ -145,7 +146,9 @@ class _Record:
     def result(self) -> Decoding:
         logp = F.log_softmax(torch.stack(self.logits).float(), dim=-1)
         ids = torch.tensor(self.ids, device=logp.device)
-        token_logp = logp.gather(1, ids[:, None])[:, 0].tolist()
+        chosen = logp.gather(1, ids[:, None])
+        token_logp = chosen[:, 0].tolist()
+        ranks = ((logp > chosen).sum(1) + 1).tolist()
         top_p, top_i = logp.topk(TOPK_RECORDED, dim=-1)
         piece = self.tok.piece
         tops = [[(piece(i), p) for p, i in zip(ps, is_)]
@@ -153,7 +156,7 @@ class _Record:
         attention = _stack(self.alphas).astype(np.float64) if self.alphas else None
         return Decoding(self.src_tokens, self.tok.pieces(self.ids), list(self.ids), self.tok.decode(self.ids),
                         token_logp, attention, _stack(self.states), _stack(self.contexts), self.enc, tops,
-                        cells=_stack(self.cells) if self.cells else None)
+                        cells=_stack(self.cells) if self.cells else None, token_ranks=ranks)
 
 
 def _stack(rows: list[torch.Tensor]) -> np.ndarray:

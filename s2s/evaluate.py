@@ -42,6 +42,24 @@ def bleu(hyps: Sequence[str], refs: Sequence[str]) -> float:
     return float(sacrebleu.corpus_bleu(list(hyps), [list(refs)]).score) if hyps else 0.0
 
 
+def bleu_breakdown(hypothesis: str, reference: str) -> dict:
+    """Sentence BLEU with its parts, from sacrebleu's own statistics (13a tokenisation):
+
+        p_n     = clipped matching n-grams / n-grams of the hypothesis
+        BP      = min(1, exp(1 - r / c))            r, c: reference and hypothesis lengths
+        BLEU-N  = BP * (p_1 * ... * p_N)^(1/N)
+
+    `bleu4` is the usual BLEU (with sacrebleu's exponential smoothing when a p_n is 0),
+    `bleu2` stops at bigrams. Scores are on sacrebleu's 0-100 scale.
+    """
+    from sacrebleu.metrics import BLEU
+    b4 = BLEU(max_ngram_order=4, effective_order=True).sentence_score(hypothesis, [reference])
+    b2 = BLEU(max_ngram_order=2, effective_order=True).sentence_score(hypothesis, [reference])
+    return {"matches": list(b4.counts), "totals": list(b4.totals), "precisions": [m / t if t else None for m, t in zip(b4.counts, b4.totals)],
+            "bp": b4.bp, "hyp_len": b4.sys_len, "ref_len": b4.ref_len, "bleu4": b4.score, "bleu2": b2.score,
+            "chrf": float(sacrebleu.sentence_chrf(hypothesis, [reference]).score)}
+
+
 def chrf(hyps: Sequence[str], refs: Sequence[str]) -> float:
     return float(sacrebleu.corpus_chrf(list(hyps), [list(refs)]).score) if hyps else 0.0
 

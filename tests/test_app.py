@@ -202,6 +202,22 @@ def test_forced_decoding_scores_a_reference(app):
     assert not at.exception
     assert "log p(reference)" in texts(at)
     assert chart(at, "forced_heatmap") is not None and chart(at, "forced_lp") is not None
+    page = texts(at)
+    assert "Shannon game" in page and "BLEU-2 = BP" in page and "brevity penalty" in page
+    bleu = [d.value for d in at.dataframe if "matching / in output" in d.value.columns][0]
+    assert list(bleu["matching / in output"])[:2] == ["3 / 3", "2 / 2"]        # output c b a = reference
+    ranks = [d.value for d in at.dataframe if "rank" in d.value.columns][0]
+    assert list(ranks["rank"]) == [1, 1, 1, 1]
+    assert "Search error" not in page                                         # the model found the reference
+
+
+def test_search_error_is_named(app):
+    """An untrained model's greedy output runs long; a short reference scores higher."""
+    at = open_tab(submit(app(model="en-fr-dot"), text="a b c"), "Forced decoding")
+    _widget(at, "reference").set_value("a")
+    [b for b in at.button if b.label == "Score this translation"][0].click()
+    at.run()
+    assert not at.exception and "Search error" in texts(at)
 
 
 def test_compare_attention_functions(app):

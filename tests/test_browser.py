@@ -44,6 +44,13 @@ def test_type_a_sentence_and_see_the_heatmap(server, chrome, tmp_path):
     shown = page.locator(".s2s-text").first.inner_text()
     assert shown.strip()
     page.screenshot(path=str(tmp_path / "translate.png"))
+    # a shared classroom server: no Deploy button, no developer menu
+    assert page.get_by_role("button", name="Deploy").count() == 0
+    if page.locator("[data-testid='stMainMenu']").count():
+        page.locator("[data-testid='stMainMenu']").click()
+        menu = page.locator("[data-testid='stMainMenuPopover']").inner_text()
+        print("menu:", menu.replace("\n", " | "))
+        assert "Clear cache" not in menu and "Rerun" not in menu and "Developer" not in menu
 
 
 def test_user_html_is_never_rendered_as_markup(server, chrome):
