@@ -11,10 +11,10 @@ import streamlit as st
 
 import ui
 from s2s.align import argmax_alignment, mean_entropy, merge_to_words
-from s2s.attention import SCORES
+from s2s.attention import SCORES, scaling_statistics
 from s2s.decode import Decoding, forced, translate
 from s2s.evaluate import bleu_breakdown
-from s2s.figures import alignment_lines, attention_heatmap, beam_tree_figure, token_bars
+from s2s.figures import alignment_lines, attention_heatmap, beam_tree_figure, scaling_figure, token_bars
 from s2s.text import MAX_BEAM, MAX_CHARS, MAX_DECODE_LEN, InputError
 
 EXAMPLES = [
@@ -25,6 +25,7 @@ EXAMPLES = [
     "We should have left earlier, but we were waiting for my brother.",
     "My grandmother lives in a small house near the sea. She walks to the beach every morning.",
 ]
+SCALING_DIMS = [4, 16, 64, 256, 1024]     # query/key sizes for the "why sqrt(d)" view
 METHODS = {"greedy": "Greedy", "beam": "Beam search", "sample": "Sampling"}
 TABS = ["Step by step", "Beam tree", "Forced decoding", "Compare attention", "Alignment lines", "Attention emerges"]
 DEFAULTS = dict(text=EXAMPLES[0], method="greedy", beam=5, nbest=3, temp=1.0, topk=0, seed=0, maxlen=120,
@@ -54,6 +55,11 @@ def decode_cached(path: str, text: str, method: str, beam: int, nbest: int, temp
 @st.cache_data(max_entries=64, show_spinner=False)
 def forced_cached(path: str, text: str, reference: str) -> Decoding:
     return forced(ui.load_path(path), text, reference).without_states()
+
+
+@st.cache_data(max_entries=100, show_spinner=False)
+def scaling_cached(n_keys: int) -> dict:
+    return scaling_statistics(SCALING_DIMS, n_keys=n_keys, samples=500)
 
 
 def view_of(d: Decoding, words: bool) -> tuple[list[str], list[str], np.ndarray]:
@@ -293,6 +299,16 @@ with tabs[3]:
                 heatmap(od, words, f"cmp_{score}", height=320 + 14 * len(od.target_tokens))
                 src, tgt, a = view_of(od, words)
                 st.caption("Argmax alignment: " + " · ".join(f"{t}→{s}" for t, s, _ in argmax_alignment(src, tgt, a)))
+        with st.expander("Why does scaled-dot divide by √d?"):
+            n_keys = st.slider("Keys (source positions)", 2, 100, 20, key="sqrt_keys")
+            stats = scaling_cached(n_keys)
+            st.plotly_chart(scaling_figure(stats), key="sqrt_d")
+            i = stats["d"].index(256)
+            st.caption(f"Random queries and keys with N(0, 1) entries: q·k has variance d. At d = 256 the raw scores "
+                       f"spread with standard deviation {stats['std_unscaled'][i]:.1f}, and softmax puts almost all "
+                       f"weight on one key (entropy {stats['entropy_unscaled'][i]:.2f} nats); divided by √d they "
+                       f"spread with {stats['std_scaled'][i]:.1f} and the entropy stays {stats['entropy_scaled'][i]:.2f} "
+                       f"of at most {stats['max_entropy']:.2f}. A saturated softmax has near-zero gradients.")
 
 # ------------------------------------------------------------------ alignment lines
 with tabs[4]:

@@ -111,3 +111,27 @@ def attend(scorer: Scorer, keys: torch.Tensor, memory: torch.Tensor, bias: torch
     mask_bias) and c_j = sum_i alpha_ij h_i. Returns (context (B, De), alpha (B, S))."""
     alpha = F.softmax(scorer.score(keys, query) + bias, dim=-1)
     return torch.bmm(alpha.unsqueeze(1), memory).squeeze(1), alpha
+
+
+def scaling_statistics(dims: list[int], n_keys: int = 20, samples: int = 2000, seed: int = 0) -> dict:
+    """Why scaled dot-product attention divides by sqrt(d): measured on random vectors.
+
+    For a query q and keys k_1..k_n with independent N(0, 1) entries, e_i = q . k_i has
+    variance d, so the scores spread as sqrt(d) and softmax(e) saturates towards a one-hot
+    vector (entropy -> 0, vanishing gradients) as d grows; e_i / sqrt(d) has variance 1
+    whatever d, and the softmax keeps the same shape. Returns, per d in `dims`, the
+    standard deviation of the scores and the mean softmax entropy (nats), without and with
+    the 1/sqrt(d), beside the entropy of uniform weights, log n.
+    """
+    gen = torch.Generator().manual_seed(seed)
+    out = {"d": list(dims), "n_keys": n_keys, "max_entropy": math.log(n_keys),
+           "std_unscaled": [], "std_scaled": [], "entropy_unscaled": [], "entropy_scaled": []}
+    for d in dims:
+        q = torch.randn(samples, 1, d, generator=gen)
+        k = torch.randn(samples, n_keys, d, generator=gen)
+        e = (q * k).sum(-1)                                   # (samples, n) e_i = q . k_i
+        for name, scores in (("unscaled", e), ("scaled", e / math.sqrt(d))):
+            p = F.softmax(scores, -1)
+            out[f"std_{name}"].append(float(scores.std()))
+            out[f"entropy_{name}"].append(float(-(p * p.clamp_min(1e-30).log()).sum(-1).mean()))
+    return out

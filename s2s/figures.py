@@ -302,3 +302,23 @@ def length_chart(df, x: str, y: str, color: str = "model", x_title: str = "", y_
             text="label:N", y=alt.value(12))
         chart = chart + rule + text
     return chart.properties(height=320).configure_axis(labelFontSize=13, titleFontSize=14)
+
+
+def scaling_figure(stats: dict) -> go.Figure:
+    """Softmax entropy of random dot-product scores against d, with and without 1/sqrt(d)
+    (s2s.attention.scaling_statistics), beside the entropy of uniform weights."""
+    d = stats["d"]
+    hover = "d = %{x}<br>entropy %{y:.2f} nats<br>score std %{customdata:.1f}<extra></extra>"
+    traces = [
+        go.Scatter(x=d, y=stats["entropy_unscaled"], name="e = q·k", mode="lines+markers", line=dict(width=3),
+                   customdata=stats["std_unscaled"], hovertemplate=hover),
+        go.Scatter(x=d, y=stats["entropy_scaled"], name="e = q·k / √d", mode="lines+markers", line=dict(width=3),
+                   customdata=stats["std_scaled"], hovertemplate=hover),
+        go.Scatter(x=[d[0], d[-1]], y=[stats["max_entropy"]] * 2, name=f"uniform over {stats['n_keys']} keys",
+                   mode="lines", line=dict(dash="dot", color="gray"), hoverinfo="skip"),
+    ]
+    return figure(traces, title=f"Softmax entropy of random scores over {stats['n_keys']} keys",
+                  xaxis=dict(title="dimension d of queries and keys", type="log", tickvals=d),
+                  yaxis=dict(title="mean entropy of α (nats)", rangemode="tozero"),
+                  height=360, margin=dict(l=60, r=20, t=50, b=50), font=dict(size=15),
+                  legend=dict(orientation="h", y=-0.25))

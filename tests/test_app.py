@@ -211,6 +211,17 @@ def test_forced_decoding_scores_a_reference(app):
     assert "Search error" not in page                                         # the model found the reference
 
 
+def test_sqrt_d_view_follows_the_keys_slider(app):
+    at = open_tab(submit(app(), text="a b c"), "Compare attention")
+    fig = chart(at, "sqrt_d")
+    assert fig is not None and "20 keys" in fig["layout"]["title"]["text"]
+    _widget(at, "sqrt_keys").set_value(50)
+    at.run()
+    fig = chart(at, "sqrt_d")
+    assert not at.exception and "50 keys" in fig["layout"]["title"]["text"]
+    assert "At d = 256" in texts(at) and "of at most 3.91" in texts(at)          # log 50
+
+
 def test_search_error_is_named(app):
     """An untrained model's greedy output runs long; a short reference scores higher."""
     at = open_tab(submit(app(model="en-fr-dot"), text="a b c"), "Forced decoding")

@@ -31,3 +31,16 @@ def test_token_ranks(tiny_additive):
     f = forced(tr, "a b c d", "a b c d")                                  # the wrong order
     assert len(f.token_ranks) == len(f.target_tokens) and max(f.token_ranks) > 1
     assert all(r >= 1 for r in f.token_ranks)
+
+
+def test_scaling_statistics_show_why_scaled_dot_divides_by_sqrt_d():
+    from s2s.attention import scaling_statistics
+    from s2s.figures import scaling_figure
+    s = scaling_statistics([4, 64, 1024], n_keys=10, samples=400)
+    for d, unscaled, scaled in zip(s["d"], s["std_unscaled"], s["std_scaled"]):
+        assert unscaled == pytest.approx(math.sqrt(d), rel=0.1) and scaled == pytest.approx(1.0, rel=0.1)
+    e = s["entropy_unscaled"]
+    assert e[0] > e[1] > e[2] and e[2] < 0.2 * s["max_entropy"]          # unscaled: towards one-hot
+    assert max(s["entropy_scaled"]) - min(s["entropy_scaled"]) < 0.1        # scaled: the same at every d
+    fig = scaling_figure(s)
+    assert len(fig.data) == 3 and fig.layout.xaxis.title.text and fig.layout.yaxis.title.text
