@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from s2s.align import argmax_alignment, mean_entropy, merge_to_words
+from s2s.align import argmax_alignment, mean_entropy, merge_to_words, word_spans
 from s2s.attention import SCORES, scaling_statistics
 from s2s.decode import Decoding, forced, translate
 from s2s.evaluate import bleu_breakdown
@@ -171,8 +171,9 @@ if S.method == "beam" and d.nbest:
 
 if d.attention is None:
     st.info("This model has **no attention**: its decoder sees one fixed vector (the final encoder state) at "
-            "every step, so there is no alignment to draw. Compare it with an attention model on the "
-            "*Compare attention* tab.")
+            "every step, so there is no alignment to draw. The **Bottleneck** page puts it beside an attention "
+            "model on the same sentence.")
+    st.page_link("pages/bottleneck.py", label="Open the Bottleneck page", icon=":material/compress:")
 words = st.segmented_control("Show tokens as", ["words", "pieces"], key="view",
                              format_func={"words": "Whole words", "pieces": "Subword pieces"}.get) == "words"
 if d.attention is not None:
@@ -209,25 +210,36 @@ with tabs[0]:
                 time.sleep(delay)
 
             forced(tr, S.text, reference_ids=d.target_ids, on_step=show)
-        n = len(d.target_tokens)
-        t = st.slider("Step", 1, n, 1, key="step") - 1 if n > 1 else 0
-        chosen = d.target_tokens[t]
-        st.markdown(f"Step **{t + 1}** of {n}: the decoder chose {ui.code_span(chosen)} "
-                    f"(p = {np.exp(d.token_log_probs[t]):.3f})")
+        # one step per output word when words are shown: a word's pieces are consecutive steps
+        spans = word_spans(d.target_tokens) if words else [(tok, [j]) for j, tok in enumerate(d.target_tokens)]
+        unit = "word" if words else "piece"
+        n = len(spans)
+        if S.get("step", 1) > n:
+            S.step = n
+        t = st.slider(f"Step ({unit}s)", 1, n, 1, key="step") - 1 if n > 1 else 0
+        chosen, idx = spans[t]
+        p = float(np.exp(sum(d.token_log_probs[j] for j in idx)))
+        pieces = "" if len(idx) == 1 else " (pieces " + " ".join(ui.code_span(d.target_tokens[j]) for j in idx) + ")"
+        st.markdown(f"Step **{t + 1}** of {n} {unit}s: the decoder chose {ui.code_span(chosen)}{pieces} "
+                    f"(p = {p:.3f})")
         c1, c2 = st.columns(2)
         with c1:
-            st.markdown("**Attention over the source** (α at this step)")
+            st.markdown("**Attention over the source** (α at this step" + (", averaged over the word's pieces)"
+                                                                           if len(idx) > 1 else ")"))
             if d.attention is not None:
-                st.plotly_chart(token_bars(d.source_tokens, d.attention[t], "attention weight α",
-                                           highlight=int(d.attention[t].argmax())), key="step_attn")
+                src, _, a = view_of(d, words)
+                st.plotly_chart(token_bars(src, a[t], "attention weight α", highlight=int(a[t].argmax())),
+                                key="step_attn")
             else:
                 st.caption("No attention in this model.")
         with c2:
-            st.markdown("**Most likely next tokens**")
-            top = d.step_top[t] if t < len(d.step_top) else []
+            first = idx[0]
+            st.markdown("**Most likely next tokens**" + (" (for the word's first piece)" if len(idx) > 1 else ""))
+            top = d.step_top[first] if first < len(d.step_top) else []
             toks = [tok for tok, _ in top]
+            here = d.target_tokens[first]
             st.plotly_chart(token_bars(toks, [p for _, p in top], "probability",
-                                       highlight=toks.index(chosen) if chosen in toks else None), key="step_top")
+                                       highlight=toks.index(here) if here in toks else None), key="step_top")
 
 # ------------------------------------------------------------------ beam tree
 with tabs[1]:

@@ -150,6 +150,7 @@ def test_none_model_says_there_is_no_alignment(app):
     assert not at.exception
     assert "no attention" in texts(at)
     assert chart(at, "heatmap") is None
+    assert "**Bottleneck** page" in texts(at) and "Compare attention* tab" not in texts(at)   # a tab of attention models only
 
 
 def test_words_and_pieces_toggle(app):
@@ -186,7 +187,7 @@ def test_step_slider_and_live_decoding(app):
     at = submit(app(), text="a b c")
     _widget(at, "step").set_value(1)
     at.run()
-    assert "Step **1** of 4" in texts(at)
+    assert "Step **1** of 4 words" in texts(at)
     assert chart(at, "step_attn") is not None and chart(at, "step_top") is not None
     _widget(at, "delay").set_value(0.0)
     [b for b in at.button if "Play decoding" in b.label][0].click()
@@ -220,6 +221,27 @@ def test_sqrt_d_view_follows_the_keys_slider(app):
     fig = chart(at, "sqrt_d")
     assert not at.exception and "50 keys" in fig["layout"]["title"]["text"]
     assert "At d = 256" in texts(at) and "of at most 3.91" in texts(at)          # log 50
+
+
+def test_step_by_step_follows_words_and_pieces(app, zoo):
+    """Steps, their count and the attention bars' labels are words when words are shown."""
+    from s2s.align import word_spans
+    from s2s.checkpoint import load_translator
+    from s2s.decode import greedy
+    d = greedy(load_translator(zoo / "en-fr-dot"), "ab cd ef", max_len=120)   # untrained: multi-piece words; the page's max length
+    n_words, n_pieces = len(word_spans(d.target_tokens)), len(d.target_tokens)
+    assert n_words < n_pieces
+    at = submit(app(model="en-fr-dot"), text="ab cd ef")
+    _widget(at, "step").set_value(n_pieces)          # a piece step beyond the word count
+    at.run()
+    assert not at.exception, at.exception
+    assert f"of {n_words} words" in texts(at)
+    labels = chart(at, "step_attn")["data"][0]["x"]
+    assert len(array(labels)) == len(word_spans(d.source_tokens))
+    _widget(at, "view").set_value("pieces")
+    at.run()
+    assert f"of {n_pieces} pieces" in texts(at)
+    assert len(array(chart(at, "step_attn")["data"][0]["x"])) == len(d.source_tokens)
 
 
 def test_search_error_is_named(app):
