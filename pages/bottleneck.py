@@ -12,10 +12,12 @@ from s2s.data import read_pairs
 from s2s.decode import Decoding, greedy
 from s2s.evaluate import bleu, chrf, evaluate_pairs
 from s2s.figures import context_scatter, length_chart, matrix_heatmap, token_bars
-from s2s.text import MAX_CHARS, InputError
+from s2s.text import MAX_CHARS, MAX_SOURCE_TOKENS, InputError
 
 NONE = "en-fr-none"
-HELD_OUT = Path(__file__).resolve().parent.parent / "data" / "tatoeba" / "test_long.tsv"
+# test_long.tsv as `python -m s2s.data` writes it, shipped in examples/ so that Recompute works
+# on a fresh machine (the split is deterministic: the same file as data/tatoeba/test_long.tsv)
+HELD_OUT = Path(__file__).resolve().parent.parent / "examples" / "test_long.tsv"
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
@@ -117,7 +119,7 @@ with c1:
         st.altair_chart(length_chart(pd.DataFrame(rows), "words", "BLEU", x_title="source sentence length (words)",
                                      y_title="BLEU (beam 5)" if not recomputed else "BLEU"), key="bleu_by_length")
         st.caption("From each checkpoint's metrics.json (beam 5, held-out joined Tatoeba pairs); reproduce with "
-                   "`python -m s2s.evaluate --model checkpoints/NAME --test data/tatoeba/test_long.tsv --beam 5`."
+                   "`python -m s2s.evaluate --model checkpoints/NAME --test examples/test_long.tsv --beam 5`."
                    + (" Recomputed here with greedy decoding." if recomputed else ""))
     else:
         st.info("These checkpoints have no BLEU-by-length figures in their metrics.json.")
@@ -132,14 +134,21 @@ with c1:
         else:
             pairs = read_pairs(held_out)[:int(n)]
             bar = st.progress(0.0, text="Translating…")
-            out = {}
+            out, skipped = {}, {}
             for k, m in enumerate(models):
                 def progress(done, total, k=k, m=m):
                     bar.progress((k + done / total) / len(models), text=f"{m}: {done}/{total}")
-                out[m] = evaluate_pairs(ui.load_model(m), pairs, beam=1, progress=progress)["by_length"]
+                tr_m = ui.load_model(m)
+                # an input longer than the model's limit in its own pieces is left out, and said so
+                usable = [p for p in pairs if len(tr_m.tokenizer.encode(p[0])) <= MAX_SOURCE_TOKENS]
+                skipped[m] = len(pairs) - len(usable)
+                out[m] = evaluate_pairs(tr_m, usable, beam=1, progress=progress)["by_length"] if usable else []
             bar.progress(1.0, text="Done")
             st.session_state["bn_recomputed"] = out
+            st.session_state["bn_skipped"] = {m: k for m, k in skipped.items() if k}
             st.rerun()
+    for m, k in st.session_state.get("bn_skipped", {}).items():
+        st.caption(f"{m}: {k} held-out inputs left out, longer than its {MAX_SOURCE_TOKENS}-piece limit.")
 with c2:
     explain("Bahdanau et al. (2015), Fig. 2: without attention, quality falls as sentences get longer, "
             "because the whole source must pass through one vector. With attention the decoder looks back at "

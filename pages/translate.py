@@ -14,7 +14,8 @@ from s2s.align import argmax_alignment, mean_entropy, merge_to_words, word_spans
 from s2s.attention import SCORES, scaling_statistics
 from s2s.decode import Decoding, forced, translate
 from s2s.evaluate import bleu_breakdown
-from s2s.figures import alignment_lines, attention_heatmap, beam_tree_figure, scaling_figure, token_bars
+from s2s.figures import (alignment_lines, attention_heatmap, beam_tree_figure, model_diagram, scaling_figure,
+                         token_bars)
 from s2s.text import MAX_BEAM, MAX_CHARS, MAX_DECODE_LEN, InputError
 
 EXAMPLES = [
@@ -356,3 +357,9 @@ with tabs[5]:
                 src, tgt, a = merge_to_words(src, tgt, a)
             st.plotly_chart(attention_heatmap(src, tgt, a, title=f"after {points[k]['step']} training steps"),
                             key="trace_heatmap")
+
+# ------------------------------------------------------------------ the model drawn
+with st.expander("The model drawn, with its real sizes"):
+    st.plotly_chart(model_diagram(tr.config["model"], sum(p.numel() for p in tr.model.parameters())),
+                    key="model_diagram")
+    st.caption(tr.description)

@@ -13,7 +13,8 @@ validation or test data) `Augmenter` rewrites a share of the pairs on the fly, o
 sides at once:
     names    every person's name (Tom, Mary, ...) -> a name drawn from ~39k first and
              last names of many languages (s2s/names.tsv, from Faker, MIT licence)
-    numbers  every digit run -> a random one with as many digits
+    numbers  every digit run -> a random one with as many digits; a number written as a
+             word on both sides ("two"/"deux") -> the same random digits
     casing   the whole pair in ALL CAPS or in lower case
 A name or number is swapped only where it occurs as often in the French as in the
 English, so the pair stays a translation. One name list is split in two by a hash:
@@ -187,6 +188,32 @@ def shared_numbers(pair: Pair) -> list[str]:
     return [r for r in dict.fromkeys(_NUMBER.findall(pair[0])) if _count_number(r, pair[0]) == _count_number(r, pair[1])]
 
 
+# English number words and their French translations: a pair that uses exactly one of them,
+# on both sides, can carry digits instead ("I have two dogs." -> "I have 47 dogs."), which
+# makes pairs with numbers to copy five times as common (Tatoeba writes most numbers out).
+NUMBER_WORDS = {"two": "deux", "three": "trois", "four": "quatre", "five": "cinq", "six": "six", "seven": "sept",
+                "eight": "huit", "nine": "neuf", "ten": "dix", "eleven": "onze", "twelve": "douze",
+                "fifteen": "quinze", "twenty": "vingt", "thirty": "trente", "forty": "quarante",
+                "fifty": "cinquante", "hundred": "cent"}
+
+
+def _word_count(word: str, text: str) -> int:
+    return len(re.findall(rf"(?<!\w){word}(?!\w)", text, flags=re.IGNORECASE))
+
+
+def number_word(pair: Pair) -> tuple[str, str] | None:
+    """(english word, french word) when the pair names exactly one number in words, once on
+    each side (and no digits, no other number word), else None."""
+    if _NUMBER.search(pair[0]) or _NUMBER.search(pair[1]):
+        return None
+    en = [w for w in NUMBER_WORDS if _word_count(w, pair[0])]
+    fr = [w for w in set(NUMBER_WORDS.values()) if _word_count(w, pair[1])]
+    if len(en) == 1 and fr == [NUMBER_WORDS[en[0]]] and _word_count(en[0], pair[0]) == 1 \
+            and _word_count(fr[0], pair[1]) == 1:
+        return en[0], fr[0]
+    return None
+
+
 def random_number(like: str, rng: random.Random) -> str:
     """A digit run as long as `like`, not starting with 0 unless `like` does."""
     first = "0" if like[0] == "0" else str(rng.randint(1, 9))
@@ -225,11 +252,24 @@ class Augmenter:
         swap = lambda m: mapping.get(m.group(0), m.group(0))   # noqa: E731
         return (_NUMBER.sub(swap, pair[0]), _NUMBER.sub(swap, pair[1])), list(mapping.values())
 
+    def digits_for_words(self, pair: Pair, rng: random.Random) -> tuple[Pair, list[str]]:
+        """The pair's one number word -> the same random digits on both sides (1-4 digits)."""
+        words = number_word(pair)
+        if words is None:
+            return pair, []
+        new = random_number("1" * rng.randint(1, 4), rng)
+        en = re.sub(rf"(?<!\w){words[0]}(?!\w)", new, pair[0], flags=re.IGNORECASE)
+        fr = re.sub(rf"(?<!\w){words[1]}(?!\w)", new, pair[1], flags=re.IGNORECASE)
+        return (en, fr), [new]
+
     def __call__(self, pair: Pair, rng: random.Random) -> Pair:
         if rng.random() < self.p_name and shared_names(pair):
             pair = self.swap_names(pair, rng)[0]
-        if rng.random() < self.p_number and shared_numbers(pair):
-            pair = self.swap_numbers(pair, rng)[0]
+        if rng.random() < self.p_number:
+            if shared_numbers(pair):
+                pair = self.swap_numbers(pair, rng)[0]
+            elif number_word(pair):
+                pair = self.digits_for_words(pair, rng)[0]
         r = rng.random()
         if r < self.p_upper:
             pair = (pair[0].upper(), pair[1].upper())
@@ -244,6 +284,20 @@ def augment_pairs(pairs: Sequence[Pair], augmenter: Augmenter, seed: int) -> lis
     return [augmenter(p, rng) for p in pairs]
 
 
+def can_copy(pair: Pair) -> bool:
+    """Does the pair name a person or hold a number that the augmentation can swap?"""
+    return bool(shared_names(pair) or shared_numbers(pair) or number_word(pair))
+
+
+def copy_pairs(pairs: Sequence[Pair], pool: Sequence[int], n: int, augmenter: Augmenter, seed: int) -> list[Pair]:
+    """`n` extra pairs for one epoch, drawn from `pairs[pool]` (the ones that `can_copy`),
+    every name and number swapped: Tatoeba has few of them (1 pair in 10 names a person,
+    1 in 50 holds a number), so copying is otherwise seen too rarely to be learned fast."""
+    rng = random.Random(seed)
+    every = Augmenter(augmenter.names, 1.0, 1.0, augmenter.p_upper, augmenter.p_lower)
+    return [every(pairs[rng.choice(pool)], rng) for _ in range(n if pool else 0)]
+
+
 # ---------------------------------------------------------------- the held-out copy test
 
 CopyLine = tuple[str, str, str, list[str]]   # kind ("name" | "number"), english, french, tokens to keep
@@ -256,7 +310,9 @@ def copy_test_lines(test: Sequence[Pair], held_out: dict[str, list[str]], exclud
     kind "name": each test pair naming a Tatoeba person, every person swapped for a
     held-out name that is no word of the training data (`exclude`). kind "number": each
     test pair with shared digit runs, as it is and `number_variants` times with the runs
-    swapped (the test split has few numbers, so each is tried with several).
+    swapped (the test split has few numbers, so each is tried with several), and each test
+    pair with one number word on both sides ("two"/"deux"), twice with random digits
+    instead.
     """
     rng = random.Random(seed)
     swapper = Augmenter({k: [n for n in v if n not in exclude] for k, v in held_out.items()})
@@ -271,7 +327,12 @@ def copy_test_lines(test: Sequence[Pair], held_out: dict[str, list[str]], exclud
             for _ in range(number_variants):
                 (en, fr), kept = swapper.swap_numbers(pair, rng)
                 lines.append(("number", en, fr, kept))
-    return lines
+    for pair in test:
+        if number_word(pair):
+            for _ in range(2):
+                (en, fr), kept = swapper.digits_for_words(pair, rng)
+                lines.append(("number", en, fr, kept))
+    return list({(k, en, fr, tuple(keep)): (k, en, fr, keep) for k, en, fr, keep in lines}.values())   # no repeats
 
 
 def read_copy_test(path: str | Path) -> list[CopyLine]:

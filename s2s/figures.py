@@ -322,3 +322,45 @@ def scaling_figure(stats: dict) -> go.Figure:
                   yaxis=dict(title="mean entropy of α (nats)", rangemode="tozero"),
                   height=360, margin=dict(l=60, r=20, t=50, b=50), font=dict(size=15),
                   legend=dict(orientation="h", y=-0.25))
+
+
+def model_diagram(cfg: dict, parameters: int | None = None) -> go.Figure:
+    """The encoder-decoder of a translation checkpoint drawn with its real sizes (from its
+    config: vocabulary, embedding, encoder and decoder sizes, cell, attention function)."""
+    V, E, H, cell = cfg["vocab_size"], cfg["emb_dim"], cfg["hidden"], cfg["cell"].upper()
+    att = cfg["attention"]
+    if att == "none":
+        reads = f"c = [h→_m ; h←_1]: the final encoder state ({H}), the same at every step"
+    else:
+        reads = f"attention ({att}): α_j = softmax(e_·j), c_j = Σ_i α_ij h_i ({H})"
+    enc = [("source pieces x_1..x_m", "#f0f0f0"),
+           (f"embedding E: {V:,} × {E} (shared)", "#c7e9b4"),
+           (f"bidirectional {cell} encoder: 2 × {H // 2} → h_i ({H})", "#7fcdbb")]
+    dec = [(f"previous piece y_(j−1) and h̃_(j−1): [E y ; h̃] ({2 * E})", "#f0f0f0"),
+           (f"{cell} decoder: s_j ({H})", "#7fcdbb"),
+           (reads, "#41b6c4" if att != "none" else "#fdae6b"),
+           (f"h̃_j = tanh(W_c [c_j ; s_j]) ({E})", "#c7e9b4"),
+           (f"p(y_j) = softmax(E h̃_j + b) over {V:,} pieces (E tied)", "#f0f0f0")]
+    shapes, notes = [], []
+
+    def box(x: float, y: float, w: float, text: str, color: str) -> None:
+        shapes.append(dict(type="rect", x0=x - w / 2, x1=x + w / 2, y0=y - 0.32, y1=y + 0.32,
+                           fillcolor=color, line=dict(color="#444", width=1)))
+        notes.append(dict(x=x, y=y, text=html.escape(text), showarrow=False, font=dict(size=14)))
+
+    def arrow(x0: float, y0: float, x1: float, y1: float) -> None:
+        notes.append(dict(x=x1, y=y1, ax=x0, ay=y0, xref="x", yref="y", axref="x", ayref="y", text="",
+                          showarrow=True, arrowhead=2, arrowwidth=1.5, arrowcolor="#444"))
+    for k, (text, color) in enumerate(enc):
+        box(0.0, k * 1.0, 2.6, text, color)
+        if k:
+            arrow(0.0, k - 1 + 0.32, 0.0, k - 0.32)
+    for k, (text, color) in enumerate(dec):
+        box(3.4, k * 1.0, 3.6, text, color)
+        if k:
+            arrow(3.4, k - 1 + 0.32, 3.4, k - 0.32)
+    arrow(1.3, 2.0, 1.6, 2.0)        # the encoder states feed what the decoder reads
+    title = "The selected model" + (f": {parameters:,} parameters" if parameters else "")
+    return figure([], shapes=shapes, annotations=notes, title=title, height=420, showlegend=False,
+                  xaxis=dict(visible=False, range=[-1.4, 5.3]), yaxis=dict(visible=False, range=[-0.6, 4.6]),
+                  margin=dict(l=10, r=10, t=50, b=10))

@@ -10,6 +10,18 @@ Decoder, one step j (Luong et al. 2015 with input feeding):
     p(y_j|.) = softmax(E h~_j + b)                         output layer tied to the embedding
 
 h~_j is fed to the next step, so the decoder knows what it attended to before.
+
+With `copy` (a pointer-generator, See et al. 2017), an attention model can also copy a
+source piece: the attention weights double as a distribution over the source pieces,
+
+    p_gen_j  = sigmoid(w_g [c_j ; s_j] + b_g)                  how much to generate
+    p(y_j|.) = p_gen_j softmax(E h~_j + b)_y + (1 - p_gen_j) sum_{i: x_i = y} alpha_ij
+
+so a name the vocabulary spells in rare pieces ("Ł" "u" "k" "as" "z") is copied piece by
+piece where attention points, instead of being generated from a handful of examples. Such a
+model's "logits" are these log-probabilities (already normalised, so every softmax and
+log-softmax downstream leaves them unchanged). Without attention there is nothing to
+point with: the fixed-vector model cannot copy.
 With attention `none` (the RNNencdec baseline of Bahdanau et al.), c_j is the same
 fixed vector at every step: the final encoder state [h_fwd_m ; h_bwd_1]. Everything
 else is identical, so the two differ only in what the decoder can see of the source.
@@ -41,12 +53,15 @@ class ModelConfig:
     cell: str = "lstm"
     attention: str = "additive"
     dropout: float = 0.2
+    copy: bool = False         # pointer-generator: copy source pieces through attention
 
     def __post_init__(self):
         if self.cell not in CELLS:
             raise ValueError(f"unknown cell {self.cell!r}; choose one of {', '.join(CELLS)}")
         if self.attention not in ATTENTIONS:
             raise ValueError(f"unknown attention {self.attention!r}; choose one of {', '.join(ATTENTIONS)}")
+        if self.copy and self.attention == "none":
+            raise ValueError("copy needs attention: a model without it has nothing to point with")
         if self.hidden % 2:
             raise ValueError("hidden must be even (it is split over the two encoder directions)")
 
@@ -67,6 +82,7 @@ class Memory:
     mask: torch.Tensor      # (B, S) True at real positions
     summary: torch.Tensor   # (B, H) final encoder state [h_fwd_m ; h_bwd_1]
     mask_bias: torch.Tensor | None = None   # (B, S) 0 at real positions, -inf at padding
+    src: torch.Tensor | None = None         # (B, S) source ids, where a copying decoder points
 
     def __post_init__(self):
         if self.mask_bias is None:
@@ -77,7 +93,8 @@ class Memory:
         return Memory(self.states.index_select(0, index),
                       None if self.keys is None else self.keys.index_select(0, index),
                       self.mask.index_select(0, index), self.summary.index_select(0, index),
-                      self.mask_bias.index_select(0, index))
+                      self.mask_bias.index_select(0, index),
+                      None if self.src is None else self.src.index_select(0, index))
 
 
 @dataclass
@@ -117,6 +134,7 @@ class Seq2Seq(nn.Module):
         self.scorer = None if cfg.attention == "none" else make_scorer(cfg.attention, H, H, cfg.attn_dim)
         self.combine = nn.Linear(H + H, E, bias=False)                     # W_c [c ; s]
         self.out_bias = nn.Parameter(torch.zeros(cfg.vocab_size))          # output weight = embedding
+        self.copy_gate = nn.Linear(H + H, 1) if cfg.copy else None          # p_gen from [c ; s]
         self.drop = nn.Dropout(cfg.dropout)
         self._decode_cache: DecodeWeights | None = None
 
@@ -143,7 +161,7 @@ class Seq2Seq(nn.Module):
         else:
             state = (s0,)
         keys = None if self.scorer is None else self.scorer.keys(states)
-        return Memory(states, keys, src != PAD, summary), state
+        return Memory(states, keys, src != PAD, summary, src=src), state
 
     # ------------------------------------------------------------ decoder
     def initial_feed(self, batch: int) -> torch.Tensor:
@@ -161,7 +179,19 @@ class Seq2Seq(nn.Module):
         context, alpha = self.read_source(s, memory)
         feed = torch.tanh(self.combine(torch.cat([context, s], dim=-1)))
         logits = self.output(self.drop(feed)) if with_logits else feed
+        if with_logits and self.copy_gate is not None:
+            logits = self.point(logits, alpha, memory.src, context, s)
         return Step(logits, state, feed, alpha, context)
+
+    def point(self, logits: torch.Tensor, alpha: torch.Tensor, src: torch.Tensor, context: torch.Tensor,
+              s: torch.Tensor) -> torch.Tensor:
+        """log( p_gen softmax(logits) + (1 - p_gen) sum_{i: x_i = y} alpha_i ), for
+        logits (..., V), alpha (..., S), src (B, S), context and s (..., H)."""
+        p_gen = torch.sigmoid(self.copy_gate(torch.cat([context, s], dim=-1)))        # (..., 1)
+        p = p_gen * F.softmax(logits.float(), dim=-1)
+        index = src.view(src.size(0), *([1] * (alpha.dim() - 2)), src.size(1)).expand_as(alpha)
+        p = p.scatter_add(-1, index, (1 - p_gen) * alpha.float())
+        return p.clamp_min(1e-12).log()
 
     def read_source(self, s: torch.Tensor, memory: Memory) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(c_j, alpha_j): attention over the encoder states, or the fixed summary without it."""
@@ -188,7 +218,10 @@ class Seq2Seq(nn.Module):
         s = state[0]
         context, alpha = self.read_source(s, memory)
         feed = torch.mm(torch.cat([context, s], dim=-1), w.combine).tanh_()
-        return Step(self._decode_output(feed, w), state, feed, alpha, context)
+        logits = self._decode_output(feed, w)
+        if self.copy_gate is not None:
+            logits = self.point(logits, alpha, memory.src, context, s)
+        return Step(logits, state, feed, alpha, context)
 
     def _decode_output(self, feed: torch.Tensor, w: "DecodeWeights") -> torch.Tensor:
         """E h~ + b, as OUTPUT_CHUNKS independent products over slices of the vocabulary: one
@@ -226,15 +259,19 @@ class Seq2Seq(nn.Module):
         """Teacher forcing: (B, T) gold previous tokens -> logits (B, T, V), attention (B, T, S)."""
         memory, state = self.encode(src, src_len)
         feed = self.initial_feed(src.size(0))
-        feeds, alphas = [], []
+        feeds, alphas, contexts, states = [], [], [], []
         for j in range(tgt_in.size(1)):
             st = self.step(tgt_in[:, j], state, feed, memory, with_logits=False)
             state, feed = st.state, st.feed
             feeds.append(feed)
             alphas.append(st.alpha)
+            contexts.append(st.context)
+            states.append(state[0])
         # one big output matmul after the loop is much faster than one per step
         logits = self.output(self.drop(torch.stack(feeds, dim=1)))
         attn = None if self.scorer is None else torch.stack(alphas, dim=1)
+        if self.copy_gate is not None:
+            logits = self.point(logits, attn, memory.src, torch.stack(contexts, 1), torch.stack(states, 1))
         return logits, attn
 
 

@@ -38,7 +38,7 @@ from safetensors.torch import load_file, save_file
 from tqdm import tqdm
 
 from .checkpoint import Translator, load_translator, save_checkpoint
-from .data import (Augmenter, augment_pairs, load_names, name_characters, read_copy_test, read_pairs, split_names,
+from .data import (Augmenter, augment_pairs, can_copy, load_names, name_characters, read_copy_test, read_pairs, split_names,
                    split_pairs, token_batches, write_splits)
 from .decode import forced
 from .evaluate import copy_scores, evaluate_pairs, loop_rate, perplexity
@@ -69,14 +69,20 @@ def lr_at(step: int, total: int, peak: float, warmup: int) -> float:
 
 
 def epoch_examples(singles: list, long_fraction: float, seed: int, pairs: list | None = None,
-                   augmenter: Augmenter | None = None, tok: Tokenizer | None = None, long_max: int = 4) -> list:
+                   augmenter: Augmenter | None = None, tok: Tokenizer | None = None, long_max: int = 4,
+                   copy_fraction: float = 0.0, copy_pool: list[int] | None = None) -> list:
     """All single pairs plus long_fraction * len(singles) pairs of 2-`long_max` joined singles.
     Joining the ids equals tokenizing the joined text: every sentence starts a new word.
     With an augmenter, this epoch's rewritten pairs (text `pairs`, aligned with `singles`)
-    are tokenized anew; the others keep their ids."""
+    are tokenized anew; the others keep their ids, and copy_fraction * len(pairs) more pairs
+    are drawn from `copy_pool` (indices of pairs that can_copy) with every name and number
+    swapped."""
     if augmenter is not None:
         singles = [ids if new == old else (tok.encode(new[0]), tok.encode(new[1]))
                    for ids, old, new in zip(singles, pairs, augment_pairs(pairs, augmenter, seed))]
+        if copy_fraction:
+            extra = copy_pairs(pairs, copy_pool, int(copy_fraction * len(pairs)), augmenter, seed + 1)
+            singles = singles + [(tok.encode(s), tok.encode(t)) for s, t in extra]
     rng = random.Random(seed)
     joined = []
     for _ in range(int(long_fraction * len(singles))):
@@ -142,16 +148,22 @@ def probe_trace(tr: Translator, step: int) -> dict:
     return {"step": step, "probes": rows}
 
 
-def finetune_model(model: Seq2Seq, vocab_size: int, dropout: float) -> Seq2Seq:
+def finetune_model(model: Seq2Seq, vocab_size: int, dropout: float, copy: bool = False) -> Seq2Seq:
     """A trainable copy of `model` with room for `vocab_size` tokens: new embedding rows at
     the mean embedding (plus a little noise), new output biases at the lowest existing
     bias, so the new pieces start as rare, average tokens and every old token scores as
-    before."""
+    before. With `copy` (attention models only) it gains the pointer-generator gate, set to
+    generate 95% of the probability at first (p_gen = sigmoid(3))."""
     old = model.cfg.vocab_size
     if vocab_size < old:
         raise ValueError(f"the tokenizer has {vocab_size} pieces, fewer than the model's {old}")
-    grown = Seq2Seq(ModelConfig.from_dict(dict(model.cfg.to_dict(), vocab_size=vocab_size, dropout=dropout)))
+    copy = (copy or model.cfg.copy) and model.cfg.attention != "none"
+    grown = Seq2Seq(ModelConfig.from_dict(dict(model.cfg.to_dict(), vocab_size=vocab_size, dropout=dropout,
+                                                copy=copy)))
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    if copy and "copy_gate.weight" not in state:
+        state["copy_gate.weight"] = torch.zeros_like(grown.copy_gate.weight)
+        state["copy_gate.bias"] = torch.full_like(grown.copy_gate.bias, 3.0)
     emb, bias = state["embed.weight"], state["out_bias"]
     new = vocab_size - old
     state["embed.weight"] = torch.cat([emb, emb.mean(0) + 0.01 * emb.std() * torch.randn(new, emb.size(1))])
@@ -205,6 +217,12 @@ def main(argv=None) -> int:
     p.add_argument("--p-name", type=float, default=0.5, help="share of pairs naming a person whose names are swapped")
     p.add_argument("--p-number", type=float, default=0.5, help="share of pairs with numbers whose numbers are swapped")
     p.add_argument("--p-case", type=float, default=0.04, help="share of pairs put in ALL CAPS (and as many in lower case)")
+    p.add_argument("--copy-fraction", type=float, default=0.0,
+                   help="extra pairs per epoch, as a share of the training pairs, drawn from those naming a person "
+                        "or holding a number, all swapped")
+    p.add_argument("--copy", action="store_true",
+                   help="attention models copy source pieces through their attention (pointer-generator); "
+                        "ignored without attention")
     p.add_argument("--init-from", help="fine-tune this trained checkpoint instead of starting from random weights")
     p.add_argument("--copy-test", help="held-out copy test TSV (kind, english, french, tokens) scored at the end")
     p.add_argument("--eval-every", type=int, default=100)
@@ -247,15 +265,17 @@ def main(argv=None) -> int:
         spm_file = add_characters(spm_file, name_characters(load_names()), work / "spm.model").path
     tok = Tokenizer(spm_file)
     singles = [(tok.encode(s), tok.encode(t)) for s, t in train_pairs]
+    copy_pool = [i for i, p in enumerate(train_pairs) if can_copy(p)] if augmenter is not None else []
     valid = [(tok.encode(s), tok.encode(t)) for s, t in valid_pairs]
     say(f"{name}: {len(singles)} train pairs, {len(valid)} valid, vocab {len(tok)}")
 
     # 2. model, optimizer, resumable state
     if base is not None:
-        model = finetune_model(base.model, len(tok), a.dropout)
+        model = finetune_model(base.model, len(tok), a.dropout, a.copy)
         cfg = model.cfg
     else:
-        cfg = ModelConfig(len(tok), a.emb, a.hidden, a.hidden, a.cell, a.attention, a.dropout)
+        cfg = ModelConfig(len(tok), a.emb, a.hidden, a.hidden, a.cell, a.attention, a.dropout,
+                          copy=a.copy and a.attention != "none")
         model = Seq2Seq(cfg)
     opt = torch.optim.Adam(model.parameters(), lr=a.lr)
     meta = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "tokens": 0, "seconds": 0.0, "curves": [], "trace": []}
@@ -280,7 +300,7 @@ def main(argv=None) -> int:
         meta["trace"].append(probe_trace(tr, 0))
     while meta["step"] < a.steps:
         examples = epoch_examples(singles, a.long_fraction, a.seed * 1000 + meta["epoch"], train_pairs, augmenter, tok,
-                                  a.long_max)
+                                  a.long_max, a.copy_fraction, copy_pool)
         batches = token_batches(examples, a.max_tokens, BOS, seed=a.seed * 1000 + meta["epoch"])
         for bi, batch in enumerate(batches):
             if bi < meta["batch_in_epoch"]:
@@ -308,6 +328,10 @@ def main(argv=None) -> int:
                        "valid_ppl": round(math.exp(vl), 3), "tokens": meta["tokens"],
                        "minutes": round(meta["seconds"] / 60 + meta.get("before", {}).get("train_minutes", 0), 2),
                        "tokens_per_s": round(meta["tokens"] / max(meta["seconds"], 1e-9))}
+                if copy_test and (step % 250 == 0 or step == a.steps):
+                    model.eval()
+                    row["copy"] = copy_scores(tr, copy_test)       # greedy: the copy skill as it is learned
+                    model.train()
                 meta["curves"].append(row)
                 loss_sum, tok_sum = 0.0, 0
                 bar.set_postfix(valid_ppl=row["valid_ppl"], tok_s=row["tokens_per_s"])

@@ -88,6 +88,11 @@ def untrained_translators(tmp_path_factory):
                                     attention=att, dropout=0.0))
         path = save_checkpoint(model, spm_file, root / att, att, f"untrained {att}")
         out[att] = load_translator(path)
+    # "copy": additive attention with the pointer-generator (its gate at random: both paths matter)
+    torch.manual_seed(9)
+    model = Seq2Seq(ModelConfig(vocab_size=vocab, emb_dim=16, hidden=24, attn_dim=20, attention="additive",
+                                dropout=0.0, copy=True))
+    out["copy"] = load_translator(save_checkpoint(model, spm_file, root / "copy", "copy", "untrained copy"))
     return out
 
 

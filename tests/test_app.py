@@ -244,6 +244,19 @@ def test_step_by_step_follows_words_and_pieces(app, zoo):
     assert len(array(chart(at, "step_attn")["data"][0]["x"])) == len(d.source_tokens)
 
 
+def test_model_diagram_shows_the_selected_models_sizes(app, zoo):
+    from s2s.checkpoint import load_translator
+    for name in ("en-fr-additive", "en-fr-none"):
+        at = app(model=name)
+        fig = chart(at, "model_diagram")
+        cfg = load_translator(zoo / name).model.cfg
+        notes = " | ".join(a["text"] for a in fig["layout"]["annotations"] if a.get("text"))
+        assert f"embedding E: {cfg.vocab_size:,} × {cfg.emb_dim}" in notes
+        assert f"2 × {cfg.hidden // 2}" in notes and f"decoder: s_j ({cfg.hidden})" in notes
+        assert ("attention (additive)" in notes) == (name == "en-fr-additive")
+        assert ("final encoder state" in notes) == (name == "en-fr-none")
+
+
 def test_search_error_is_named(app):
     """An untrained model's greedy output runs long; a short reference scores higher."""
     at = open_tab(submit(app(model="en-fr-dot"), text="a b c"), "Forced decoding")

@@ -76,6 +76,22 @@ def test_numbers_swap_consistently_and_only_when_shared():
         assert re.findall(r"\d+", fr) == re.findall(r"\d+", en)[-1:]
 
 
+def test_number_words_become_the_same_digits_on_both_sides():
+    from s2s.data import number_word
+    aug = Augmenter(NAMES, p_name=0.0, p_number=1.0, p_upper=0.0, p_lower=0.0)
+    rng = random.Random(2)
+    for _ in range(20):
+        en, fr = aug(("I have two dogs.", "J'ai deux chiens."), rng)
+        (a,), (b,) = re.findall(r"\d+", en), re.findall(r"\d+", fr)
+        assert a == b and 1 <= len(a) <= 4 and "two" not in en and "deux" not in fr
+        en, fr = aug(("Three people came.", "Trois personnes sont venues."), rng)
+        assert re.findall(r"\d+", en) == re.findall(r"\d+", fr) and re.match(r"\d+ people", en)
+    # two number words, a word inside another, or a mismatch: left alone
+    for pair in [("Two hundred people.", "Deux cents personnes."), ("He is often late.", "Il est souvent en retard."),
+                 ("I have two dogs.", "J'ai trois chiens."), ("Two or three.", "Deux ou trois.")]:
+        assert number_word(pair) is None and aug(pair, rng) == pair
+
+
 def test_casing_and_determinism():
     up = Augmenter(NAMES, p_name=0.0, p_number=0.0, p_upper=1.0, p_lower=0.0)
     assert up(("Where is the station?", "Où est la gare ?"), random.Random(0)) == ("WHERE IS THE STATION?", "OÙ EST LA GARE ?")
@@ -87,6 +103,19 @@ def test_casing_and_determinism():
     assert augment_pairs(pairs, aug, seed=3) != augment_pairs(pairs, aug, seed=4)
     changed = sum(a != b for a, b in zip(pairs, augment_pairs(pairs, aug, seed=3)))
     assert 0.2 * len(pairs) < changed < 0.9 * len(pairs)      # a share, not all
+
+
+def test_copy_pairs_draw_swappable_pairs_and_swap_everything():
+    from s2s.data import can_copy, copy_pairs
+    pairs = PAIRS + [("I see.", "Je vois.")] * 10
+    pool = [i for i, p in enumerate(pairs) if can_copy(p)]
+    assert pool == [0, 1, 2, 3, 4, 5, 6, 7]
+    extra = copy_pairs(pairs, pool, 50, Augmenter(NAMES, p_upper=0.0, p_lower=0.0), seed=1)
+    assert len(extra) == 50 and extra == copy_pairs(pairs, pool, 50, Augmenter(NAMES, p_upper=0.0, p_lower=0.0), seed=1)
+    for en, fr in extra:
+        assert not words(en, "Tom") and not words(en, "Mary") and "two" not in en and "7:45" not in en
+        assert re.findall(r"\d+", en) == re.findall(r"\d+", fr) or "2 years" in en
+    assert copy_pairs(pairs, [], 5, Augmenter(NAMES), seed=1) == []
 
 
 def test_shipped_name_list_is_large_varied_and_split():
@@ -116,9 +145,9 @@ def test_added_characters_keep_old_ids_and_spell_names(tmp_path):
 def test_copy_test_lines_use_held_out_names_and_keep_tokens(tmp_path):
     test = PAIRS[:6]
     held = {"first": ["Zdeněk", "Ngozi", "Tom2"], "last": ["Øverland"]}
-    lines = copy_test_lines(test, held, exclude={"Tom2"}, number_variants=2)
+    lines = copy_test_lines(test + [PAIRS[6]], held, exclude={"Tom2"}, number_variants=2)
     kinds = [k for k, *_ in lines]
-    assert kinds.count("name") == 4 and kinds.count("number") == 2 * 3
+    assert kinds.count("name") == 4 and kinds.count("number") == 2 * 3 + 2       # "two dogs" twice in digits
     for kind, en, fr, keep in lines:
         assert "Tom2" not in keep
         for tok in keep:
@@ -266,3 +295,35 @@ def test_data_command_writes_the_copy_test(tmp_path):
     _, held = split_names(load_names())
     assert set(names) <= set(held["first"]) | set(held["last"])
     assert sum(k == "number" for k, *_ in lines) > 40
+
+
+def test_pointer_generator_mixes_generation_and_copying():
+    """p(y) = p_gen softmax(E h~ + b)_y + (1 - p_gen) sum_{i: x_i = y} alpha_i."""
+    from s2s.model import ModelConfig, Seq2Seq
+    torch.manual_seed(0)
+    m = Seq2Seq(ModelConfig(vocab_size=30, emb_dim=8, hidden=12, attn_dim=10, dropout=0.0, copy=True)).eval()
+    src, tgt = torch.tensor([[7, 9, 9, 3]]), torch.tensor([[2, 9, 7]])
+    with torch.no_grad():
+        m.copy_gate.weight.zero_()
+        m.copy_gate.bias.fill_(-30.0)                       # p_gen ~ 0: copy only
+        logp, attn = m(src, torch.tensor([4]), tgt)
+        p = logp.exp()
+        assert torch.allclose(p[0, :, 9], attn[0, :, 1] + attn[0, :, 2], atol=1e-5)   # two source 9s add up
+        assert torch.allclose(p[0, :, 7], attn[0, :, 0], atol=1e-5)
+        assert p[0, :, [5, 6, 8]].max() < 1e-6                                       # not in the source
+        m.copy_gate.bias.fill_(30.0)                        # p_gen ~ 1: the plain decoder
+        logp, _ = m(src, torch.tensor([4]), tgt)
+        m.copy_gate = None
+        plain, _ = m(src, torch.tensor([4]), tgt)
+        assert torch.allclose(logp, torch.log_softmax(plain, -1), atol=1e-4)
+    with pytest.raises(ValueError, match="nothing to point with"):
+        ModelConfig(vocab_size=30, attention="none", copy=True)
+
+
+def test_finetune_adds_the_copy_gate_to_attention_models_only(tiny_additive, tiny_none):
+    for path, expect in ((tiny_additive, True), (tiny_none, False)):
+        base = load_translator(path, device="cpu")
+        m = train_cli.finetune_model(base.model, base.model.cfg.vocab_size, dropout=0.0, copy=True).eval()
+        assert m.cfg.copy is expect and (m.copy_gate is not None) is expect
+        if expect:
+            assert float(torch.sigmoid(m.copy_gate.bias)) == pytest.approx(0.953, abs=1e-3)

@@ -8,7 +8,7 @@ from s2s.model import sequence_loss
 from s2s.text import InputError
 from s2s.tokenizer import BOS
 
-ATTENTIONS = ["none", "dot", "general", "additive", "scaled-dot"]
+ATTENTIONS = ["none", "dot", "general", "additive", "scaled-dot", "copy"]   # copy: additive + pointer
 TEXTS = ["a b c", "j i h g f e d", "c"]
 
 
