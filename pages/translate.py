@@ -85,8 +85,10 @@ def explain_scores(d: Decoding, f: Decoding, reference: str) -> None:
                     f"BLEU-2 = BP · (p₁p₂)^½ = **{b['bleu2'] / 100:.3f}**  \n"
                     f"BLEU-4 = BP · (p₁p₂p₃p₄)^¼ = **{b['bleu4'] / 100:.3f}**  \n"
                     f"chrF = **{b['chrf']:.1f}**")
-        st.caption("One sentence and one reference: BLEU is meant for a whole test set. A p_n of 0 would make "
-                   "BLEU-4 zero; sacrebleu then smooths it, as here for short sentences.")
+        zeros = [f"p{n}" for n, m in zip("₁₂₃₄", b["matches"]) if m == 0]
+        st.caption("One sentence and one reference: BLEU is meant for a whole test set."
+                   + (f" Here {', '.join(zeros)} = 0, which would make the product 0; sacrebleu smooths the zero "
+                      "counts instead." if zeros else ""))
     tokens = pd.DataFrame({"reference token": f.target_tokens, "p": np.exp(f.token_log_probs).round(4),
                            "rank": f.token_ranks})
     with st.expander("Each reference token's probability and rank (1 = the model's first choice)"):

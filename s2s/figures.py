@@ -310,10 +310,10 @@ def scaling_figure(stats: dict) -> go.Figure:
     d = stats["d"]
     hover = "d = %{x}<br>entropy %{y:.2f} nats<br>score std %{customdata:.1f}<extra></extra>"
     traces = [
-        go.Scatter(x=d, y=stats["entropy_unscaled"], name="e = q·k", mode="lines+markers", line=dict(width=3),
-                   customdata=stats["std_unscaled"], hovertemplate=hover),
-        go.Scatter(x=d, y=stats["entropy_scaled"], name="e = q·k / √d", mode="lines+markers", line=dict(width=3),
-                   customdata=stats["std_scaled"], hovertemplate=hover),
+        go.Scatter(x=d, y=stats["entropy_unscaled"], name="e = q·k", mode="lines+markers",
+                   line=dict(width=3, color="#d95f02"), customdata=stats["std_unscaled"], hovertemplate=hover),
+        go.Scatter(x=d, y=stats["entropy_scaled"], name="e = q·k / √d", mode="lines+markers",
+                   line=dict(width=3, color="#1f4e9c"), customdata=stats["std_scaled"], hovertemplate=hover),
         go.Scatter(x=[d[0], d[-1]], y=[stats["max_entropy"]] * 2, name=f"uniform over {stats['n_keys']} keys",
                    mode="lines", line=dict(dash="dot", color="gray"), hoverinfo="skip"),
     ]
@@ -335,10 +335,10 @@ def model_diagram(cfg: dict, parameters: int | None = None) -> go.Figure:
         reads = f"attention ({att}): α_j = softmax(e_·j), c_j = Σ_i α_ij h_i ({H})"
     enc = [("source pieces x_1..x_m", "#f0f0f0"),
            (f"embedding E: {V:,} × {E} (shared)", "#c7e9b4"),
-           (f"bidirectional {cell} encoder: 2 × {H // 2} → h_i ({H})", "#7fcdbb")]
+           (f"bidirectional {cell} encoder: 2 × {H // 2} → h_i ({H})", "#a1dab4")]
     dec = [(f"previous piece y_(j−1) and h̃_(j−1): [E y ; h̃] ({2 * E})", "#f0f0f0"),
-           (f"{cell} decoder: s_j ({H})", "#7fcdbb"),
-           (reads, "#41b6c4" if att != "none" else "#fdae6b"),
+           (f"{cell} decoder: s_j ({H})", "#a1dab4"),
+           (reads, "#fee391" if att != "none" else "#fdae6b"),
            (f"h̃_j = tanh(W_c [c_j ; s_j]) ({E})", "#c7e9b4"),
            (f"p(y_j) = softmax(E h̃_j + b) over {V:,} pieces (E tied)", "#f0f0f0")]
     shapes, notes = [], []
@@ -346,7 +346,7 @@ def model_diagram(cfg: dict, parameters: int | None = None) -> go.Figure:
     def box(x: float, y: float, w: float, text: str, color: str) -> None:
         shapes.append(dict(type="rect", x0=x - w / 2, x1=x + w / 2, y0=y - 0.32, y1=y + 0.32,
                            fillcolor=color, line=dict(color="#444", width=1)))
-        notes.append(dict(x=x, y=y, text=html.escape(text), showarrow=False, font=dict(size=14)))
+        notes.append(dict(x=x, y=y, text=html.escape(text), showarrow=False, font=dict(size=15, color="#111")))
 
     def arrow(x0: float, y0: float, x1: float, y1: float) -> None:
         notes.append(dict(x=x1, y=y1, ax=x0, ay=y0, xref="x", yref="y", axref="x", ayref="y", text="",
