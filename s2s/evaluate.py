@@ -157,14 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise InputError("--test FILE.tsv (or --copy-test FILE.tsv) is required for a translation model")
         check_range("--beam", a.beam, 1, 16)
         tr = load_translator(a.model)
-        try:
-            pairs = read_pairs(a.test)
-        except OSError as e:
-            raise InputError(f"cannot read {a.test}: {e.strerror}") from None
-        if a.limit:
-            pairs = pairs[:a.limit]
-        if not pairs:
-            raise InputError(f"{a.test} holds no source<TAB>reference lines")
+        pairs = _read_rows(a.test, read_pairs, a.limit, "source<TAB>reference")
         result = evaluate_pairs(tr, pairs, a.beam)
         result["perplexity"] = round(perplexity(tr, pairs), 3)
         if a.loops:
@@ -186,20 +179,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _read_rows(path: str, reader: Callable, limit: int, form: str) -> list:
+    """`reader(path)`, its first `limit` rows (all if 0); InputError if unreadable or empty."""
+    try:
+        rows = reader(path)
+    except OSError as e:
+        raise InputError(f"cannot read {path}: {e.strerror}") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise InputError(str(e)) from None
+    rows = rows[:limit] if limit else rows
+    if not rows:
+        raise InputError(f"{path} holds no {form} lines")
+    return rows
+
+
 def _evaluate_copy(a) -> int:
     """The held-out copy test of a translation model."""
     check_range("--beam", a.beam, 1, 16)
     tr = load_translator(a.model)
-    try:
-        lines = read_copy_test(a.copy_test)
-    except OSError as e:
-        raise InputError(f"cannot read {a.copy_test}: {e.strerror}") from None
-    except (ValueError, UnicodeDecodeError) as e:
-        raise InputError(str(e)) from None
-    if a.limit:
-        lines = lines[:a.limit]
-    if not lines:
-        raise InputError(f"{a.copy_test} holds no kind<TAB>english<TAB>french<TAB>tokens lines")
+    lines = _read_rows(a.copy_test, read_copy_test, a.limit, "kind<TAB>english<TAB>french<TAB>tokens")
     result = dict(copy_scores(tr, lines, a.beam), model=tr.name)
     if a.json:
         print(json.dumps(result))
