@@ -186,12 +186,17 @@ class Seq2Seq(nn.Module):
     def point(self, logits: torch.Tensor, alpha: torch.Tensor, src: torch.Tensor, context: torch.Tensor,
               s: torch.Tensor) -> torch.Tensor:
         """log( p_gen softmax(logits) + (1 - p_gen) sum_{i: x_i = y} alpha_i ), for
-        logits (..., V), alpha (..., S), src (B, S), context and s (..., H)."""
+        logits (..., V), alpha (..., S), src (B, S), context and s (..., H).
+
+        Only real pieces are copied: the source's closing </s> (and padding) is not a word to
+        copy, and copying it would end the output wherever attention rests on the source's
+        end. Their share is dropped and the distribution renormalised."""
         p_gen = torch.sigmoid(self.copy_gate(torch.cat([context, s], dim=-1)))        # (..., 1)
         p = p_gen * F.softmax(logits.float(), dim=-1)
         index = src.view(src.size(0), *([1] * (alpha.dim() - 2)), src.size(1)).expand_as(alpha)
-        p = p.scatter_add(-1, index, (1 - p_gen) * alpha.float())
-        return p.clamp_min(1e-12).log()
+        copied = (1 - p_gen) * alpha.float() * (index > EOS)
+        p = p.scatter_add(-1, index, copied)
+        return (p / p.sum(-1, keepdim=True)).clamp_min(1e-12).log()
 
     def read_source(self, s: torch.Tensor, memory: Memory) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(c_j, alpha_j): attention over the encoder states, or the fixed summary without it."""

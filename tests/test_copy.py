@@ -308,8 +308,10 @@ def test_pointer_generator_mixes_generation_and_copying():
         m.copy_gate.bias.fill_(-30.0)                       # p_gen ~ 0: copy only
         logp, attn = m(src, torch.tensor([4]), tgt)
         p = logp.exp()
-        assert torch.allclose(p[0, :, 9], attn[0, :, 1] + attn[0, :, 2], atol=1e-5)   # two source 9s add up
-        assert torch.allclose(p[0, :, 7], attn[0, :, 0], atol=1e-5)
+        real = attn[0, :, :3].sum(-1)                       # the source's </s> (id 3) is never copied
+        assert torch.allclose(p[0, :, 9], (attn[0, :, 1] + attn[0, :, 2]) / real, atol=1e-5)   # two 9s add up
+        assert torch.allclose(p[0, :, 7], attn[0, :, 0] / real, atol=1e-5)
+        assert p[0, :, 3].max() < 1e-6 and torch.allclose(p.sum(-1), torch.ones(1, 3))
         assert p[0, :, [5, 6, 8]].max() < 1e-6                                       # not in the source
         m.copy_gate.bias.fill_(30.0)                        # p_gen ~ 1: the plain decoder
         logp, _ = m(src, torch.tensor([4]), tgt)
