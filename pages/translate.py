@@ -18,14 +18,17 @@ from s2s.figures import (alignment_lines, attention_heatmap, beam_tree_figure, m
                          token_bars)
 from s2s.text import MAX_BEAM, MAX_CHARS, MAX_DECODE_LEN, InputError
 
-EXAMPLES = [
-    "The agreement on the European Economic Area was signed in August 1992.",
-    "I went to the lecture.",
-    "Where is the nearest train station?",
+COURSE_SENTENCE = "The agreement on the European Economic Area was signed in August 1992."
+EXAMPLES = [      # the first opens the page: adjectives reorder ("big black dog" -> "gros chien noir")
     "She has a big black dog.",
+    "I went to the lecture.",
+    "I think it's going to rain tomorrow.",
     "We should have left earlier, but we were waiting for my brother.",
     "My grandmother lives in a small house near the sea. She walks to the beach every morning.",
+    COURSE_SENTENCE,
 ]
+EXAMPLE_LABELS = {COURSE_SENTENCE: COURSE_SENTENCE + "  (the lecture's slide; a failure case: \"European Economic "
+                                   "Area\" is in none of the 159,086 Tatoeba training pairs)"}
 SCALING_DIMS = [4, 16, 64, 256, 1024]     # query/key sizes for the "why sqrt(d)" view
 METHODS = {"greedy": "Greedy", "beam": "Beam search", "sample": "Sampling"}
 TABS = ["Step by step", "Beam tree", "Forced decoding", "Compare attention", "Alignment lines", "Attention emerges"]
@@ -118,7 +121,7 @@ if tr is None:
     st.stop()
 
 st.selectbox("Ready examples", EXAMPLES, index=None, key="example", on_change=set_example,
-             placeholder="Pick an example sentence…")
+             format_func=lambda e: EXAMPLE_LABELS.get(e, e), placeholder="Pick an example sentence…")
 with st.form("input"):
     # no max_chars: the browser would silently refuse a longer paste; s2s says what to change
     st.text_area("English text", key="text", height=80,

@@ -27,7 +27,7 @@ def figure(traces: Sequence[go.BasePlotlyType], **layout) -> go.Figure:
 def display_token(piece: str) -> str:
     """A token for a plotly label, HTML-escaped (plotly renders a subset of HTML in labels).
     Subword pieces keep their word-start marker "▁", so "▁lect" "ure" reads as one word."""
-    return html.escape(piece)
+    return html.escape(piece, quote=False)
 
 
 def matrix_heatmap(x_tokens: Sequence[str], y_tokens: Sequence[str], z: np.ndarray, value_name: str = "α",
@@ -41,7 +41,7 @@ def matrix_heatmap(x_tokens: Sequence[str], y_tokens: Sequence[str], z: np.ndarr
     hover = [[f"{ys[j]} ← {xs[i]}<br>{value_name} = {z[j, i]:.4f}" for i in range(len(xs))] for j in range(len(ys))]
     heat = go.Heatmap(z=z, x=list(range(len(xs))), y=list(range(len(ys))), zmin=zmin, zmax=zmax,
                       colorscale=colorscale, text=hover, hovertemplate="%{text}<extra></extra>",
-                      colorbar=dict(title=dict(text=html.escape(value_name)), thickness=14))
+                      colorbar=dict(title=dict(text=html.escape(value_name, quote=False)), thickness=14))
     return figure(
         [heat],
         xaxis=dict(tickmode="array", tickvals=list(range(len(xs))), ticktext=xs, tickangle=-60,
@@ -49,7 +49,7 @@ def matrix_heatmap(x_tokens: Sequence[str], y_tokens: Sequence[str], z: np.ndarr
         yaxis=dict(tickmode="array", tickvals=list(range(len(ys))), ticktext=ys, autorange="reversed",
                    title=dict(text=y_title), tickfont=dict(size=14)),
         # the source tokens sit on top, so a title needs room above them
-        title=dict(text=html.escape(title), y=0.995, yanchor="top") if title else None,
+        title=dict(text=html.escape(title, quote=False), y=0.995, yanchor="top") if title else None,
         height=(height or max(320, 120 + 26 * len(ys))) + (40 if title else 0),
         margin=dict(l=10, r=10, t=150 if title else 110, b=10))
 
@@ -186,7 +186,7 @@ def context_scatter(points: np.ndarray, tokens: Sequence[str], title: str) -> go
         xaxis["range"] = yaxis["range"] = [-1, 1]
         notes = [dict(x=0, y=-0.5, showarrow=False, font=dict(size=14),
                       text=f"one point: the same vector at all {len(points)} steps")]
-    return figure([path], title=dict(text=html.escape(title)), height=360, margin=dict(l=10, r=10, t=50, b=10),
+    return figure([path], title=dict(text=html.escape(title, quote=False)), height=360, margin=dict(l=10, r=10, t=50, b=10),
                   xaxis=xaxis, yaxis=yaxis, annotations=notes)
 
 
@@ -228,7 +228,7 @@ def cell_traces_figure(text: str, traces: dict[str, Sequence[float]], feature: S
     """Activation of a few cells over the characters of `text`, with the feature shaded
     behind them; hover names the character."""
     x = list(range(len(text)))
-    chars = [("↵" if c == "\n" else "⇥" if c == "\t" else "␣" if c == " " else html.escape(c)) for c in text]
+    chars = [("↵" if c == "\n" else "⇥" if c == "\t" else "␣" if c == " " else html.escape(c, quote=False)) for c in text]
     lines = []
     if feature is not None:
         f = np.asarray(feature, dtype=float)
@@ -236,11 +236,11 @@ def cell_traces_figure(text: str, traces: dict[str, Sequence[float]], feature: S
         lo, hi = y_range
         lines.append(go.Scatter(x=x, y=lo + (f - f.min()) / span * (hi - lo), mode="lines",
                                  line=dict(color="#999999", dash="dot", shape="hv", width=2),
-                                 name=html.escape(feature_name or "feature") + " (scaled)", hoverinfo="skip"))
+                                 name=html.escape(feature_name or "feature", quote=False) + " (scaled)", hoverinfo="skip"))
     for name, values in traces.items():
-        lines.append(go.Scatter(x=x, y=np.asarray(values, dtype=float), mode="lines", name=html.escape(name),
+        lines.append(go.Scatter(x=x, y=np.asarray(values, dtype=float), mode="lines", name=html.escape(name, quote=False),
                                  customdata=chars, line=dict(width=2),
-                                 hovertemplate="%{customdata}: %{y:.3f}<extra>" + html.escape(name) + "</extra>"))
+                                 hovertemplate="%{customdata}: %{y:.3f}<extra>" + html.escape(name, quote=False) + "</extra>"))
     return figure(lines, height=300, margin=dict(l=10, r=10, t=10, b=40), legend=dict(orientation="h", y=1.12, x=0),
                   xaxis=dict(title=dict(text="character")),
                   yaxis=dict(title=dict(text=y_title), range=list(y_range), gridcolor="#eeeeee"))

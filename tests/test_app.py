@@ -82,6 +82,9 @@ def _widget(at, key):
 def test_first_view_translates_the_example_and_draws_the_heatmap(app):
     at = app()
     assert not at.exception
+    assert at.text_area(key="text").value == "She has a big black dog."
+    options = at.selectbox(key="example").options
+    assert any("failure case" in o and "European Economic Area" in o for o in options)   # labelled as such
     assert at.title[0].value == "Translate & Align"
     assert chart(at, "heatmap") is not None
     assert "Device: **CPU**" in "\n".join(c.value for c in at.sidebar.caption)

@@ -66,6 +66,15 @@ def test_user_html_is_never_rendered_as_markup(server, chrome):
     assert page.locator(".js-plotly-plot .xtick text tspan[style*='bold']").count() == 0
 
 
+def test_quotes_in_chart_labels_are_escaped_once(server, chrome):
+    """A typed "hello" shows as "hello" on the heatmap's axis, not &quot;hello&quot;."""
+    page = open_app(chrome, server)
+    text, word = ('He said "hello" to me.', '"hello"') if SHIPPED else ('a "b" c', '"b"')
+    translate_in_page(page, text, word)
+    labels = page.eval_on_selector_all(".js-plotly-plot .xtick text", "els => els.map(e => e.textContent)")
+    assert word in labels and not any("&quot;" in t or "&amp;" in t for t in labels)
+
+
 def test_a_pasted_chapter_gets_a_message_and_the_view_choice_stays(server, chrome):
     """A 20,000-character paste reaches the server and gets a message (a browser-side
     length cap would refuse it silently); the words/pieces choice survives the refusal."""
