@@ -164,6 +164,15 @@ ui.escaped(d.translation or "(empty output)")
 stopped = "" if d.target_tokens[-1] == "</s>" else " · stopped at the max length"
 st.caption(f"{METHODS[S.method]} · {len(d.target_tokens)} pieces · log p = {d.log_prob:.2f} · "
            f"decoded in {ms:.0f} ms on {tr.device.type.upper()}{stopped}")
+if S.method == "sample" and S.temp > 1.0:
+    st.caption(f"Sampling at temperature {S.temp:.2f} > 1 flattens softmax(logits / T): unlikely pieces are drawn "
+               "more often than the model's own probabilities say, so odd words are expected. T < 1 sharpens.")
+letters = [ch for ch in S.text if ch.isalpha()]
+if len(letters) >= 8 and sum(ch.isupper() for ch in letters) > 0.8 * len(letters):
+    pieces, usual = len(tr.tokenizer.encode(S.text)), len(tr.tokenizer.encode(S.text.capitalize()))
+    st.caption(f"Your text is in capitals: the model reads it as {pieces} pieces, against {usual} in sentence case, "
+               "because its vocabulary was learned from sentence-case text. Rare pieces give odd output; "
+               "try it in sentence case.")
 unknown = tr.tokenizer.unknown_characters(S.text)
 if unknown:
     st.caption(f"{len(unknown)} character{'s' if len(unknown) > 1 else ''} of your text "

@@ -260,6 +260,18 @@ def test_model_diagram_shows_the_selected_models_sizes(app, zoo):
         assert ("final encoder state" in notes) == (name == "en-fr-none")
 
 
+def test_capitals_and_high_temperature_are_explained(app):
+    at = submit(app(), text="WHERE IS THE STATION?")
+    note = [c.value for c in at.caption if "in capitals" in c.value]
+    assert note and "pieces, against" in note[0]
+    at = submit(at, text="Where is the station?")
+    assert not [c for c in at.caption if "in capitals" in c.value]
+    at = submit(at, text="a b c", method="sample", temp=1.6)
+    assert any("temperature 1.60 > 1" in c.value for c in at.caption)
+    at = submit(at, text="a b c", method="sample", temp=0.8)
+    assert not any("flattens" in c.value for c in at.caption)
+
+
 def test_search_error_is_named(app):
     """An untrained model's greedy output runs long; a short reference scores higher."""
     at = open_tab(submit(app(model="en-fr-dot"), text="a b c"), "Forced decoding")
