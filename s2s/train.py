@@ -38,7 +38,7 @@ from safetensors.torch import load_file, save_file
 from tqdm import tqdm
 
 from .checkpoint import Translator, load_translator, save_checkpoint
-from .data import (Augmenter, augment_pairs, can_copy, load_names, name_characters, read_copy_test, read_pairs, split_names,
+from .data import (Augmenter, augment_pairs, can_copy, copy_pairs, load_names, name_characters, read_copy_test, read_pairs, split_names,
                    split_pairs, token_batches, write_splits)
 from .decode import forced
 from .evaluate import copy_scores, evaluate_pairs, loop_rate, perplexity

@@ -13,6 +13,7 @@ from s2s import report, train as train_cli
 from s2s.checkpoint import load_translator
 from s2s.data import (TATOEBA_PERSONS, Augmenter, augment_pairs, copy_test_lines, kept_verbatim, load_names,
                       name_characters, read_copy_test, split_names, substitute, write_copy_test)
+from s2s.data import can_copy as can_copy_
 from s2s.decode import greedy_batch_stopped
 from s2s.evaluate import copy_scores, loop_rate
 from s2s.tokenizer import UNK, Tokenizer, add_characters, train_tokenizer
@@ -116,6 +117,19 @@ def test_copy_pairs_draw_swappable_pairs_and_swap_everything():
         assert not words(en, "Tom") and not words(en, "Mary") and "two" not in en and "7:45" not in en
         assert re.findall(r"\d+", en) == re.findall(r"\d+", fr) or "2 years" in en
     assert copy_pairs(pairs, [], 5, Augmenter(NAMES), seed=1) == []
+
+
+def test_epoch_examples_add_copy_pairs():
+    """--copy-fraction: the epoch gains that share of extra, fully swapped pairs."""
+    tok_pairs = PAIRS * 5
+    tok = type("Chars", (), {"encode": staticmethod(lambda s: [ord(c) for c in s])})()
+    singles = [(tok.encode(s), tok.encode(t)) for s, t in tok_pairs]
+    pool = [i for i, p in enumerate(tok_pairs) if can_copy_(p)]
+    aug = Augmenter(NAMES, p_name=0.0, p_number=0.0, p_upper=0.0, p_lower=0.0)
+    plain = train_cli.epoch_examples(singles, 0.0, 1, tok_pairs, aug, tok)
+    more = train_cli.epoch_examples(singles, 0.0, 1, tok_pairs, aug, tok, copy_fraction=0.4, copy_pool=pool)
+    assert plain == singles and len(more) == len(singles) + 16
+    assert all("Tom" not in "".join(map(chr, s)) for s, _ in more[len(singles):])
 
 
 def test_shipped_name_list_is_large_varied_and_split():
