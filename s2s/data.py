@@ -112,7 +112,7 @@ _NUMBER = re.compile(r"(?<!\d)\d+(?!\d)")
 _VOWEL_START = re.compile(r"^[AEIOUÀÂÄÆÉÈÊËÎÏÔÖŒÙÛÜaeiouàâäæéèêëîïôöœùûü]")   # Y is a consonant: "de Yann"
 # French elides "de", "que" (and "lorsque", "puisque", "jusque") before a vowel: "le chien
 # d'Olga" but "le chien de Tom". A swapped name must take the form its first letter needs.
-ELIDABLE = ("de", "que", "lorsque", "puisque", "jusque", "De", "Que", "Lorsque", "Puisque", "Jusque")
+ELIDABLE = ("de", "que", "lorsque", "puisque", "jusque")
 
 
 def load_names(path: str | Path = NAMES_FILE) -> dict[str, list[str]]:
@@ -146,8 +146,9 @@ def split_names(names: dict[str, list[str]]) -> tuple[dict[str, list[str]], dict
     return train, held
 
 
-def _count(word: str, text: str) -> int:
-    return len(re.findall(rf"(?<!\w){re.escape(word)}(?!\w)", text))
+def _count(word: str, text: str, flags: int = 0) -> int:
+    """How often `word` stands in `text` as a whole word."""
+    return len(re.findall(rf"(?<!\w){re.escape(word)}(?!\w)", text, flags=flags))
 
 
 def substitute(pair: Pair, mapping: dict[str, str]) -> Pair:
@@ -168,7 +169,7 @@ def substitute(pair: Pair, mapping: dict[str, str]) -> Pair:
             base = base[:-1]                      # "de" -> "d", "que" -> "qu"
         apostrophe = "’" if "’" in el else "'"
         return base + (apostrophe if _VOWEL_START.match(new) else "e ") + new
-    fr = re.sub(rf"(?P<el>\b(?:(?:d|qu|lorsqu|puisqu|jusqu)['’]|(?:{'|'.join(ELIDABLE)}) ))?"
+    fr = re.sub(rf"(?P<el>\b(?i:(?:d|qu|lorsqu|puisqu|jusqu)['’]|(?:{'|'.join(ELIDABLE)}) ))?"
                 rf"(?<!\w)(?P<w>{words})(?!\w)", french, pair[1])
     return en, fr
 
@@ -197,19 +198,15 @@ NUMBER_WORDS = {"two": "deux", "three": "trois", "four": "quatre", "five": "cinq
                 "fifty": "cinquante", "hundred": "cent"}
 
 
-def _word_count(word: str, text: str) -> int:
-    return len(re.findall(rf"(?<!\w){word}(?!\w)", text, flags=re.IGNORECASE))
-
-
 def number_word(pair: Pair) -> tuple[str, str] | None:
     """(english word, french word) when the pair names exactly one number in words, once on
     each side (and no digits, no other number word), else None."""
     if _NUMBER.search(pair[0]) or _NUMBER.search(pair[1]):
         return None
-    en = [w for w in NUMBER_WORDS if _word_count(w, pair[0])]
-    fr = [w for w in set(NUMBER_WORDS.values()) if _word_count(w, pair[1])]
-    if len(en) == 1 and fr == [NUMBER_WORDS[en[0]]] and _word_count(en[0], pair[0]) == 1 \
-            and _word_count(fr[0], pair[1]) == 1:
+    en = [w for w in NUMBER_WORDS if _count(w, pair[0], re.IGNORECASE)]
+    fr = [w for w in set(NUMBER_WORDS.values()) if _count(w, pair[1], re.IGNORECASE)]
+    if len(en) == 1 and fr == [NUMBER_WORDS[en[0]]] and _count(en[0], pair[0], re.IGNORECASE) == 1 \
+            and _count(fr[0], pair[1], re.IGNORECASE) == 1:
         return en[0], fr[0]
     return None
 

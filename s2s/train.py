@@ -260,9 +260,9 @@ def main(argv=None) -> int:
         train_tokenizer([s for s, _ in train_pairs] + [t for _, t in train_pairs], spm_file, a.vocab)
     augmenter = None
     if not a.no_augment:
-        train_names, _ = split_names(load_names())
-        augmenter = Augmenter(train_names, a.p_name, a.p_number, a.p_case, a.p_case)
-        spm_file = add_characters(spm_file, name_characters(load_names()), work / "spm.model").path
+        names = load_names()
+        augmenter = Augmenter(split_names(names)[0], a.p_name, a.p_number, a.p_case, a.p_case)
+        spm_file = add_characters(spm_file, name_characters(names), work / "spm.model").path
     tok = Tokenizer(spm_file)
     singles = [(tok.encode(s), tok.encode(t)) for s, t in train_pairs]
     copy_pool = [i for i, p in enumerate(train_pairs) if can_copy(p)] if augmenter is not None else []
