@@ -13,7 +13,8 @@ st.set_page_config(page_title="Seq2Seq Explorer", page_icon=str(Path(__file__).p
 # Less empty space above the title: on a 1280x720 projector every line counts.
 st.markdown("<style>.block-container{padding-top:2.2rem}</style>", unsafe_allow_html=True)
 
-pages = [
+pages = [   # in the lecture's order: gated cells and gradients first
+    st.Page("pages/gradients.py", title="Gates & Gradients", icon=":material/trending_down:"),
     st.Page("pages/translate.py", title="Translate & Align", icon=":material/translate:", default=True),
     st.Page("pages/bottleneck.py", title="Bottleneck", icon=":material/compress:"),
     st.Page("pages/cells.py", title="Cell States", icon=":material/memory:"),

@@ -1,4 +1,4 @@
-"""Cell States: what the memory cells of LSTMs track (Karpathy, Johnson and Fei-Fei 2015).
+"""Cell States: what the memory cells of recurrent models track (Karpathy, Johnson and Fei-Fei 2015).
 
 The page is layout and widgets only; traces are s2s.charlm / s2s.cells, figures s2s.figures.
 """
@@ -9,11 +9,10 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from s2s.cells import FEATURES, SIGNALS, encoder_trace, gate_saturation, memory_resets, rank_cells, regex_feature
+from s2s.cells import FEATURES, Trace, encoder_trace, gate_saturation, memory_resets, rank_cells, regex_feature, signal_of
 from s2s.charlm import sample_text
 from s2s.decode import encode_source, greedy
 from s2s.figures import cell_traces_figure, colored_text_html, saturation_scatter, state_heatmap
-from s2s.lstm import LayerTrace
 from s2s.text import MAX_PASSAGE_CHARS, MAX_SAMPLE_CHARS, InputError, clean_passage
 
 EXAMPLE_DIR = Path(__file__).resolve().parent.parent / "examples"
@@ -29,6 +28,14 @@ GATE_NOTE = ("**Reading the gates.** The forget gate f multiplies the old memory
              "steps unchanged: this is how the LSTM escapes vanishing gradients. **f ≈ 0** wipes the cell; a cell that "
              "resets at a new line or a closing quote does so through f. The input gate i decides how much of the "
              "candidate g is written; the output gate o how much of tanh(c) the rest of the network sees.")
+GRU_GATE_NOTE = ("**Reading the gates.** A GRU has no separate memory: h_t = (1 − z) ⊙ h_(t−1) + z ⊙ h̃. "
+                 "**z ≈ 0** keeps the state as it was (the gradient passes back through 1 − z, as through an LSTM's f); "
+                 "**z ≈ 1** overwrites it with the candidate h̃. The reset gate r decides how much of h_(t−1) the "
+                 "candidate is computed from.")
+NO_GATES = ("An Elman RNN has no gates: h_t = tanh(W x_t + U h_(t−1)) rewrites its whole state at every character, and "
+            "nothing decides what to keep. That is why its gradient vanishes over long distances: see the "
+            "Gates & Gradients page.")
+CELL_NAMES = {"lstm": "LSTM", "gru": "GRU", "rnn": "Elman RNN"}
 
 
 @st.cache_resource(show_spinner=False)
@@ -39,9 +46,9 @@ def example_text(label: str) -> str:
 
 
 @st.cache_data(max_entries=16, show_spinner="Tracing every cell…")
-def trace_cached(path: str, text: str) -> list[LayerTrace]:
+def trace_cached(path: str, text: str) -> list[Trace]:
     traces = ui.load_charlm_path(path).model.trace(text)
-    return [LayerTrace(**{k: v.cpu() for k, v in vars(t).items()}) for t in traces]   # from a GPU too
+    return [type(t)(**{k: v.cpu() for k, v in vars(t).items()}) for t in traces]   # from a GPU too
 
 
 @st.cache_data(max_entries=64, show_spinner="Sampling…")
@@ -94,7 +101,7 @@ def choose_cell():
 
 # ------------------------------------------------------------------ model
 st.title("Cell States")
-st.caption("A character-level LSTM reads text one character at a time. Some of its memory cells turn out to track "
+st.caption("A character-level model reads text one character at a time. Some of its memory cells turn out to track "
            "things we can name: being inside quotes, the depth of nested braces, the position in a line "
            "(Karpathy, Johnson and Fei-Fei 2015). Find them yourself.")
 S = st.session_state
@@ -103,7 +110,8 @@ with st.sidebar:
     st.markdown("### Character model")
     if models:
         by_name = {m.name: m for m in models}
-        lm_name = st.selectbox("Character-level LSTM", list(by_name), key="charlm", on_change=model_changed)
+        lm_name = st.selectbox("Character-level model", list(by_name), key="charlm", on_change=model_changed,
+                               format_func=lambda n: f"{n} ({CELL_NAMES.get(by_name[n].cell, by_name[n].cell)})")
         info = by_name[lm_name]
         st.caption(info.description)
         bpc = info.metrics.get("test", {}).get("bits_per_char")
@@ -188,11 +196,13 @@ else:
             c1, c2, c3 = st.columns([1, 1, 2])
             c1.number_input("Layer", 0, L - 1, key="layer", help="0 reads the characters; higher layers read the one below")
             c2.number_input("Cell", 0, H - 1, key="cell")
-            signal = c3.selectbox("Shade by", list(SIGNALS), format_func=SIGNALS.get, key="signal")
-            tr = traces[int(S.layer)]
-            values = (tr.cell.tanh() if signal == "cell" else getattr(tr, signal))[:, int(S.cell)].numpy()
-            lo = -1.0 if signal in ("cell", "hidden") else 0.0
-            st.html(colored_text_html(shown, values, lo=lo, hi=1.0, value_name=SIGNALS[signal].split(",")[0]))
+            signals = traces[0].SIGNALS         # what this cell type has (an LSTM's c and gates, a GRU's z and r, ...)
+            if S.get("signal") not in signals:
+                S.signal = traces[0].MEMORY
+            signal = c3.selectbox("Shade by", list(signals), format_func=signals.get, key="signal")
+            values = signal_of(traces[int(S.layer)], signal)[:, int(S.cell)].numpy()
+            lo = -1.0 if signal in ("cell", "hidden", "candidate") else 0.0
+            st.html(colored_text_html(shown, values, lo=lo, hi=1.0, value_name=signals[signal].split(",")[0]))
             st.caption("Blue: negative, red: positive (gates: white 0 to blue 1). Hover a character for the exact value.")
 
     # -------------------------------------------------------------- find cells
@@ -219,13 +229,14 @@ else:
                         "with it. Try a text where it varies (e.g. code for brace depth, dialogue for quotes).")
             elif values_f is not None:
                 ranked = rank_cells(traces, values_f, top=10)
-                st.caption(f"Every cell of every layer ranked by |r|, the correlation of tanh(c) with *{feature_label}* "
+                memory = traces[0].SIGNALS[traces[0].MEMORY].split(",")[0]
+                st.caption(f"Every cell of every layer ranked by |r|, the correlation of {memory} with *{feature_label}* "
                            f"over these {len(text):,} characters. Correlation is a lead, not an explanation: look at the trace.")
                 st.dataframe(pd.DataFrame([{"layer": s.layer, "cell": s.cell, "r": round(s.r, 3)} for s in ranked]),
                              hide_index=True, height=220)
                 st.plotly_chart(cell_traces_figure(
                     shown, {f"layer {s.layer} cell {s.cell} (r={s.r:+.2f})":
-                            traces[s.layer].cell[:, s.cell].tanh().numpy() for s in ranked[:3]},
+                            signal_of(traces[s.layer])[:, s.cell].numpy() for s in ranked[:3]},
                     feature=values_f, feature_name=feature_label), key="top_traces")
                 st.selectbox("Color the text with", [(s.layer, s.cell) for s in ranked], key="ranked_pick",
                              format_func=lambda lc: f"layer {lc[0]} cell {lc[1]}", on_change=choose_cell, index=None,
@@ -234,20 +245,24 @@ else:
     # -------------------------------------------------------------- gates
     with tabs["Gates"]:
         if tabs["Gates"].open:
-            cols = st.columns(L)
-            for layer, col in enumerate(cols):
-                col.plotly_chart(saturation_scatter(gate_saturation(traces[layer]), title=f"layer {layer}"),
-                                 key=f"sat{layer}")
-            st.caption("Each dot is one gate of one cell: how often it is nearly closed (< 0.1) against nearly open "
-                       "(> 0.9) over this text, as in the paper's Fig. 3. Near the top: gates almost always open (a forget "
-                       "gate there keeps its cell's memory for a long time); near the right: almost always closed; on "
-                       "the dotted diagonal: always saturated one way or the other, a switch.")
-            tr = traces[int(S.layer)]
-            st.plotly_chart(cell_traces_figure(shown, {g.replace("_", " "): getattr(tr, g)[:, int(S.cell)].numpy()
-                                                       for g in ("input_gate", "forget_gate", "output_gate")},
-                                               y_title="gate value", y_range=(-0.02, 1.02)), key="gate_traces")
-            st.caption(f"Gates of layer {int(S.layer)} cell {int(S.cell)} (choose it on the Colored text tab).")
-            st.markdown(GATE_NOTE)
+            gates = traces[0].GATES
+            if not gates:
+                st.info(NO_GATES)
+            else:
+                cols = st.columns(L)
+                for layer, col in enumerate(cols):
+                    col.plotly_chart(saturation_scatter(gate_saturation(traces[layer]), title=f"layer {layer}"),
+                                     key=f"sat{layer}")
+                st.caption("Each dot is one gate of one cell: how often it is nearly closed (< 0.1) against nearly open "
+                           "(> 0.9) over this text, as in the paper's Fig. 3. Near the top: gates almost always open; near "
+                           "the right: almost always closed; on the dotted diagonal: always saturated one way or the "
+                           "other, a switch.")
+                tr = traces[int(S.layer)]
+                st.plotly_chart(cell_traces_figure(shown, {g.replace("_", " "): getattr(tr, g)[:, int(S.cell)].numpy()
+                                                           for g in gates},
+                                                   y_title="gate value", y_range=(-0.02, 1.02)), key="gate_traces")
+                st.caption(f"Gates of layer {int(S.layer)} cell {int(S.cell)} (choose it on the Colored text tab).")
+                st.markdown(GATE_NOTE if "forget_gate" in gates else GRU_GATE_NOTE)
 
 # ------------------------------------------------------------------ translation models
 with tabs["Translation models"]:

@@ -28,22 +28,21 @@ import numpy as np
 import torch
 
 from .checkpoint import CheckpointError, Translator, load_charlm
+from .elman import ElmanTrace
+from .gru import GRUTrace
 from .lstm import LayerTrace, LSTMWeights, trace_layer
 from .text import InputError, clean_passage
 
-SIGNALS = {   # what a cell's activation means in the ranking and the colours
-    "cell": "tanh(c), the memory",
-    "hidden": "h = o * tanh(c), what the next layer sees",
-    "input_gate": "input gate i",
-    "forget_gate": "forget gate f",
-    "output_gate": "output gate o",
-}
+SIGNALS = LayerTrace.SIGNALS     # an LSTM's; each trace class lists its own (GRUTrace, ElmanTrace)
+Trace = LayerTrace | GRUTrace | ElmanTrace
 
 
-def signal_of(trace: LayerTrace, signal: str) -> torch.Tensor:
-    """(T, H) activations: tanh(c) for "cell", else the named field of the trace."""
-    if signal not in SIGNALS:
-        raise InputError(f"Unknown signal {signal!r}: choose one of {', '.join(SIGNALS)}.")
+def signal_of(trace: Trace, signal: str | None = None) -> torch.Tensor:
+    """(T, H) activations: tanh(c) for an LSTM's "cell", else the named field of the trace;
+    None is the cell type's memory (an LSTM's tanh(c), a GRU's or RNN's h)."""
+    signal = signal or trace.MEMORY
+    if signal not in trace.SIGNALS:
+        raise InputError(f"Unknown signal {signal!r}: choose one of {', '.join(trace.SIGNALS)}.")
     return trace.cell.tanh() if signal == "cell" else getattr(trace, signal)
 
 
@@ -190,9 +189,10 @@ def correlations(acts: np.ndarray | torch.Tensor, feature: np.ndarray) -> np.nda
     return np.nan_to_num(r)
 
 
-def rank_cells(traces: list[LayerTrace], feature: np.ndarray, top: int = 10, signal: str = "cell",
+def rank_cells(traces: list[Trace], feature: np.ndarray, top: int = 10, signal: str | None = None,
                layer: int | None = None) -> list[CellScore]:
-    """Cells of every layer (or one) ranked by |r| with the feature, strongest first."""
+    """Cells of every layer (or one) ranked by |r| with the feature, strongest first; by
+    default by their memory (an LSTM's tanh(c), a GRU's or RNN's h)."""
     scores = []
     for l, tr in enumerate(traces):
         if layer is not None and l != layer:
@@ -203,17 +203,17 @@ def rank_cells(traces: list[LayerTrace], feature: np.ndarray, top: int = 10, sig
     return scores[:top]
 
 
-def best_cells(traces: list[LayerTrace], text: str, top: int = 3) -> dict[str, list[CellScore]]:
-    """For every preset feature, the `top` cells whose tanh(c) correlates most with it."""
+def best_cells(traces: list[Trace], text: str, top: int = 3) -> dict[str, list[CellScore]]:
+    """For every preset feature, the `top` cells whose memory correlates most with it."""
     return {name: rank_cells(traces, feat.values(text), top=top) for name, feat in FEATURES.items()}
 
 
-def gate_saturation(trace: LayerTrace, low: float = 0.1, high: float = 0.9) -> dict[str, dict[str, np.ndarray]]:
+def gate_saturation(trace: Trace, low: float = 0.1, high: float = 0.9) -> dict[str, dict[str, np.ndarray]]:
     """For each gate, the fraction of steps each unit spends below `low` (left-saturated)
-    and above `high` (right-saturated): the paper's Fig. 3."""
+    and above `high` (right-saturated): the paper's Fig. 3. Empty for an RNN (no gates)."""
     return {gate: {"low": (getattr(trace, gate) < low).float().mean(0).cpu().numpy(),
                    "high": (getattr(trace, gate) > high).float().mean(0).cpu().numpy()}
-            for gate in ("input_gate", "forget_gate", "output_gate")}
+            for gate in trace.GATES}
 
 
 @dataclass

@@ -1,9 +1,10 @@
-"""Character-level LSTM language model (Karpathy, Johnson and Fei-Fei 2015).
+"""Character-level language model (Karpathy, Johnson and Fei-Fei 2015), with one of three
+recurrent cells: "lstm", "gru" or "rnn" (Elman, tanh), the three that paper compares.
 
 Read text one character at a time and predict the next one:
 
     h_t^0    = E x_t                                   a learned vector per character
-    h_t^l    = LSTM_l(h_t^{l-1}, h_{t-1}^l)            l = 1..L stacked layers (lstm.py)
+    h_t^l    = cell_l(h_t^{l-1}, h_{t-1}^l)            l = 1..L stacked layers (lstm.py, gru.py)
     p(x_{t+1} | x_<=t) = softmax(W h_t^L + b)
 
 Trained with cross-entropy; reported in bits per character, the mean of -log2 p(x_{t+1}).
@@ -19,10 +20,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .elman import ElmanTrace, trace_elman
+from .gru import GRUTrace, trace_gru
 from .lstm import LayerTrace, trace_lstm
 from .text import MAX_PASSAGE_CHARS, MAX_SAMPLE_CHARS, TEMPERATURE_RANGE, InputError, check_range
 
-UNKNOWN = "\ufffd"   # how characters outside the vocabulary are shown
+UNKNOWN = "\ufffd"
+CELLS = {"lstm": nn.LSTM, "gru": nn.GRU, "rnn": nn.RNN}   # nn.RNN is Elman's, tanh by default   # how characters outside the vocabulary are shown
 
 
 @dataclass
@@ -32,8 +36,11 @@ class CharLMConfig:
     hidden: int = 256
     layers: int = 2
     dropout: float = 0.1
+    cell: str = "lstm"         # "lstm", "gru" or "rnn"
 
     def __post_init__(self):
+        if self.cell not in CELLS:
+            raise ValueError(f"cell must be one of {', '.join(CELLS)} (got {self.cell!r})")
         if not self.chars or len(set(self.chars)) != len(self.chars):
             raise ValueError("chars must be a non-empty string of distinct characters")
         if not 1 <= self.layers <= 4 or self.hidden < 1 or self.emb_dim < 1:
@@ -58,8 +65,8 @@ class CharLM(nn.Module):
         self.cfg = cfg
         self.index = {c: i + 1 for i, c in enumerate(cfg.chars)}
         self.embed = nn.Embedding(cfg.vocab_size, cfg.emb_dim)
-        self.lstm = nn.LSTM(cfg.emb_dim, cfg.hidden, num_layers=cfg.layers, batch_first=True,
-                            dropout=cfg.dropout if cfg.layers > 1 else 0.0)
+        self.rnn = CELLS[cfg.cell](cfg.emb_dim, cfg.hidden, num_layers=cfg.layers, batch_first=True,
+                                   dropout=cfg.dropout if cfg.layers > 1 else 0.0)
         self.drop = nn.Dropout(cfg.dropout)
         self.out = nn.Linear(cfg.hidden, cfg.vocab_size)
 
@@ -72,17 +79,25 @@ class CharLM(nn.Module):
         return "".join(c if c in self.index or c in "\n" else UNKNOWN for c in text)
 
     def forward(self, x: torch.Tensor, state=None):
-        """(B, T) ids -> logits (B, T, V) for the next character, and the final (h, c)."""
-        h, state = self.lstm(self.drop(self.embed(x)), state)
+        """(B, T) ids -> logits (B, T, V) for the next character, and the final state
+        ((h, c) for an LSTM, h for a GRU or RNN)."""
+        h, state = self.rnn(self.drop(self.embed(x)), state)
         return self.out(self.drop(h)), state
 
+    @staticmethod
+    def renamed(weights: dict) -> dict:
+        """Weights saved before the cell was configurable named the layer `lstm`."""
+        return {("rnn." + k[5:] if k.startswith("lstm.") else k): v for k, v in weights.items()}
+
     @torch.inference_mode()
-    def trace(self, text: str, max_chars: int = MAX_PASSAGE_CHARS) -> list[LayerTrace]:
-        """Cell state, hidden state and gates of every layer at every character (lstm.py)."""
+    def trace(self, text: str, max_chars: int = MAX_PASSAGE_CHARS) -> list[LayerTrace | GRUTrace | ElmanTrace]:
+        """States and gates of every layer at every character: an LSTM's cell state, hidden
+        state and gates (lstm.py), a GRU's state and gates (gru.py), an RNN's state (elman.py)."""
         if not 1 <= len(text) <= max_chars:
             raise InputError(f"Trace between 1 and {max_chars:,} characters (got {len(text):,}).")
         ids = self.encode(text).to(self.embed.weight.device)
-        return trace_lstm(self.lstm, self.embed(ids))
+        tracer = {"lstm": trace_lstm, "gru": trace_gru, "rnn": trace_elman}[self.cfg.cell]
+        return tracer(self.rnn, self.embed(ids))
 
 
 @torch.inference_mode()

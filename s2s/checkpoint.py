@@ -153,6 +153,8 @@ def _load_weights(path: Path, model: nn.Module, what: str, device) -> nn.Module:
         weights = load_file(str(path / "model.safetensors"))
     except (SafetensorError, OSError, ValueError, RuntimeError) as e:
         raise CheckpointError(f"{what}: model.safetensors is corrupt or truncated ({e})") from None
+    if isinstance(model, CharLM):
+        weights = CharLM.renamed(weights)
     expected = model.state_dict()
     missing = sorted(set(expected) - set(weights))
     unexpected = sorted(set(weights) - set(expected))
@@ -174,6 +176,12 @@ class CheckpointInfo:
     description: str
     metrics: dict
     error: str | None = None
+    model: dict = field(default_factory=dict)     # config.json's "model": cell, attention, sizes
+
+    @property
+    def cell(self) -> str:
+        """The recurrent cell ("lstm", "gru" or "rnn"); models saved before it was configurable are LSTMs."""
+        return self.model.get("cell", "lstm")
 
 
 def list_checkpoints(root: str | Path | None = None) -> list[CheckpointInfo]:
@@ -185,7 +193,7 @@ def list_checkpoints(root: str | Path | None = None) -> list[CheckpointInfo]:
             config = read_json(d / "config.json", f"checkpoint {d.name!r}")
             metrics = read_json(d / "metrics.json", d.name) if (d / "metrics.json").is_file() else {}
             rows.append(CheckpointInfo(d.name, d, config.get("kind", "translation"),
-                                       config.get("description", ""), metrics))
+                                       config.get("description", ""), metrics, model=config.get("model") or {}))
         except CheckpointError as e:
             rows.append(CheckpointInfo(d.name, d, "unknown", "", {}, error=str(e)))
     return rows

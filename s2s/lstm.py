@@ -113,6 +113,14 @@ class LayerTrace:
     candidate: torch.Tensor
     output_gate: torch.Tensor
 
+    SIGNALS = {"cell": "tanh(c), the memory",           # what a unit's activation means (cells.py)
+               "hidden": "h = o * tanh(c), what the next layer sees",
+               "input_gate": "input gate i",
+               "forget_gate": "forget gate f",
+               "output_gate": "output gate o"}
+    GATES = ("input_gate", "forget_gate", "output_gate")
+    MEMORY = "cell"            # the signal a cell's memory is ranked by
+
     def to_lists(self, digits: int = 5) -> dict[str, list[list[float]]]:
         return {name: getattr(self, name).float().cpu().numpy().round(digits).tolist()
                 for name in ("cell", "hidden", "input_gate", "forget_gate", "output_gate")}

@@ -44,20 +44,23 @@ def main() -> None:
         for c in rows:
             cells = [f"{b['bleu']:.1f}" if b["bleu"] is not None else "–" for b in c.metrics["test"]["test_long"]["by_length"]]
             print(f"| `{c.name}` | " + " | ".join(cells) + " |")
-    charlms = [c for c in checkpoints if c.kind == "charlm" and "test" in c.metrics]
+    order = {"rnn": 0, "gru": 1, "lstm": 2}
+    charlms = sorted((c for c in checkpoints if c.kind == "charlm" and "test" in c.metrics),
+                     key=lambda c: (c.metrics.get("train", {}).get("data", ""), order.get(c.cell, 9)))
     if charlms:
         print()
         print("Character-level models, bits per character (the paper's: Karpathy et al. 2015, converted from nats):")
-        print("| model | test | test, known-character lines | valid | paper's best | paper's 20-gram | train min |")
-        print("|---|---:|---:|---:|---:|---:|---:|")
+        print("| model | cell | parameters | test | test, known-character lines | valid | paper's best | paper's 20-gram | train min |")
+        print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
         for c in charlms:
             m, paper = c.metrics, c.metrics.get("paper", {})
             known = m.get("test_known_lines", {}).get("bits_per_char")
-            print(f"| `{c.name}` | {m['test']['bits_per_char']:.3f} | {_num(known)} | {m['valid']['bits_per_char']:.3f} | "
+            print(f"| `{c.name}` | {c.cell} | {m['train'].get('parameters', 0):,} | {m['test']['bits_per_char']:.3f} | {_num(known)} | {m['valid']['bits_per_char']:.3f} | "
                   f"{_num(paper.get('best_rnn_bits_per_char'))} | {_num(paper.get('ngram20_bits_per_char'))} | "
                   f"{m['train']['minutes']:.0f} |")
         print()
-        print("The most interpretable cell per feature, found on held-out text (Pearson r of tanh(c) with the feature):")
+        print("The most interpretable cell per feature, found on held-out text (Pearson r of the memory, an LSTM's "
+              "tanh(c) or a GRU's or RNN's h, with the feature):")
         print("| model | feature | layer | cell | r |")
         print("|---|---|---:|---:|---:|")
         for c in charlms:

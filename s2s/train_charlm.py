@@ -63,6 +63,19 @@ def split_text(text: str, valid: float = 0.05, test: float = 0.05) -> tuple[str,
     return text[:a], text[a:b], text[b:]
 
 
+def fixed_train_part(text: str, valid_text: str, test_text: str, n: int) -> tuple[str, str, str | None]:
+    """(train, validation, error) when training on the first `n` characters. When an earlier,
+    longer copy of the file put the 90 % boundary later, its train part reaches into today's
+    validation part; the validation part then starts where training stops, so it holds only
+    text no model saw. The test part (the end of the file) is never touched."""
+    valid_start = len(text) - len(valid_text) - len(test_text)
+    test_start = len(text) - len(test_text)
+    if not 1 <= n < test_start - 1000:
+        return "", "", (f"--train-chars must be between 1 and {test_start - 1000:,} (the test part starts at "
+                        f"character {test_start:,} and at least 1,000 characters must be left to validate on)")
+    return text[:n], text[max(n, valid_start):test_start], None
+
+
 def known_lines(text: str, chars: str) -> str:
     """The lines of `text` made only of characters in `chars` (the training vocabulary).
     A character the model never saw costs many bits wherever it comes; on these lines the
@@ -93,6 +106,7 @@ def main(argv=None) -> int:
     p.add_argument("--work", help="resumable training state (default runs/<out name>)")
     p.add_argument("--name", help="model name (default: the --out folder's name)")
     p.add_argument("--description", default="", help="one line shown in the app")
+    p.add_argument("--cell", choices=("lstm", "gru", "rnn"), default="lstm", help="the recurrent cell")
     p.add_argument("--hidden", type=int, default=256)
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--emb-dim", type=int, default=64)
@@ -105,6 +119,9 @@ def main(argv=None) -> int:
     p.add_argument("--eval-every", type=int, default=250)
     p.add_argument("--valid-chars", type=int, default=100_000, help="validation characters read at each evaluation")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--train-chars", type=int,
+                   help="train on only the first N characters of the train part (to train on exactly the text "
+                        "an earlier model saw, when the file has since lost lines at its end)")
     p.add_argument("--reevaluate", action="store_true",
                    help="do not train: measure the checkpoint in --out again on --data's held-out parts")
     a = p.parse_args(argv)
@@ -115,6 +132,11 @@ def main(argv=None) -> int:
         return 2
     text = data.read_text(encoding="utf-8", errors="replace")
     train_text, valid_text, test_text = split_text(text)
+    if a.train_chars is not None:
+        train_text, valid_text, err = fixed_train_part(text, valid_text, test_text, a.train_chars)
+        if err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
     if a.reevaluate:
         try:
             return reevaluate(Path(a.out), data, valid_text, test_text)
@@ -130,7 +152,7 @@ def main(argv=None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(a.seed)
     cfg = CharLMConfig(chars="".join(sorted(set(train_text))), emb_dim=a.emb_dim, hidden=a.hidden,
-                       layers=a.layers, dropout=a.dropout)
+                       layers=a.layers, dropout=a.dropout, cell=a.cell)
     model = CharLM(cfg)
     opt = torch.optim.Adam(model.parameters(), lr=a.lr)
     meta = {"step": 0, "seconds": 0.0, "chars": 0, "curve": []}
@@ -153,7 +175,7 @@ def main(argv=None) -> int:
         for g in opt.param_groups:
             g["lr"] = lr_at(step, a.steps, a.lr, a.warmup)
         logits, state = model(x, state)
-        state = tuple(s.detach() for s in state)
+        state = tuple(s.detach() for s in state) if isinstance(state, tuple) else state.detach()
         loss = F.cross_entropy(logits.reshape(-1, cfg.vocab_size), y.reshape(-1))
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -183,7 +205,8 @@ def main(argv=None) -> int:
         "train": {"steps": a.steps, "minutes": round(meta["seconds"] / 60, 1), "parameters": n_params,
                   "chars_seen": meta["chars"], "batch": a.batch, "seq": a.seq, "lr": a.lr,
                   "data": f"{data.parent.name}/{data.name}",
-                  "split": "contiguous 90/5/5 %, test = the end of the file"},
+                  "split": "contiguous 90/5/5 %, test = the end of the file",
+                  **({"train_chars": a.train_chars} if a.train_chars else {})},
     }
     if paper := paper_figures(data.parent.name):
         metrics["paper"] = paper

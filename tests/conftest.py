@@ -139,3 +139,19 @@ def app_page(path: str | None = None):
         at.switch_page(path)
         at.run()
     return at
+
+
+@pytest.fixture(scope="session")
+def charlm_trio(code_text_file, tiny_root, tiny_charlm) -> dict[str, Path]:
+    """The tiny LSTM and the same model with a GRU and an Elman RNN cell, trained identically
+    through `python -m s2s.train_charlm --cell` (as the shipped War and Peace trio)."""
+    from s2s import train_charlm
+    out = {"lstm": tiny_charlm}
+    for cell in ("gru", "rnn"):
+        out[cell] = tiny_root / f"charlm-tiny-{cell}"
+        rc = train_charlm.main(["--data", str(code_text_file), "--out", str(out[cell]), "--cell", cell,
+                                "--work", str(tiny_root / f"work-charlm-{cell}"), "--hidden", "32", "--layers", "2",
+                                "--emb-dim", "16", "--batch", "16", "--seq", "64", "--steps", "150", "--eval-every", "50",
+                                "--lr", "0.01", "--warmup", "10", "--description", f"tiny character {cell} of generated C"])
+        assert rc == 0
+    return out

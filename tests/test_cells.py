@@ -68,7 +68,7 @@ def test_trained_char_model_traces_evaluates_and_samples(tiny_charlm, code_text_
     assert len(traces) == 2 and traces[0].cell.shape == (500, 32)
     # the trace reproduces the fused LSTM it was read from
     with torch.no_grad():
-        out, _ = lm.model.lstm(lm.model.embed(lm.model.encode(text[:500]))[None])
+        out, _ = lm.model.rnn(lm.model.embed(lm.model.encode(text[:500]))[None])
     assert torch.allclose(traces[-1].hidden, out[0], atol=1e-5)
     metrics = lm.metrics
     assert metrics["test"]["bits_per_char"] > 0 and set(metrics["cells"]) == set(FEATURES)
@@ -216,3 +216,22 @@ def test_reevaluate_measures_a_changed_corpus_and_keeps_the_weights(tiny_charlm,
     assert new["test"]["chars"] == len(test) != old["test"]["chars"] and new["valid"]["chars"] == len(valid)
     assert new["curve"] == old["curve"] and new["reevaluated"]["chars"] == len(valid) + len(test)
     assert train_charlm.main(["--data", str(shorter), "--out", str(tmp_path / "missing"), "--reevaluate"]) == 2
+
+
+def test_fixed_train_part_trains_on_an_earlier_copys_characters_and_validates_on_the_rest():
+    from s2s.train_charlm import fixed_train_part, split_text
+    text = "".join(chr(97 + i % 26) for i in range(100_000))
+    train, valid, test = split_text(text)
+    longer_train, valid2, err = fixed_train_part(text, valid, test, 91_000)      # reaches 1,000 into validation
+    assert err is None and longer_train == text[:91_000]
+    assert valid2 == text[91_000:95_000] and len(valid2) + len(longer_train) + len(test) == len(text)
+    shorter, valid3, err = fixed_train_part(text, valid, test, 80_000)           # stops early: validation unchanged
+    assert err is None and shorter == text[:80_000] and valid3 == valid
+    for bad in (0, 94_500, 200_000):
+        assert fixed_train_part(text, valid, test, bad)[2] is not None
+
+
+def test_train_chars_past_the_test_part_is_refused(code_text_file, tmp_path, capsys):
+    from s2s import train_charlm
+    rc = train_charlm.main(["--data", str(code_text_file), "--out", str(tmp_path / "x"), "--train-chars", "99999999"])
+    assert rc == 2 and "--train-chars must be between 1 and" in capsys.readouterr().err

@@ -212,3 +212,44 @@ def test_the_example_box_names_the_example_on_show(zoo_env):
     at.selectbox(key="example_pick").set_value("Linux kernel code the model never saw (test part)").run()
     assert at.selectbox(key="example_pick").value == "Linux kernel code the model never saw (test part)"
     assert not at.exception
+
+
+@pytest.fixture
+def trio_env(tmp_path, charlm_trio, monkeypatch):
+    for cell, path in charlm_trio.items():
+        shutil.copytree(path, tmp_path / f"charlm-tiny-{cell}")
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(tmp_path))
+    return tmp_path
+
+
+def test_a_gru_is_traced_coloured_and_ranked_by_its_own_gates(trio_env):
+    at = cells_page()
+    at.selectbox(key="charlm").set_value("charlm-tiny-gru").run()
+    assert not at.exception
+    assert "(GRU)" in at.selectbox(key="charlm").format_func("charlm-tiny-gru")
+    assert at.selectbox(key="signal").options == ["h, the state (the GRU's only memory)",
+                                                  "update gate z (0 keeps h; 1 overwrites it)",
+                                                  "reset gate r", "candidate h~"]
+    assert 'title="h = ' in html_blocks(at)[0]
+    at.selectbox(key="signal").set_value("update_gate").run()
+    assert 'title="update gate z (0 keeps h; 1 overwrites it) = ' in html_blocks(at)[0]
+    at = open_tab(at, "Find cells")
+    at.selectbox(key="feature").set_value("inside_quotes").run()      # the page opened on War and Peace
+    assert at.dataframe[0].value.shape == (10, 3) and "correlation of h" in " ".join(c.value for c in at.caption)
+    at = open_tab(at, "Gates")
+    assert all(k in chart_ids(at) for k in ("sat0", "sat1", "gate_traces"))
+    gates = json.loads([c for c in at.get("plotly_chart") if "gate_traces" in c.proto.id][0].proto.spec)
+    assert [t["name"] for t in gates["data"] if "gate" in t["name"]] == ["update gate", "reset gate"]
+    assert any("z ≈ 0" in m.value for m in at.markdown)
+
+
+def test_an_rnn_has_its_state_and_no_gates(trio_env):
+    at = cells_page()
+    at.selectbox(key="charlm").set_value("charlm-tiny-rnn").run()
+    assert not at.exception and at.selectbox(key="signal").options == ["h = tanh(u), the state (the RNN's only memory)"]
+    at = open_tab(at, "Find cells")
+    at.selectbox(key="feature").set_value("inside_quotes").run()
+    assert at.dataframe[0].value.shape == (10, 3)
+    at = open_tab(at, "Gates")
+    assert not at.exception and "sat0" not in chart_ids(at)
+    assert any("has no gates" in i.value for i in at.info)

@@ -17,3 +17,15 @@ def test_report_lists_character_models_and_their_cells(tmp_path, tiny_charlm, mo
     assert f"| {metrics['test']['bits_per_char']:.3f} |" in row and "| 1.212 |" in row     # the paper's 0.84 nats
     assert "| `charlm-linux-kernel` | brace_depth | 1 | 2 | +0.610 |" in out
     assert "inside_quotes" not in out                                                        # |r| < 0.3 is not listed
+
+
+def test_report_lists_every_cell_type_in_the_lectures_order(tmp_path, charlm_trio, monkeypatch, capsys):
+    for cell in ("lstm", "rnn", "gru"):
+        shutil.copytree(charlm_trio[cell], tmp_path / f"charlm-tiny-{cell}")
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(tmp_path))
+    report.main()
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| `charlm-tiny-")
+            and line.count("|") == 10]
+    assert [r.split(" | ")[1] for r in rows] == ["rnn", "gru", "lstm"]
+    params = json.loads((tmp_path / "charlm-tiny-gru" / "metrics.json").read_text())["train"]["parameters"]
+    assert f"| {params:,} |" in rows[1]

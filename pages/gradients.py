@@ -1,0 +1,209 @@
+"""Gates & Gradients: why LSTMs and GRUs exist, measured on untrained and trained cells.
+
+The page is layout and widgets only; the measurements are s2s.gradients and
+s2s.memory_gap, the figures s2s.figures.
+"""
+import json
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+import ui
+from s2s.figures import (CELL_NAMES, gradient_flow_figure, memory_gap_figure, memory_span_figure,
+                         untrained_flow_figure)
+from s2s.gradients import DEMO_DEFAULTS, DEMO_RANGES, GradientFlow, gradient_flow, untrained_flow
+from s2s.text import MAX_PASSAGE_CHARS, InputError, clean_passage
+
+ROOT = Path(__file__).resolve().parent.parent
+GAP_RESULTS = ROOT / "results" / "memory_gap.json"
+EXAMPLES = {"War and Peace": ROOT / "examples" / "war_and_peace_heldout.txt",     # test parts: never trained on
+            "Linux kernel": ROOT / "examples" / "kernel_heldout.c"}
+CELL_ORDER = {"rnn": 0, "gru": 1, "lstm": 2}
+CORPUS_NAMES = {"war-and-peace": "War and Peace", "linux-kernel": "Linux kernel"}
+FAR = 50          # the distance the captions compare at: far enough to show vanishing, within the shortest text
+EQUATIONS = {
+    "rnn": r"\text{RNN: } h_t = \tanh(W x_t + U h_{t-1}) \;\Rightarrow\; \frac{\partial h_t}{\partial h_{t-1}} = \mathrm{diag}(1 - h_t^2)\, U",
+    "lstm": r"\text{LSTM: } c_t = f_t \odot c_{t-1} + i_t \odot g_t \;\Rightarrow\; \frac{\partial c_t}{\partial c_{t-1}} = \mathrm{diag}(f_t)",
+    "gru": r"\text{GRU: } h_t = (1 - z_t) \odot h_{t-1} + z_t \odot \tilde h_t \;\Rightarrow\; \frac{\partial h_t}{\partial h_{t-1}} = \mathrm{diag}(1 - z_t) + \dots",
+}
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def untrained_cached(cell: str, radius: float, forget_bias: float, hidden: int, length: int):
+    return untrained_flow(cell, radius, forget_bias, hidden, length)
+
+
+@st.cache_data(max_entries=32, show_spinner="Backpropagating through every model…")
+def flow_cached(path: str, text: str, max_distance: int) -> GradientFlow:
+    return gradient_flow(ui.load_charlm_path(path).model, text, max_distance)
+
+
+@st.cache_data(show_spinner=False)
+def gap_results(mtime: float) -> dict | None:
+    """results/memory_gap.json (keyed by its modification time, so a new run shows)."""
+    try:
+        return json.loads(GAP_RESULTS.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def share(x: float) -> str:
+    """A gradient share for a caption: 0.031 -> '3.1e-02'; exact zeros say so."""
+    return "0 (below float precision)" if x == 0 else f"{x:.1e}"
+
+
+st.title("Gates & Gradients")
+st.caption("Training sends the error back through time, one multiplication per step. In a plain RNN the product "
+           "shrinks (or blows up) geometrically; an LSTM's memory is multiplied by its forget gates, a GRU's by 1 − z.")
+S = st.session_state
+for k in ("corpus", "passage_source", "passage_typed", "max_distance"):   # kept while their tab is closed
+    if k in S:
+        S[k] = S[k]
+tabs = st.tabs(["Live: untrained cells", "Trained models", "LSTM memory", "Remembering across a gap",
+                "Bits per character"], key="gradients_tab", on_change="rerun")
+
+# ------------------------------------------------------------------ live demonstration
+with tabs[0]:
+    if tabs[0].open:
+        left, right = st.columns([1, 3])
+        with left:
+            radius = st.slider("Recurrent weights' spectral radius ρ", *DEMO_RANGES["radius"], DEMO_DEFAULTS["radius"],
+                               0.05, key="radius", help="Every recurrent matrix is ρ·Q with Q orthogonal.")
+            forget_bias = st.slider("Forget-gate bias", *DEMO_RANGES["forget_bias"], DEMO_DEFAULTS["forget_bias"], 0.5,
+                                    key="forget_bias", help="The LSTM's f and the GRU's 1 − z start at sigmoid(bias): "
+                                                            "how much memory they keep per step at rest.")
+            hidden = st.select_slider("Hidden size", [8, 16, 32, 64, 128, 256], DEMO_DEFAULTS["hidden"], key="hidden")
+            length = st.slider("Sequence length T", *DEMO_RANGES["length"], DEMO_DEFAULTS["length"], 10, key="length")
+        try:
+            flows = [untrained_cached(c, float(radius), float(forget_bias), int(hidden), int(length))
+                     for c in ("rnn", "gru", "lstm")]
+        except InputError as e:
+            st.warning(str(e))
+        else:
+            with right:
+                st.plotly_chart(untrained_flow_figure(flows, f"Untrained cells, ρ = {radius:.2f}, forget bias "
+                                                             f"{forget_bias:+.1f}: gradient left after T − t steps"),
+                                key="untrained")
+                k = min(FAR, int(length) - 1)
+                kept = {CELL_NAMES[f.cell]: f.grad_norm[k] for f in flows}
+                st.caption(f"Measured here, {k} steps back: the RNN keeps {share(kept['Elman RNN'])} of the gradient "
+                           f"that reached its memory, the GRU {share(kept['GRU'])}, the LSTM {share(kept['LSTM'])} "
+                           "(m is the memory: the LSTM's c, the GRU's and RNN's h; mean over 16 random sequences, "
+                           "u a random unit vector). Move ρ across 1 and watch the red line tilt from down to up; "
+                           "raise the bias and the dashed products of the gates flatten.")
+            for cell in ("rnn", "lstm", "gru"):
+                st.latex(EQUATIONS[cell])
+
+# ------------------------------------------------------------------ trained models
+models = ui.charlm_models()
+corpora: dict[str, list] = {}
+for info in models:
+    corpora.setdefault(info.metrics.get("train", {}).get("data", info.name), []).append(info)
+for group in corpora.values():
+    group.sort(key=lambda i: CELL_ORDER.get(i.cell, 9))
+corpus_names = sorted(corpora, key=lambda c: (-len({i.cell for i in corpora[c]}), c))   # most cell types first
+
+
+def passage_picker(with_distance: bool = False) -> tuple[str | None, list, int]:
+    """The passage, the corpus's models and K, shared by the two tabs that measure trained models."""
+    c1, c2, c3 = st.columns([3, 4, 3])
+    K = c3.slider("How far back, K (characters)", 10, 200, 200, 10, key="max_distance") if with_distance else 200
+    corpus = c1.selectbox("Models trained on", corpus_names, key="corpus", on_change=lambda: S.pop("passage_source", None),
+                          format_func=lambda c: f"{CORPUS_NAMES.get(c.split('/')[0], c)}: "
+                                                + ", ".join(CELL_NAMES.get(i.cell, i.cell) for i in corpora[c]))
+    source = c2.segmented_control("Passage (examples: the test part, never trained on)", list(EXAMPLES) + ["Your text"],
+                                  key="passage_source", default=list(EXAMPLES)[1 if "linux" in corpus else 0])
+    if source == "Your text":
+        with st.form("own_passage"):
+            st.text_area("Paste a passage (at least a few hundred characters)", key="passage_typed", height=120,
+                         help=f"Up to {MAX_PASSAGE_CHARS:,} characters.")
+            st.form_submit_button("Measure", type="primary")
+        raw = S.get("passage_typed", "")
+    else:
+        raw = EXAMPLES.get(source or next(iter(EXAMPLES))).read_text(encoding="utf-8")
+    try:
+        return clean_passage(raw), corpora[corpus], K
+    except InputError as e:
+        st.warning(str(e))
+        return None, corpora[corpus], K
+
+
+with tabs[1]:
+    if tabs[1].open:
+        if not models:
+            st.info("No character-level model in `checkpoints/`: train them with `bash train_charlms.sh` (see the README).")
+        else:
+            text, group, K = passage_picker(with_distance=True)
+            if text is not None:
+                if len(text) < K + 2:
+                    st.warning(f"This passage has {len(text):,} characters; looking {K} back needs at least {K + 2:,}. "
+                               "Paste a longer one or lower K.")
+                else:
+                    flows = {f"{CELL_NAMES.get(i.cell, i.cell)} ({i.name})": flow_cached(ui.model_path(i.name), text, K)
+                             for i in group}
+                    st.plotly_chart(gradient_flow_figure(flows, "Trained models: the gradient of one prediction, "
+                                                                "k characters back"), key="trained_flow")
+                    k = min(FAR, K)
+                    st.caption(f"g(k) = mean over {next(iter(flows.values())).positions} positions t of "
+                               "‖∂ log p(x_{t+1} | x_≤t) / ∂h_{t−k}‖, the top layer's state. Measured on this passage, "
+                               f"g({k})/g(0): " + "; ".join(f"{label.split(' (')[0]} {share(f.ratio(k))}"
+                                                            for label, f in flows.items()) + ".")
+
+# ------------------------------------------------------------------ LSTM memory
+with tabs[2]:
+    if tabs[2].open:
+        lstms = [i for i in models if i.cell == "lstm"]
+        if not lstms:
+            st.info("No character-level LSTM in `checkpoints/`.")
+        else:
+            text, group, _ = passage_picker()
+            lstm = next((i for i in group if i.cell == "lstm"), None)
+            if lstm is None:
+                st.info("None of these models is an LSTM: pick a corpus with one.")
+            elif text is not None and len(text) < 202:
+                st.warning(f"This passage has {len(text):,} characters; the memory is measured up to 200 back, "
+                           "which needs at least 202.")
+            elif text is not None:
+                flow = flow_cached(ui.model_path(lstm.name), text, 200)
+                lives = flow.half_lives()
+                st.plotly_chart(memory_span_figure(lives, 200, f"How long each cell of {lstm.name}'s top layer keeps "
+                                                               "half its memory"), key="half_lives")
+                st.caption(f"Along the memory path ∂c_t/∂c_(t−k) = ∏ f, averaged over {flow.positions} positions of "
+                           f"this passage: {int((lives <= 5).sum())} of {len(lives)} cells keep half their memory for 5 "
+                           f"characters or fewer, {int((lives > 50).sum())} for more than 50, "
+                           f"{int((lives > 200).sum())} beyond 200.")
+
+# ------------------------------------------------------------------ the gap experiment
+with tabs[3]:
+    if tabs[3].open:
+        experiment = gap_results(GAP_RESULTS.stat().st_mtime if GAP_RESULTS.is_file() else 0.0)
+        if experiment is None:
+            st.info("No results yet: run `python -m s2s.memory_gap --gaps 5 10 20 50 100 --out results/memory_gap.json`.")
+        else:
+            st.plotly_chart(memory_gap_figure(experiment), key="gap")
+            rows = experiment["results"]
+            held = []
+            for cell in dict.fromkeys(r["cell"] for r in rows):
+                good = [r["gap"] for r in rows if r["cell"] == cell and r["accuracy"] >= 0.9]
+                held.append(f"{CELL_NAMES.get(cell, cell)}: " + (f"up to a gap of {max(good)}" if good else "at no gap"))
+            st.caption("Read a symbol, then a gap of distractors, then say the symbol. ≥ 90% right on held-out "
+                       "sequences — " + "; ".join(held) + f". {experiment.get('task', '')}")
+            st.caption("Reproduce: `python -m s2s.memory_gap --gaps 5 10 20 50 100 --out results/memory_gap.json`")
+
+# ------------------------------------------------------------------ bits per character
+with tabs[4]:
+    if tabs[4].open:
+        rows = [{"corpus": CORPUS_NAMES.get(corpus.split("/")[0], corpus), "cell": CELL_NAMES.get(i.cell, i.cell),
+                 "model": i.name, "parameters": f"{i.metrics.get('train', {}).get('parameters', 0):,}",
+                 "test bits/char": i.metrics.get("test", {}).get("bits_per_char"),
+                 "validation bits/char": i.metrics.get("valid", {}).get("bits_per_char"),
+                 "training minutes": i.metrics.get("train", {}).get("minutes")}
+                for corpus in corpus_names for i in corpora[corpus]]
+        if not rows:
+            st.info("No character-level model in `checkpoints/`.")
+        else:
+            st.dataframe(pd.DataFrame(rows), hide_index=True)
+            st.caption("Lower is better: the mean −log₂ p of each next character of the test part (the end of the "
+                       "file, never trained on). Models on one corpus share the text, the size (2 layers × 256), the "
+                       "steps and the schedule; only the cell differs.")

@@ -1,0 +1,126 @@
+"""AppTest: the Gates & Gradients page, on tiny RNN, GRU and LSTM character models."""
+import json
+import shutil
+
+import pytest
+
+from conftest import ROOT, app_page
+from s2s.checkpoint import load_charlm
+
+HOSTILE = ('<script>alert("x")</script> &amp; \x00\x1b[31m ‮ 😀 ' * 40)
+
+
+@pytest.fixture
+def trio_env(tmp_path, charlm_trio, monkeypatch):
+    for cell, path in charlm_trio.items():
+        shutil.copytree(path, tmp_path / f"charlm-tiny-{cell}")
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(tmp_path))
+    return tmp_path
+
+
+def page():
+    return app_page("pages/gradients.py")
+
+
+def open_tab(at, label: str):
+    at.session_state["gradients_tab"] = label
+    return at.run()
+
+
+def chart_ids(at) -> str:
+    return " ".join(c.proto.id for c in at.get("plotly_chart"))
+
+
+def captions(at) -> str:
+    return " ".join(c.value for c in at.caption)
+
+
+def test_gates_and_gradients_comes_first_in_the_navigation():
+    app = (ROOT / "app.py").read_text()
+    assert app.index("pages/gradients.py") < min(app.index(p) for p in ("pages/translate.py", "pages/bottleneck.py",
+                                                                        "pages/cells.py"))
+
+
+def test_live_demo_redraws_for_every_control(trio_env):
+    at = page()
+    assert not at.exception and at.title[0].value == "Gates & Gradients"
+    assert "untrained" in chart_ids(at) and len(at.get("latex")) == 3
+    first = captions(at)
+    assert "50 steps back" in first
+    seen = {first}
+    for key, value in (("radius", 0.5), ("forget_bias", 8.0), ("hidden", 16), ("length", 20)):
+        if key == "hidden":
+            at.select_slider(key=key).set_value(value).run()
+        else:
+            at.slider(key=key).set_value(value).run()
+        assert not at.exception and "untrained" in chart_ids(at)
+        seen.add(captions(at))
+    assert len(seen) == 5                       # every control changed what was measured
+    assert "19 steps back" in captions(at)      # T = 20: the caption compares at the farthest step
+
+
+def test_live_demo_numbers_are_the_libraries(trio_env):
+    from s2s.gradients import untrained_flow
+    at = page()
+    at.slider(key="radius").set_value(0.5).run()
+    rnn = untrained_flow("rnn", 0.5, 3.0, 64, 100).grad_norm[50]
+    assert f"the RNN keeps {rnn:.1e}" in captions(at)
+
+
+def test_trained_models_tab_compares_the_three_cells(trio_env):
+    at = open_tab(page(), "Trained models")
+    assert not at.exception and "trained_flow" in chart_ids(at)
+    text = captions(at)
+    assert "g(50)/g(0)" in text and all(c in text for c in ("Elman RNN", "GRU", "LSTM"))
+    at.slider(key="max_distance").set_value(30).run()
+    assert "g(30)/g(0)" in captions(at)
+    fig = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert len(fig["data"]) == 3 and len(fig["data"][0]["x"]) == 31
+    at.segmented_control(key="passage_source").set_value("War and Peace").run()
+    assert not at.exception and "trained_flow" in chart_ids(at)
+
+
+@pytest.mark.parametrize("typed, message", [("", "empty"), ("short text", "at least"), (HOSTILE, None)])
+def test_your_text_handles_empty_short_and_hostile_passages(trio_env, typed, message):
+    at = open_tab(page(), "Trained models")
+    at.segmented_control(key="passage_source").set_value("Your text").run()
+    at.text_area(key="passage_typed").set_value(typed)
+    at.button[0].click().run()
+    assert not at.exception
+    if message:
+        assert any(message in w.value for w in at.warning) and "trained_flow" not in chart_ids(at)
+    else:
+        assert not at.warning and "trained_flow" in chart_ids(at)
+        assert "<script>" not in " ".join(m.value for m in at.markdown)
+
+
+def test_lstm_memory_tab_counts_cells_by_half_life(trio_env):
+    at = open_tab(page(), "LSTM memory")
+    assert not at.exception and "half_lives" in chart_ids(at)
+    fig = json.loads(at.get("plotly_chart")[0].proto.spec)
+    hidden = load_charlm(trio_env / "charlm-tiny-lstm").model.cfg.hidden
+    assert sum(fig["data"][0]["y"]) == hidden            # every cell of the top layer in one bar
+    assert f"of {hidden} cells" in captions(at)
+
+
+def test_gap_tab_draws_the_shipped_experiment(trio_env):
+    at = open_tab(page(), "Remembering across a gap")
+    assert not at.exception
+    results = json.loads((ROOT / "results" / "memory_gap.json").read_text())
+    fig = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert {t["name"].split(" (")[0] for t in fig["data"]} == {"Elman RNN", "GRU", "LSTM"}
+    assert sum(len(t["x"]) for t in fig["data"]) == len(results["results"])
+    assert "python -m s2s.memory_gap" in captions(at)
+
+
+def test_bits_per_character_table_lists_every_character_model(trio_env):
+    at = open_tab(page(), "Bits per character")
+    df = at.dataframe[0].value
+    assert list(df["cell"]) == ["Elman RNN", "GRU", "LSTM"]
+    assert (df["test bits/char"] > 0).all()
+
+
+def test_page_without_character_models_says_how_to_train_them(tmp_path, monkeypatch):
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(tmp_path))
+    at = open_tab(page(), "Trained models")
+    assert not at.exception and "train_charlms.sh" in " ".join(i.value for i in at.info)
