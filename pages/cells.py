@@ -12,7 +12,7 @@ import ui
 from s2s.cells import FEATURES, Trace, encoder_trace, gate_saturation, memory_resets, rank_cells, regex_feature, signal_of
 from s2s.charlm import sample_text
 from s2s.decode import encode_source, greedy
-from s2s.figures import cell_traces_figure, colored_text_html, saturation_scatter, state_heatmap
+from s2s.figures import cell_traces_figure, colored_text_html, saturation_scatter, state_heatmap, token_bars
 from s2s.text import MAX_PASSAGE_CHARS, MAX_SAMPLE_CHARS, InputError, clean_passage
 
 EXAMPLE_DIR = Path(__file__).resolve().parent.parent / "examples"
@@ -22,7 +22,7 @@ EXAMPLES = {
     "War and Peace dialogue the model never saw (test part)": "war_and_peace_heldout.txt",
 }
 CUSTOM = "custom regular expression"
-KEPT = ("layer", "cell", "signal", "feature", "regex")
+KEPT = ("layer", "cell", "signal", "feature", "regex", "source", "typed")
 GATE_NOTE = ("**Reading the gates.** The forget gate f multiplies the old memory: c_t = f ⊙ c_{t-1} + i ⊙ g. "
              "**f ≈ 1** keeps the cell as it was, so information (and the gradient, backwards) passes through many "
              "steps unchanged: this is how the LSTM escapes vanishing gradients. **f ≈ 0** wipes the cell; a cell that "
@@ -155,8 +155,11 @@ else:
         if k in S:
             S[k] = S[k]
     S.layer, S.cell = min(int(S.layer), L - 1), min(int(S.cell), H - 1)   # another model may be smaller
+    # the passage controls act on the character model's tabs only: hidden while the
+    # translation models' tab (which has its own sentence box) is the one open
+    passage_tab = S.get("cells_tab") != "Translation models"
     source = st.segmented_control("Text", ["Example", "Your text", "Sample from the model"], key="source",
-                                  default="Example")
+                                  default="Example") if passage_tab else None
     if source == "Example":
         # the box names the example on show (none once the text is the user's own or a sample)
         S.example_pick = next((label for label in EXAMPLES if example_text(label) == S.cell_text), None)
@@ -178,15 +181,16 @@ else:
             seed = c4.number_input("Seed", 0, 2**31 - 1, 0)
             if st.form_submit_button("Sample", type="primary"):
                 S.cell_text = prime + sample_cached(path, prime, int(length), float(temperature), int(seed))
-    try:
-        text = clean_passage(S.cell_text)
-    except InputError as e:
-        st.warning(str(e))
-        st.stop()
-    traces = trace_cached(path, text)
-    shown = lm.model.shown(text)
-    if shown != text:
-        st.caption("Characters the model never saw in training are shown as \ufffd and read as one unknown symbol.")
+    if passage_tab:
+        try:
+            text = clean_passage(S.cell_text)
+        except InputError as e:
+            st.warning(str(e))
+            st.stop()
+        traces = trace_cached(path, text)
+        shown = lm.model.shown(text)
+        if shown != text:
+            st.caption("Characters the model never saw in training are shown as \ufffd and read as one unknown symbol.")
     # only the open tab runs (see the Translate page)
     tabs = dict(zip(tab_names, st.tabs(tab_names, key="cells_tab", on_change="rerun")))
 
@@ -277,15 +281,19 @@ with tabs["Translation models"]:
                 c1, c2, c3 = st.columns([2, 4, 1], vertical_alignment="bottom")
                 tname = c1.selectbox("Model", usable, index=usable.index(ui.DEFAULT_MODEL) if ui.DEFAULT_MODEL in usable else 0)
                 sentence = c2.text_input("English sentence", value="I went to the lecture.")
-                c3.form_submit_button("Trace", type="primary")
+                c3.form_submit_button("Trace sentence", type="primary")
             try:
                 d, fwd, bwd, resets = translation_trace_cached(ui.model_path(tname), sentence)
             except (InputError, ui.CheckpointError) as e:
                 st.warning(str(e))
             else:
+                H_enc = fwd.shape[1]
+                pick = st.number_input("Cell to follow (outlined in every heatmap, its values below)", 0, H_enc - 1,
+                                       key="translation_cell")
                 for direction, states, key in (("forward", fwd, "enc_fwd"), ("backward", bwd, "enc_bwd")):
                     st.plotly_chart(state_heatmap(d.source_tokens, states,
-                                                  f"encoder, {direction} direction: tanh(c) per source piece"), key=key)
+                                                  f"encoder, {direction} direction: tanh(c) per source piece",
+                                                  highlight=int(pick)), key=key)
                     for r in resets[direction]:
                         st.caption(f"A nearly white column: at {ui.code_span(d.source_tokens[r.step])} the {direction} "
                                    f"direction wipes its memory (mean |tanh c| = {r.memory:.2f}). Its forget gate "
@@ -293,4 +301,10 @@ with tabs["Translation models"]:
                                    "so `c_t = f * c_(t-1) + i * g` is close to 0: a reset the model learned.")
                 if d.cells is not None:
                     st.plotly_chart(state_heatmap(d.target_tokens, np.tanh(d.cells),
-                                                  f"decoder: tanh(c) per output piece ({d.translation[:60]})"), key="dec")
+                                                  f"decoder: tanh(c) per output piece ({d.translation[:60]})",
+                                                  x_title="output piece", highlight=int(pick)), key="dec")
+                c1, c2 = st.columns(2)
+                c1.plotly_chart(token_bars(d.source_tokens, fwd[:, int(pick)], f"encoder cell {int(pick)}, forward: "
+                                           "tanh(c)", value_range=(-1, 1)), key="pick_fwd")
+                c2.plotly_chart(token_bars(d.source_tokens, bwd[:, int(pick)], f"encoder cell {int(pick)}, backward: "
+                                           "tanh(c)", value_range=(-1, 1)), key="pick_bwd")

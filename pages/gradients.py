@@ -189,7 +189,7 @@ with tabs[3]:
                 held.append(f"{CELL_NAMES.get(cell, cell)}: " + (f"up to a gap of {max(good)}" if good else "at no gap"))
             st.caption("Read a symbol, then a gap of distractors, then say the symbol. ≥ 90% right on held-out "
                        "sequences — " + "; ".join(held) + f". {experiment.get('task', '')}")
-            st.caption("Reproduce: `python -m s2s.memory_gap --gaps 5 10 20 50 100 --out results/memory_gap.json`")
+            st.caption("Reproduce: `" + experiment.get("command", "python -m s2s.memory_gap --gaps 5 10 20 50 100") + "`")
 
 # ------------------------------------------------------------------ bits per character
 with tabs[4]:

@@ -268,20 +268,24 @@ def saturation_scatter(saturation: dict[str, dict[str, np.ndarray]], title: str 
 
 
 def state_heatmap(tokens: Sequence[str], states: np.ndarray, title: str, value_name: str = "tanh(c)",
-                  height: int = 360) -> go.Figure:
-    """Cell dimensions (y) x tokens (x) of a translation model's LSTM, diverging colours."""
+                  height: int = 360, x_title: str = "source piece", highlight: int | None = None) -> go.Figure:
+    """Cell dimensions (y) x tokens (x) of a translation model's LSTM, diverging colours;
+    `highlight` outlines one cell's row."""
     z = np.asarray(states, dtype=float).T          # (H, T)
     labels = [display_token(t) for t in tokens]
     heat = go.Heatmap(z=z, x=list(range(len(labels))), y=list(range(z.shape[0])), zmin=-1, zmax=1,
                       colorscale="RdBu_r", colorbar=dict(title=dict(text=html.escape(value_name)), thickness=12),
                       customdata=np.array([labels] * z.shape[0]),
-                      hovertemplate="%{customdata} · dim %{y}: %{z:.3f}<extra></extra>")
+                      hovertemplate="%{customdata} · cell %{y}: %{z:.3f}<extra></extra>")
+    shapes = [] if highlight is None else [dict(type="rect", x0=-0.5, x1=len(labels) - 0.5, y0=highlight - 0.5,
+                                                 y1=highlight + 0.5, line=dict(color="black", width=2))]
     return figure([heat],
                   xaxis=dict(tickmode="array", tickvals=list(range(len(labels))), ticktext=labels, tickangle=-60,
-                             side="top", tickfont=dict(size=13 if len(labels) <= 30 else 10)),
-                  yaxis=dict(title=dict(text="cell dimension"), autorange="reversed"),
-                  title=dict(text=html.escape(title), y=0.99, yanchor="top"), height=height,
-                  margin=dict(l=10, r=10, t=120, b=10))
+                             side="top", tickfont=dict(size=13 if len(labels) <= 30 else 10),
+                             title=dict(text=html.escape(x_title), standoff=4)),
+                  yaxis=dict(title=dict(text=f"cell (0–{z.shape[0] - 1})"), autorange="reversed"),
+                  title=dict(text=html.escape(title), y=0.99, yanchor="top"), height=height, shapes=shapes,
+                  margin=dict(l=10, r=10, t=140, b=10))
 
 
 # ---------------------------------------------------------------- altair (line charts)

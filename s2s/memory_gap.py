@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -272,6 +273,7 @@ def main(argv=None) -> int:
 
     out = run_experiment(a.gaps, a.cells, progress=progress, steps=a.steps, max_seconds=a.max_seconds,
                          hidden=a.hidden, gate_init=a.gate_init, seed=a.seed)
+    out["command"] = "python -m s2s.memory_gap " + shlex.join(sys.argv[1:] if argv is None else argv)
     path = Path(a.out)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(out, indent=1)

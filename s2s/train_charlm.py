@@ -139,7 +139,7 @@ def main(argv=None) -> int:
             return 2
     if a.reevaluate:
         try:
-            return reevaluate(Path(a.out), data, valid_text, test_text)
+            return reevaluate(Path(a.out), data, valid_text, test_text, a.train_chars)
         except CheckpointError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
@@ -232,13 +232,17 @@ def held_out_metrics(model: CharLM, valid_text: str, test_text: str) -> dict:
     }
 
 
-def reevaluate(out: Path, data: Path, valid_text: str, test_text: str) -> int:
+def reevaluate(out: Path, data: Path, valid_text: str, test_text: str, train_chars: int | None = None) -> int:
     """Measure a trained checkpoint again on the held-out parts of `data` (for a corpus
-    file that changed since training) and rewrite only its metrics.json."""
+    file that changed since training) and rewrite only its metrics.json. `train_chars`:
+    how many characters it was trained on, when that is not today's 90 % (the validation
+    part then starts after them)."""
     lm = load_charlm(out, device="cpu")
     metrics = dict(lm.metrics, **held_out_metrics(lm.model, valid_text, test_text))
     metrics["reevaluated"] = {"data": f"{data.parent.name}/{data.name}", "chars": len(valid_text) + len(test_text),
                               "date": time.strftime("%Y-%m-%d")}
+    if train_chars:
+        metrics["train"] = dict(metrics.get("train", {}), train_chars=train_chars)
     (out / "metrics.json").write_text(json.dumps(metrics) + "\n")
     print(json.dumps({k: metrics[k] for k in ("test", "test_known_lines", "valid")}))
     return 0

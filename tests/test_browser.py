@@ -163,3 +163,49 @@ def test_cells_page_colors_text_and_escapes_it(cells_server, chrome, tmp_path):
     assert page.locator(".s2s-cells img, .s2s-cells b").count() == 0
     assert page.evaluate("window.pwned") is None
     assert exceptions(page) == []
+
+
+@pytest.fixture(scope="module")
+def gradients_server(tmp_path_factory, charlm_trio):
+    """The app with character models of all three cells: the shipped War and Peace trio if
+    there, else the tiny ones."""
+    shipped = all((ROOT / "checkpoints" / f"charlm-war-and-peace{s}" / "metrics.json").is_file()
+                  for s in ("", "-gru", "-rnn"))
+    env = {}
+    if not shipped:
+        zoo = tmp_path_factory.mktemp("gradzoo")
+        for cell, path in charlm_trio.items():
+            shutil.copytree(path, zoo / f"charlm-tiny-{cell}")
+        env["S2S_CHECKPOINTS"] = str(zoo)
+    with streamlit_server(env) as url:
+        yield url
+
+
+def plot_traces(page, n: int = 0) -> int:
+    return page.evaluate(f"document.querySelectorAll('.js-plotly-plot')[{n}].data.length")
+
+
+def test_gates_and_gradients_page_draws_its_figures(gradients_server, chrome, tmp_path):
+    page = chrome.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(gradients_server)
+    page.wait_for_selector('[data-testid="stSidebarNav"] a >> text=Translate & Align', timeout=90_000)
+    nav = page.locator('[data-testid="stSidebarNav"] a').all_inner_texts()
+    assert nav[0].strip().endswith("Gates & Gradients")                    # the lecture's first topic comes first
+    page.get_by_role("link", name="Gates & Gradients").click()
+    page.wait_for_selector("text=Recurrent weights' spectral radius", timeout=60_000)
+    page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 1", timeout=60_000)
+    assert plot_traces(page) == 5                  # RNN, GRU, LSTM and the two gate products
+    box = page.locator(".js-plotly-plot").first.bounding_box()
+    assert box["y"] + box["height"] <= 720 + 40   # the live figure fits a 1280 x 720 projector
+    keep = os.environ.get("S2S_KEEP_SCREENSHOTS")
+    page.screenshot(path=str(tmp_path / "live.png"))
+    shutil.copy(tmp_path / "live.png", "/tmp/gradients_live.png") if keep else None
+    for tab, wait_for, n_traces in (("Trained models", "g(k) / g(0)", 3), ("LSTM memory", "memory half-life", 1),
+                                    ("Remembering across a gap", "held-out accuracy", 3)):
+        page.get_by_role("tab", name=tab).click()
+        page.wait_for_selector(f".js-plotly-plot >> text={wait_for}", timeout=90_000)
+        assert page.evaluate("[...document.querySelectorAll('.js-plotly-plot')].map(p => p.data.length)") [-1] == n_traces
+        shot = tmp_path / f"{tab.split()[0].lower()}.png"
+        page.screenshot(path=str(shot))
+        shutil.copy(shot, f"/tmp/gradients_{shot.name}") if keep else None
+    assert exceptions(page) == []

@@ -253,3 +253,21 @@ def test_an_rnn_has_its_state_and_no_gates(trio_env):
     at = open_tab(at, "Gates")
     assert not at.exception and "sat0" not in chart_ids(at)
     assert any("has no gates" in i.value for i in at.info)
+
+
+def test_translation_tab_hides_the_passage_controls_and_follows_a_cell(zoo_env):
+    at = cells_page()
+    at.segmented_control(key="source").set_value("Your text").run()
+    at = open_tab(at, "Translation models")
+    assert not at.exception
+    labels = [b.label for b in at.button]
+    assert labels.count("Trace sentence") == 1 and "Trace" not in labels      # one button, named for what it traces
+    assert not at.get("segmented_control")                                     # no passage controls here
+    at.number_input(key="translation_cell").set_value(3).run()
+    figs = {c.proto.id: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
+    fwd = next(f for k, f in figs.items() if "enc_fwd" in k)
+    assert fwd["layout"]["shapes"][0]["y0"] == 2.5 and fwd["layout"]["yaxis"]["title"]["text"].startswith("cell (0–")
+    assert fwd["layout"]["xaxis"]["title"]["text"] == "source piece"
+    assert any("pick_fwd" in k for k in figs) and any("pick_bwd" in k for k in figs)
+    at = open_tab(at, "Colored text")
+    assert at.segmented_control(key="source").value == "Your text"             # kept while hidden

@@ -97,7 +97,8 @@ def test_cli_writes_the_json_file(tmp_path, capsys):
     saved = json.loads(path.read_text())
     captured = capsys.readouterr()
     assert json.loads(captured.out) == saved
-    assert set(saved) == {"task", "chance", "settings", "results"} and saved["chance"] == 0.125
+    assert set(saved) == {"task", "chance", "settings", "results", "command"} and saved["chance"] == 0.125
+    assert saved["command"].startswith("python -m s2s.memory_gap --gaps 2 --steps 20")   # how to reproduce it
     assert "first symbol" in saved["task"]
     rows = saved["results"]
     assert [r["cell"] for r in rows] == ["rnn", "gru", "lstm"]
