@@ -20,8 +20,10 @@ text each piece starts), and a (French pieces x English pieces) attention matrix
 pieces' columns (mass is preserved; </s> is left out), a French word's row is the MEAN of
 its pieces' rows. Rules then turn the weights into links.
 
-Bad input (missing files, mismatched line counts, a link out of range) gives one line on
-stderr starting with "error:" and exit status 2.
+--json prints aer, precision, recall, sentences, rule, params, model (the checkpoint's
+name), split, links (|A|), sure (|S|) and seconds (the forced decodings). Bad input (missing
+files, mismatched line counts, a link out of range, a model without attention) gives one
+line on stderr starting with "error:" and exit status 2.
 """
 from __future__ import annotations
 
@@ -100,7 +102,7 @@ def read_gold(folder: str | Path, split: str = "test") -> list[GoldPair]:
         fields = line.split()
         if not fields:
             continue
-        if len(fields) != 4 or fields[3] not in ("S", "P") or not all(f.isdigit() for f in fields[:3]):
+        if len(fields) != 4 or fields[3] not in ("S", "P") or not all(f.isascii() and f.isdigit() for f in fields[:3]):
             raise GoldError(f"{where}: expected `sentence english_position french_position S|P`, got {line!r}")
         s, e, f = (int(x) for x in fields[:3])
         if not 1 <= s <= len(en):
@@ -126,8 +128,8 @@ def word_pieces(tokenizer: Tokenizer, words: Sequence[str]) -> tuple[list[int], 
     piece the index of the word it belongs to.
 
     Sentencepiece reports the byte offset where each piece begins in the text, so the
-    mapping is exact whatever the pieces look like: "l'" may be "▁l" "'", "C-49" may be
-    "▁C" "-" "4" "9", an unknown "$" is "<unk>" (its surface is still "$"), and "…" is
+    mapping is exact whatever the pieces look like: "l'" is "▁l" "'", "peut-être" is
+    "▁peut" "-" "être", an unknown "$" is "▁" "<unk>" (its surface is still "$"), and "…" is
     normalised into three "." pieces, the first two of them zero characters long. A lone
     "▁" piece (the space before a word that starts with a rare character) begins at that
     space and goes to the word after it, as every "▁" does."""
@@ -325,33 +327,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--gold", required=True, help="folder of SPLIT.en, SPLIT.fr, SPLIT.wa")
     p.add_argument("--split", default="test", choices=SPLITS, help="test (447 pairs) or trial (37 pairs)")
     p.add_argument("--rule", default=DEFAULT_RULE, choices=RULES, help=f"attention -> links (default {DEFAULT_RULE})")
-    p.add_argument("--sweep", action="store_true", help="score every rule and parameter of the sweep (to choose on trial)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--sweep", action="store_true",
+                   help="score every rule and setting of SWEEP, one line each (how the defaults were chosen on trial)")
+    p.add_argument("--json", action="store_true", help="print one JSON object (one a line with --sweep)")
     a = p.parse_args(argv)
     try:
         gold = read_gold(a.gold, a.split)
         tr = load_translator(a.model)
+        if tr.model.cfg.attention == "none":
+            raise InputError(f"{tr.name} has no attention to read (a fixed-vector model)")
         t = time.perf_counter()
-        weights = [word_attention(tr, g.english, g.french) for g in gold]
-        seconds = time.perf_counter() - t
+        weights = []
+        for n, g in enumerate(gold, 1):
+            try:
+                weights.append(word_attention(tr, g.english, g.french))
+            except InputError as e:
+                raise InputError(f"{a.split} pair {n}: {e}") from None
+        seconds = time.perf_counter() - t          # the forced decodings: all the work
     except (CheckpointError, InputError, GoldError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    runs = SWEEP if a.sweep else [(a.rule, RULE_PARAMS[a.rule])]
-    results = []
-    for rule, params in runs:
+    for rule, params in SWEEP if a.sweep else [(a.rule, RULE_PARAMS[a.rule])]:
         s = score([links(w, rule, **params) for w in weights], gold)
-        results.append({"aer": round(s.aer, 4), "precision": round(s.precision, 4), "recall": round(s.recall, 4),
-                        "sentences": s.sentences, "rule": rule, "params": params, "model": tr.name,
-                        "split": a.split, "links": s.links, "sure": s.sure, "seconds": round(seconds, 1)})
-    for r in results:
+        r = {"aer": round(s.aer, 4), "precision": round(s.precision, 4), "recall": round(s.recall, 4),
+             "sentences": s.sentences, "rule": rule, "params": params, "model": tr.name, "split": a.split,
+             "links": s.links, "sure": s.sure, "seconds": round(seconds, 1)}
         if a.json:
             print(json.dumps(r))
         else:
-            params = " ".join(f"{k}={v}" for k, v in r["params"].items())
-            print(f"{r['model']}  {r['split']}  {r['rule']} {params}".rstrip()
-                  + f"  AER {r['aer']:.3f}  precision {r['precision']:.3f}  recall {r['recall']:.3f}"
-                  f"  ({r['sentences']} sentences, {r['links']} links, {r['sure']} sure)")
+            setting = " ".join(f"{k}={v}" for k, v in params.items())
+            print(f"{tr.name}  {a.split}  {rule} {setting}".rstrip()
+                  + f"  AER {s.aer:.3f}  precision {s.precision:.3f}  recall {s.recall:.3f}"
+                  f"  ({s.sentences} sentences, {s.links} links, {s.sure} sure)")
     return 0
 
 

@@ -151,6 +151,7 @@ def test_added_characters_keep_old_ids_and_spell_names(tmp_path):
     for text in texts[:50]:
         assert grown.encode(text) == base.encode(text)         # the old pieces split and number alike
     assert UNK in base.encode("Søren Łukasz") and UNK not in grown.encode("Søren Łukasz ØVERLAND")
+    assert UNK not in grown.encode("I paid 678 euros (9%); $5")      # digits and amounts too
     assert grown.decode(grown.encode("Søren Łukasz")) == "Søren Łukasz"
     again = add_characters(grown.path, name_characters(NAMES), tmp_path / "again.model")
     assert len(again) == len(grown)                              # nothing to add twice
