@@ -11,6 +11,7 @@ from s2s.checkpoint import load_charlm
 
 CASES = [   # model, held-out example, feature, the issue's target |r|
     ("charlm-war-and-peace", "war_and_peace_heldout.txt", "inside_quotes", 0.5),
+    ("charlm-war-and-peace-gru", "war_and_peace_heldout.txt", "inside_quotes", 0.5),
     ("charlm-linux-kernel", "kernel_heldout.c", "brace_depth", 0.5),
 ]
 
@@ -38,3 +39,34 @@ def test_metrics_report_test_bits_per_char_beside_the_paper(name):
     assert 0.5 < metrics["test"]["bits_per_char"] < 3.0
     assert metrics["paper"]["best_rnn_bits_per_char"] > 0
     assert metrics["train"]["minutes"] <= 90
+
+
+TRIO = {"lstm": "charlm-war-and-peace", "gru": "charlm-war-and-peace-gru", "rnn": "charlm-war-and-peace-rnn"}
+
+
+def shipped_trio():
+    paths = {cell: ROOT / "checkpoints" / name for cell, name in TRIO.items()}
+    if not all((p / "metrics.json").is_file() for p in paths.values()):
+        pytest.skip("the War and Peace RNN, GRU and LSTM are not all in checkpoints/")
+    return paths
+
+
+def test_the_three_cells_were_trained_alike():
+    """Same text, size, steps and schedule: only the cell differs (config and metrics say so)."""
+    configs, trains = {}, {}
+    for cell, path in shipped_trio().items():
+        config = json.loads((path / "config.json").read_text())["model"]
+        assert config.get("cell", "lstm") == cell
+        configs[cell] = {k: v for k, v in config.items() if k != "cell"}
+        train = json.loads((path / "metrics.json").read_text())["train"]
+        trains[cell] = {k: train.get(k) for k in ("steps", "batch", "seq", "lr", "data", "train_chars", "chars_seen")}
+    assert configs["lstm"] == configs["gru"] == configs["rnn"]
+    assert trains["lstm"] == trains["gru"] == trains["rnn"]
+
+
+def test_the_rnn_gradient_vanishes_orders_of_magnitude_faster():
+    """The README's headline: g(50)/g(0) on held-out War and Peace, RNN against LSTM and GRU."""
+    from s2s.gradients import gradient_flow
+    text = (ROOT / "examples" / "war_and_peace_heldout.txt").read_text(encoding="utf-8")
+    ratio = {cell: gradient_flow(load_charlm(path).model, text, 200).ratio(50) for cell, path in shipped_trio().items()}
+    assert ratio["rnn"] < ratio["lstm"] / 100 and ratio["rnn"] < ratio["gru"] / 100, ratio
