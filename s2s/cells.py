@@ -21,7 +21,6 @@ import json
 import regex
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -31,7 +30,7 @@ from .checkpoint import CheckpointError, Translator, load_charlm
 from .elman import ElmanTrace
 from .gru import GRUTrace
 from .lstm import LayerTrace, LSTMWeights, trace_layer
-from .text import InputError, clean_passage
+from .text import InputError, clean_passage, read_text_file
 
 SIGNALS = LayerTrace.SIGNALS     # an LSTM's; each trace class lists its own (GRUTrace, ElmanTrace)
 Trace = LayerTrace | GRUTrace | ElmanTrace
@@ -266,13 +265,10 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     try:
         lm = load_charlm(a.model)
-        raw = sys.stdin.read() if a.text_file == "-" else Path(a.text_file).read_text(encoding="utf-8", errors="replace")
+        raw = read_text_file(a.text_file)
         text = clean_passage(raw)
     except (CheckpointError, InputError) as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
-    except OSError as e:
-        print(f"error: cannot read {a.text_file}: {e.strerror}", file=sys.stderr)
         return 2
     traces = lm.model.trace(text)
     if a.json:

@@ -17,6 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .lstm import trace_stack
+
 
 @dataclass
 class ElmanWeights:
@@ -80,13 +82,5 @@ def trace_elman_layer(w: ElmanWeights, xs: torch.Tensor, hs: torch.Tensor | None
 
 
 def trace_elman(rnn: nn.RNN, xs: torch.Tensor) -> list[ElmanTrace]:
-    """Trace every layer of a unidirectional tanh nn.RNN over xs (T, input)."""
-    if rnn.bidirectional:
-        raise ValueError("trace_elman traces unidirectional RNNs only")
-    traces, inp = [], xs
-    for layer in range(rnn.num_layers):
-        w = ElmanWeights.of_layer(rnn, layer)
-        hs = run_elman_layer(w, inp)              # the next layer reads the fused kernel's h, as in the model
-        traces.append(trace_elman_layer(w, inp, hs))
-        inp = hs
-    return traces
+    """Every layer of a unidirectional nn.RNN over xs (T, input): lstm.trace_stack with this cell."""
+    return trace_stack(rnn, xs, ElmanWeights.of_layer, run_elman_layer, trace_elman_layer)

@@ -34,7 +34,6 @@ import json
 import math
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -46,7 +45,7 @@ from .checkpoint import CheckpointError, load_charlm
 from .elman import ElmanWeights, elman_step
 from .gru import GRUWeights, gru_step
 from .lstm import LSTMWeights, lstm_step
-from .text import InputError, check_range, clean_passage
+from .text import InputError, check_range, clean_passage, read_text_file
 
 MAX_DISTANCE = 500
 DEMO_RANGES = {"radius": (0.1, 3.0), "forget_bias": (-5.0, 10.0), "hidden": (8, 256), "length": (10, 200)}
@@ -238,13 +237,10 @@ def main(argv=None) -> int:
     try:
         check_range("--max-distance", a.max_distance, 1, MAX_DISTANCE)
         lm = load_charlm(a.model)
-        raw = sys.stdin.read() if a.text_file == "-" else Path(a.text_file).read_text(encoding="utf-8", errors="replace")
+        raw = read_text_file(a.text_file)
         flow = gradient_flow(lm.model, clean_passage(raw), a.max_distance, a.positions)
     except (CheckpointError, InputError) as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
-    except OSError as e:
-        print(f"error: cannot read {a.text_file}: {e.strerror}", file=sys.stderr)
         return 2
     out = {"model": lm.name, "cell": flow.cell, "distances": flow.distances,
            "grad_norm": [round(g, 8) for g in flow.grad_norm], "positions": flow.positions}

@@ -21,6 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .lstm import trace_stack
+
 
 @dataclass
 class GRUWeights:
@@ -97,13 +99,5 @@ def trace_gru_layer(w: GRUWeights, xs: torch.Tensor, hs: torch.Tensor | None = N
 
 
 def trace_gru(gru: nn.GRU, xs: torch.Tensor) -> list[GRUTrace]:
-    """Trace every layer of a unidirectional nn.GRU over xs (T, input); layer l reads layer l-1's h."""
-    if gru.bidirectional:
-        raise ValueError("trace_gru traces unidirectional GRUs only")
-    traces, inp = [], xs
-    for layer in range(gru.num_layers):
-        w = GRUWeights.of_layer(gru, layer)
-        hs = run_gru_layer(w, inp)              # the next layer reads the fused kernel's h, as in the model
-        traces.append(trace_gru_layer(w, inp, hs))
-        inp = hs
-    return traces
+    """Every layer of a unidirectional nn.GRU over xs (T, input): lstm.trace_stack with this cell."""
+    return trace_stack(gru, xs, GRUWeights.of_layer, run_gru_layer, trace_gru_layer)

@@ -169,14 +169,24 @@ def trace_layer(w: LSTMWeights, xs: torch.Tensor, hs: torch.Tensor | None = None
     return LayerTrace(**parts)
 
 
-def trace_lstm(lstm: nn.LSTM, xs: torch.Tensor) -> list[LayerTrace]:
-    """Trace every layer of a unidirectional nn.LSTM over one sequence xs (T, input) from a
-    zero state; layer l reads layer l-1's h (no dropout between layers at inference)."""
-    if lstm.bidirectional:
-        raise ValueError("trace each direction of a bidirectional LSTM with trace_layer(reverse=...)")
+def trace_stack(rnn: nn.Module, xs: torch.Tensor, weights_of, run_layer, trace_one) -> list:
+    """Trace every layer of a unidirectional stacked nn.LSTM / nn.GRU / nn.RNN over one
+    sequence xs (T, input) from a zero state: layer l reads layer l-1's h as the fused
+    kernel computed it (no dropout between layers at inference), and each layer's trace is
+    recomputed from the equations (trace_one(weights, inputs, hs))."""
+    if rnn.bidirectional:
+        raise ValueError("trace each direction of a bidirectional layer with its trace_layer(reverse=...)")
+    if xs.size(0) == 0:
+        raise ValueError("nothing to trace: the sequence is empty")
     traces, inp = [], xs
-    for layer in range(lstm.num_layers):
-        tr = trace_layer(LSTMWeights.of_layer(lstm, layer), inp)
-        traces.append(tr)
-        inp = tr.hidden
+    for layer in range(rnn.num_layers):
+        w = weights_of(rnn, layer)
+        hs = run_layer(w, inp)
+        traces.append(trace_one(w, inp, hs))
+        inp = hs
     return traces
+
+
+def trace_lstm(lstm: nn.LSTM, xs: torch.Tensor) -> list[LayerTrace]:
+    """Every layer of a unidirectional nn.LSTM over xs (T, input): trace_stack with the LSTM."""
+    return trace_stack(lstm, xs, LSTMWeights.of_layer, run_layer, trace_layer)

@@ -67,6 +67,17 @@ def clean_passage(text: str, max_chars: int = MAX_PASSAGE_CHARS, what: str = "te
     return text
 
 
+def read_text_file(path: str) -> str:
+    """A CLI's text file ('-' for standard input), undecodable bytes replaced; a file that
+    cannot be read is an InputError naming it."""
+    import sys
+    from pathlib import Path
+    try:
+        return sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise InputError(f"cannot read {path}: {e.strerror}") from None
+
+
 def check_range(name: str, value, lo, hi):
     """Return `value` if lo <= value <= hi, else raise InputError naming the setting."""
     if value is None or not (lo <= value <= hi):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import sys
 from pathlib import Path
 
@@ -155,3 +156,12 @@ def charlm_trio(code_text_file, tiny_root, tiny_charlm) -> dict[str, Path]:
                                 "--lr", "0.01", "--warmup", "10", "--description", f"tiny character {cell} of generated C"])
         assert rc == 0
     return out
+
+
+@pytest.fixture
+def trio_env(tmp_path, charlm_trio, monkeypatch):
+    """A checkpoints folder (S2S_CHECKPOINTS) holding the tiny RNN, GRU and LSTM."""
+    for cell, path in charlm_trio.items():
+        shutil.copytree(path, tmp_path / f"charlm-tiny-{cell}")
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(tmp_path))
+    return tmp_path

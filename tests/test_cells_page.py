@@ -214,14 +214,6 @@ def test_the_example_box_names_the_example_on_show(zoo_env):
     assert not at.exception
 
 
-@pytest.fixture
-def trio_env(tmp_path, charlm_trio, monkeypatch):
-    for cell, path in charlm_trio.items():
-        shutil.copytree(path, tmp_path / f"charlm-tiny-{cell}")
-    monkeypatch.setenv("S2S_CHECKPOINTS", str(tmp_path))
-    return tmp_path
-
-
 def test_a_gru_is_traced_coloured_and_ranked_by_its_own_gates(trio_env):
     at = cells_page()
     at.selectbox(key="charlm").set_value("charlm-tiny-gru").run()

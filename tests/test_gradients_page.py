@@ -10,14 +10,6 @@ from s2s.checkpoint import load_charlm
 HOSTILE = ('<script>alert("x")</script> &amp; \x00\x1b[31m ‮ 😀 ' * 40)
 
 
-@pytest.fixture
-def trio_env(tmp_path, charlm_trio, monkeypatch):
-    for cell, path in charlm_trio.items():
-        shutil.copytree(path, tmp_path / f"charlm-tiny-{cell}")
-    monkeypatch.setenv("S2S_CHECKPOINTS", str(tmp_path))
-    return tmp_path
-
-
 def page():
     return app_page("pages/gradients.py")
 
