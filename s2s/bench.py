@@ -7,7 +7,8 @@ of --runs runs; batch_sentences_per_s: batched greedy over 1,000 sentences; load
 every checkpoint; cells_ms_2000_chars: the full trace (every layer, cell state, hidden
 state and gate) of 2,000 characters by the first character-level model, median of 10;
 gradient_flow_ms: one gradient-flow measurement (s2s.gradients, 2,000 characters, K = 200,
-64 end positions) per cell type of the character models, median of 5; live_demo_ms: one
+64 end positions) per cell type of the character models, median of 5, on one thread as the
+app runs it; live_demo_ms: one
 update of the Gates & Gradients page's live demonstration (all three untrained cells at the
 page's opening settings) and live_demo_ms_largest (at the sliders' largest hidden size and
 length), median of 10. peak_rss_mb: the process's peak resident memory. threads: torch's intra-op threads (all
@@ -122,12 +123,18 @@ def main(argv=None) -> int:
         text = ("\n".join(f'"{s}" he said.' for s in SENTENCES) * 5)[:2000]
         out["cells_model"] = lm.name
         out["cells_ms_2000_chars"] = timed_ms(lambda: lm.model.trace(text), 10)
+    # the Gates & Gradients page's computations, on one thread as the app runs them (ui.py):
+    # their many small steps gain nothing from a second thread and lose to its overhead
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    if charlms:
         by_cell = {m.model.cfg.cell: m for m in reversed(charlms)}       # the first model of each cell type
         out["gradient_flow_ms"] = {cell: timed_ms(lambda: gradient_flow(m.model, text, 200, 64), 5)
                                    for cell, m in sorted(by_cell.items())}
     largest = dict(DEMO_DEFAULTS, hidden=DEMO_RANGES["hidden"][1], length=DEMO_RANGES["length"][1])
     out["live_demo_ms"] = timed_ms(lambda: [untrained_flow(c, **DEMO_DEFAULTS) for c in ("rnn", "gru", "lstm")], 10)
     out["live_demo_ms_largest"] = timed_ms(lambda: [untrained_flow(c, **largest) for c in ("rnn", "gru", "lstm")], 10)
+    torch.set_num_threads(threads)
     out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     if a.json:
         print(json.dumps(out))
