@@ -116,3 +116,19 @@ def test_page_without_character_models_says_how_to_train_them(tmp_path, monkeypa
     monkeypatch.setenv("S2S_CHECKPOINTS", str(tmp_path))
     at = open_tab(page(), "Trained models")
     assert not at.exception and "train_charlms.sh" in " ".join(i.value for i in at.info)
+
+
+def test_corpus_choice_switches_the_models_compared(trio_env):
+    """Models are grouped by the text they were trained on (metrics.json), never by folder name."""
+    shutil.copytree(trio_env / "charlm-tiny-lstm", trio_env / "zz-another-lstm")
+    metrics = json.loads((trio_env / "zz-another-lstm" / "metrics.json").read_text())
+    metrics["train"]["data"] = "war-and-peace/input.txt"
+    (trio_env / "zz-another-lstm" / "metrics.json").write_text(json.dumps(metrics))
+    at = open_tab(page(), "Trained models")
+    box = at.selectbox(key="corpus")
+    assert box.options[0].endswith("Elman RNN, GRU, LSTM")          # the corpus with most cell types first
+    at.selectbox(key="corpus").set_value("war-and-peace/input.txt").run()
+    assert not at.exception
+    fig = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert [t["name"] for t in fig["data"]] == ["LSTM (zz-another-lstm)"]
+    assert at.segmented_control(key="passage_source").value == "War and Peace"
