@@ -143,7 +143,9 @@ else:
     H, L = lm.model.cfg.hidden, lm.model.cfg.layers
 
     # -------------------------------------------------------------- text
-    is_code = "linux" in lm_name    # opens on code and the brace-depth cell; prose on quotes
+    # a model trained on code opens on code and its brace-depth cell, one trained on prose on
+    # quotes: what it was trained on is in its metrics, whatever its folder is called
+    is_code = "linux" in lm.metrics.get("train", {}).get("data", "")
     if "cell_text" not in S:
         first = next(iter(EXAMPLES)) if is_code else list(EXAMPLES)[2]
         S.cell_text = example_text(first)

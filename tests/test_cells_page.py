@@ -160,6 +160,7 @@ def test_a_broken_character_model_is_named_and_translation_cells_still_work(zoo_
 def test_the_page_opens_on_the_showcase_cell(tmp_path, tiny_charlm, monkeypatch, name, quotes_r, expected):
     shutil.copytree(tiny_charlm, tmp_path / name)
     metrics = json.loads((tmp_path / name / "metrics.json").read_text())
+    metrics["train"]["data"] = name.replace("charlm-", "") + "/input.txt"     # what the page reads, not the name
     metrics["cells"] = {"inside_quotes": [{"layer": 1, "cell": 7, "r": quotes_r}],
                         "position_in_line": [{"layer": 0, "cell": 4, "r": -0.95}],
                         "brace_depth": [{"layer": 1, "cell": 2, "r": 0.6}]}
@@ -175,7 +176,8 @@ def test_switching_model_opens_its_own_example_and_cell_but_keeps_typed_text(tmp
                         ("charlm-war-and-peace", {"inside_quotes": [{"layer": 0, "cell": 5, "r": -0.9}]})]:
         shutil.copytree(tiny_charlm, tmp_path / name)
         metrics = json.loads((tmp_path / name / "metrics.json").read_text())
-        (tmp_path / name / "metrics.json").write_text(json.dumps({**metrics, "cells": cells}))
+        train = {**metrics["train"], "data": name.replace("charlm-", "") + "/input.txt"}
+        (tmp_path / name / "metrics.json").write_text(json.dumps({**metrics, "cells": cells, "train": train}))
     monkeypatch.setenv("S2S_CHECKPOINTS", str(tmp_path))
     at = cells_page()
     assert at.session_state["cell_text"].startswith("static inline int audit_match_class_bits")
@@ -226,7 +228,7 @@ def test_a_gru_is_traced_coloured_and_ranked_by_its_own_gates(trio_env):
     at.selectbox(key="signal").set_value("update_gate").run()
     assert 'title="update gate z (0 keeps h; 1 overwrites it) = ' in html_blocks(at)[0]
     at = open_tab(at, "Find cells")
-    at.selectbox(key="feature").set_value("inside_quotes").run()      # the page opened on War and Peace
+    at.selectbox(key="feature").set_value("brace_depth").run()        # trained on code: it opened on kernel code
     assert at.dataframe[0].value.shape == (10, 3) and "correlation of h" in " ".join(c.value for c in at.caption)
     at = open_tab(at, "Gates")
     assert all(k in chart_ids(at) for k in ("sat0", "sat1", "gate_traces"))
@@ -240,7 +242,7 @@ def test_an_rnn_has_its_state_and_no_gates(trio_env):
     at.selectbox(key="charlm").set_value("charlm-tiny-rnn").run()
     assert not at.exception and at.selectbox(key="signal").options == ["h = tanh(u), the state (the RNN's only memory)"]
     at = open_tab(at, "Find cells")
-    at.selectbox(key="feature").set_value("inside_quotes").run()
+    at.selectbox(key="feature").set_value("brace_depth").run()
     assert at.dataframe[0].value.shape == (10, 3)
     at = open_tab(at, "Gates")
     assert not at.exception and "sat0" not in chart_ids(at)
