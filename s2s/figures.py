@@ -464,8 +464,12 @@ def gradient_flow_figure(flows: dict, title: str) -> go.Figure:
     return figure(traces, title=dict(text=html.escape(title, quote=False), x=0.01, font=dict(size=18)),
                   xaxis=dict(title=dict(text="k, characters back"), showgrid=True, gridcolor="#e5e5e5",
                              linecolor="#444", mirror=True),
-                  yaxis=_log_axis("g(k) / g(0) (log scale)"), font=dict(size=16), height=430,
-                  legend=dict(orientation="h", x=0, y=-0.22, yanchor="top"), margin=dict(l=70, r=20, t=50, b=110))
+                  yaxis=_log_axis("g(k) / g(0) (log scale)"), font=dict(size=16), height=390,
+                  # inside the plot, bottom right (where a vanished curve has left room): on a
+                  # 1280 x 720 projector a legend under the axis falls below the fold
+                  legend=dict(x=0.99, xanchor="right", y=0.03, yanchor="bottom", bgcolor="rgba(255,255,255,0.85)",
+                              bordercolor="#bbb", borderwidth=1),
+                  margin=dict(l=70, r=20, t=50, b=50))
 
 
 def memory_span_figure(half_lives: Sequence[int], max_distance: int, title: str) -> go.Figure:
