@@ -168,15 +168,19 @@ class Seq2Seq(nn.Module):
         return self.embed.weight.new_zeros(batch, self.cfg.emb_dim)
 
     def step(self, y_prev: torch.Tensor, state: State, feed: torch.Tensor, memory: Memory,
-             with_logits: bool = True) -> Step:
-        """One decoder step j (see the module docstring for the equations)."""
+             with_logits: bool = True, alpha: torch.Tensor | None = None) -> Step:
+        """One decoder step j (see the module docstring for the equations).
+
+        `alpha` (B, S), if given, replaces the attention weights alpha_j the scorer would
+        compute (a counterfactual: what the step outputs had it read the source this way;
+        s2s/explain.py). Everything else, the copy distribution included, uses it as is."""
         x = self.drop(torch.cat([self.embed(y_prev), feed], dim=-1))
         if self.is_lstm:
             state = self.decoder(x, state)
         else:
             state = (self.decoder(x, state[0]),)
         s = state[0]
-        context, alpha = self.read_source(s, memory)
+        context, alpha = self.read_source(s, memory, alpha)
         feed = torch.tanh(self.combine(torch.cat([context, s], dim=-1)))
         logits = self.output(self.drop(feed)) if with_logits else feed
         if with_logits and self.copy_gate is not None:
@@ -198,10 +202,14 @@ class Seq2Seq(nn.Module):
         p = p.scatter_add(-1, index, copied)
         return (p / p.sum(-1, keepdim=True)).clamp_min(1e-12).log()
 
-    def read_source(self, s: torch.Tensor, memory: Memory) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """(c_j, alpha_j): attention over the encoder states, or the fixed summary without it."""
+    def read_source(self, s: torch.Tensor, memory: Memory, alpha: torch.Tensor | None = None
+                    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(c_j, alpha_j): attention over the encoder states, or the fixed summary without it.
+        A given `alpha` (B, S) is used instead of the scorer's: c_j = sum_i alpha_ij h_i."""
         if self.scorer is None:
             return memory.summary, None
+        if alpha is not None:
+            return torch.bmm(alpha.unsqueeze(1).to(memory.states.dtype), memory.states).squeeze(1), alpha
         return attend(self.scorer, memory.keys, memory.states, memory.mask_bias, s)
 
     # ------------------------------------------------------------ decoding
