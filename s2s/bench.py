@@ -11,7 +11,9 @@ gradient_flow_ms: one gradient-flow measurement (s2s.gradients, 2,000 characters
 app runs it; live_demo_ms: one
 update of the Gates & Gradients page's live demonstration (all three untrained cells at the
 page's opening settings) and live_demo_ms_largest (at the sliders' largest hidden size and
-length), median of 10. peak_rss_mb: the process's peak resident memory. threads: torch's intra-op threads (all
+length), median of 10; explain_ms: one s2s.explain of the 20-word sentence (attention
+against gradient x input, integrated gradients and leave-one-out), median of 3, one thread.
+peak_rss_mb: the process's peak resident memory. threads: torch's intra-op threads (all
 cores by default; the app uses one per request, see ui.py).
 What the Translate page adds per press: heatmap_ms_p50, building the attention heatmap of the
 20-word sentence (s2s.figures); cached_result_kb, that decoding as the page caches it
@@ -33,6 +35,7 @@ import torch
 
 from .checkpoint import CheckpointError, checkpoint_root, list_checkpoints, load_charlm, load_translator
 from .decode import beam_search, forced, greedy, greedy_batch
+from .explain import explain
 from .figures import attention_heatmap
 from .gradients import DEMO_DEFAULTS, DEMO_RANGES, gradient_flow, untrained_flow
 from .text import MAX_DECODE_LEN, MAX_SOURCE_TOKENS
@@ -131,6 +134,8 @@ def main(argv=None) -> int:
         by_cell = {m.model.cfg.cell: m for m in reversed(charlms)}       # the first model of each cell type
         out["gradient_flow_ms"] = {cell: timed_ms(lambda: gradient_flow(m.model, text, 200, 64), 5)
                                    for cell, m in sorted(by_cell.items())}
+    if d.attention is not None:      # one explain of the 20-word sentence: all three attributions
+        out["explain_ms"] = timed_ms(lambda: explain(tr, SENTENCE_20), 3)
     largest = dict(DEMO_DEFAULTS, hidden=DEMO_RANGES["hidden"][1], length=DEMO_RANGES["length"][1])
     out["live_demo_ms"] = timed_ms(lambda: [untrained_flow(c, **DEMO_DEFAULTS) for c in ("rnn", "gru", "lstm")], 10)
     out["live_demo_ms_largest"] = timed_ms(lambda: [untrained_flow(c, **largest) for c in ("rnn", "gru", "lstm")], 10)

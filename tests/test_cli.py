@@ -89,7 +89,7 @@ def test_bench_prints_figures(tiny_additive, tiny_none, tiny_charlm):
     out = json.loads(p.stdout)
     for key in ("greedy_ms_p50", "beam5_ms_p50", "batch_sentences_per_s", "load_s", "peak_rss_mb",
                 "cells_ms_2000_chars", "threads", "heatmap_ms_p50", "cached_result_kb", "cached_result_kb_longest",
-                "live_demo_ms", "live_demo_ms_largest"):
+                "live_demo_ms", "live_demo_ms_largest", "explain_ms"):
         assert out[key] > 0
     assert out["gradient_flow_ms"]["lstm"] > 0       # the tiny character model is an LSTM
     assert out["cached_result_kb"] < out["result_with_states_kb"] and out["cached_result_kb"] < out["cached_result_kb_longest"]
