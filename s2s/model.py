@@ -18,7 +18,15 @@ source piece: the attention weights double as a distribution over the source pie
     p(y_j|.) = p_gen_j softmax(E h~_j + b)_y + (1 - p_gen_j) sum_{i: x_i = y} alpha_ij
 
 so a name the vocabulary spells in rare pieces ("Ł" "u" "k" "as" "z") is copied piece by
-piece where attention points, instead of being generated from a handful of examples. Such a
+piece where attention points, instead of being generated from a handful of examples.
+Copying a name of many pieces means knowing where one is in it. Content alone does not say
+it (the decoder skipped and repeated pieces: "Húnbbjbjörg"), so a copying model also gets
+the location cue of CopyNet's selective read (Gu et al. 2016): the source position right
+after a piece equal to the one just written gets a bonus, by a gate read from the state,
+
+    e_ij <- e_ij + g_j 1[x_{i-1} = y_{j-1}],   g_j = w_n s_j + b_n   (0 at the start)
+
+and the decoder learns to move along the source one piece at a time while it copies. Such a
 model's "logits" are these log-probabilities (already normalised, so every softmax and
 log-softmax downstream leaves them unchanged). Without attention there is nothing to
 point with: the fixed-vector model cannot copy.
@@ -135,6 +143,9 @@ class Seq2Seq(nn.Module):
         self.combine = nn.Linear(H + H, E, bias=False)                     # W_c [c ; s]
         self.out_bias = nn.Parameter(torch.zeros(cfg.vocab_size))          # output weight = embedding
         self.copy_gate = nn.Linear(H + H, 1) if cfg.copy else None          # p_gen from [c ; s]
+        self.next_piece = nn.Linear(H, 1) if cfg.copy else None             # g_j, the location cue
+        if self.next_piece is not None:
+            nn.init.zeros_(self.next_piece.weight), nn.init.zeros_(self.next_piece.bias)
         self.drop = nn.Dropout(cfg.dropout)
         self._decode_cache: DecodeWeights | None = None
 
@@ -180,7 +191,7 @@ class Seq2Seq(nn.Module):
         else:
             state = (self.decoder(x, state[0]),)
         s = state[0]
-        context, alpha = self.read_source(s, memory, alpha)
+        context, alpha = self.read_source(s, memory, alpha, y_prev)
         feed = torch.tanh(self.combine(torch.cat([context, s], dim=-1)))
         logits = self.output(self.drop(feed)) if with_logits else feed
         if with_logits and self.copy_gate is not None:
@@ -202,15 +213,26 @@ class Seq2Seq(nn.Module):
         p = p.scatter_add(-1, index, copied)
         return (p / p.sum(-1, keepdim=True)).clamp_min(1e-12).log()
 
-    def read_source(self, s: torch.Tensor, memory: Memory, alpha: torch.Tensor | None = None
-                    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def read_source(self, s: torch.Tensor, memory: Memory, alpha: torch.Tensor | None = None,
+                    y_prev: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(c_j, alpha_j): attention over the encoder states, or the fixed summary without it.
-        A given `alpha` (B, S) is used instead of the scorer's: c_j = sum_i alpha_ij h_i."""
+        A given `alpha` (B, S) is used instead of the scorer's: c_j = sum_i alpha_ij h_i.
+        A copying model adds its location cue for the piece `y_prev` (B,) just written."""
         if self.scorer is None:
             return memory.summary, None
         if alpha is not None:
             return torch.bmm(alpha.unsqueeze(1).to(memory.states.dtype), memory.states).squeeze(1), alpha
-        return attend(self.scorer, memory.keys, memory.states, memory.mask_bias, s)
+        bias = memory.mask_bias
+        if self.next_piece is not None and y_prev is not None:
+            bias = bias + self.next_piece(s) * self.follows(y_prev, memory.src)
+        return attend(self.scorer, memory.keys, memory.states, bias, s)
+
+    @staticmethod
+    def follows(y_prev: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+        """(B, S) 1 where the source piece before position i is the piece y_prev just
+        written, 1[x_{i-1} = y_{j-1}]; 0 for special tokens (BOS, EOS, padding)."""
+        before = F.pad(src[:, :-1], (1, 0), value=PAD)
+        return ((before == y_prev.unsqueeze(1)) & (y_prev > EOS).unsqueeze(1)).to(torch.float32)
 
     # ------------------------------------------------------------ decoding
     def decode_step(self, y_prev: torch.Tensor, state: State, feed: torch.Tensor, memory: Memory) -> Step:
@@ -229,7 +251,7 @@ class Seq2Seq(nn.Module):
             x = torch.cat([F.embedding(y_prev, self.embed.weight), feed], dim=-1)
             state = (self.decoder(x, state[0]),)
         s = state[0]
-        context, alpha = self.read_source(s, memory)
+        context, alpha = self.read_source(s, memory, y_prev=y_prev)
         feed = torch.mm(torch.cat([context, s], dim=-1), w.combine).tanh_()
         logits = self._decode_output(feed, w)
         if self.copy_gate is not None:

@@ -153,7 +153,8 @@ def finetune_model(model: Seq2Seq, vocab_size: int, dropout: float, copy: bool =
     the mean embedding (plus a little noise), new output biases at the lowest existing
     bias, so the new pieces start as rare, average tokens and every old token scores as
     before. With `copy` (attention models only) it gains the pointer-generator gate, set to
-    generate 95% of the probability at first (p_gen = sigmoid(3))."""
+    generate 95% of the probability at first (p_gen = sigmoid(3)), and the location cue, off
+    at first (g_j = 0: see model.py), so the grown model starts out predicting as the old one."""
     old = model.cfg.vocab_size
     if vocab_size < old:
         raise ValueError(f"the tokenizer has {vocab_size} pieces, fewer than the model's {old}")
@@ -164,6 +165,9 @@ def finetune_model(model: Seq2Seq, vocab_size: int, dropout: float, copy: bool =
     if copy and "copy_gate.weight" not in state:
         state["copy_gate.weight"] = torch.zeros_like(grown.copy_gate.weight)
         state["copy_gate.bias"] = torch.full_like(grown.copy_gate.bias, 3.0)
+    if copy and "next_piece.weight" not in state:     # no location cue at first: g_j = 0
+        state["next_piece.weight"] = torch.zeros_like(grown.next_piece.weight)
+        state["next_piece.bias"] = torch.zeros_like(grown.next_piece.bias)
     emb, bias = state["embed.weight"], state["out_bias"]
     new = vocab_size - old
     state["embed.weight"] = torch.cat([emb, emb.mean(0) + 0.01 * emb.std() * torch.randn(new, emb.size(1))])

@@ -344,3 +344,36 @@ def test_finetune_adds_the_copy_gate_to_attention_models_only(tiny_additive, tin
         assert m.cfg.copy is expect and (m.copy_gate is not None) is expect
         if expect:
             assert float(torch.sigmoid(m.copy_gate.bias)) == pytest.approx(0.953, abs=1e-3)
+
+
+def test_location_cue_marks_the_piece_after_the_one_just_written():
+    src = torch.tensor([[7, 8, 7, 9, 3], [5, 6, 3, 0, 0]])
+    from s2s.model import Seq2Seq
+    assert Seq2Seq.follows(torch.tensor([7, 3]), src).tolist() == [[0, 1, 0, 1, 0], [0] * 5]  # after each 7
+    assert Seq2Seq.follows(torch.tensor([6, 6]), src).tolist() == [[0] * 5, [0, 0, 1, 0, 0]]
+    assert Seq2Seq.follows(torch.tensor([3, 2]), src).sum() == 0          # </s> and <s> are never copied
+
+
+@pytest.mark.parametrize("scorer", ["dot", "general", "additive", "scaled-dot"])
+def test_location_cue_moves_attention_along_the_source(scorer):
+    """With the cue's gate large, each step attends to the piece after the one just
+    written, so a copying decoder steps through a name piece by piece; at g = 0 (a fresh or
+    just-grown model) attention is the scorer's alone."""
+    from s2s.model import ModelConfig, Seq2Seq
+    torch.manual_seed(0)
+    m = Seq2Seq(ModelConfig(20, 16, 16, 16, attention=scorer, dropout=0.0, copy=True)).eval()
+    src = torch.tensor([[4, 5, 6, 7, 8, 3]])
+    memory, state = m.encode(src, torch.tensor([6]))
+    feed = m.initial_feed(1)
+    plain = m.step(torch.tensor([5]), state, feed, memory)
+    assert torch.allclose(plain.alpha, m.read_source(plain.state[0], memory)[1])   # g = 0: the scorer alone
+    plain = plain.alpha
+    with torch.no_grad():
+        m.next_piece.bias.fill_(30.0)
+    for y, want in [(4, 1), (5, 2), (6, 3), (7, 4)]:
+        alpha = m.step(torch.tensor([y]), state, feed, memory).alpha
+        assert int(alpha.argmax()) == want and float(alpha[0, want]) > 0.99
+        assert torch.equal(m.decode_step(torch.tensor([y]), state, feed, memory).alpha.argmax(), alpha.argmax())
+    with torch.no_grad():
+        m.next_piece.bias.zero_()
+    assert torch.allclose(m.step(torch.tensor([5]), state, feed, memory).alpha, plain)
