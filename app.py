@@ -17,6 +17,7 @@ pages = [   # in the lecture's order: gated cells and gradients first
     st.Page("pages/gradients.py", title="Gates & Gradients", icon=":material/trending_down:"),
     st.Page("pages/translate.py", title="Translate & Align", icon=":material/translate:", default=True),
     st.Page("pages/bottleneck.py", title="Bottleneck", icon=":material/compress:"),
+    st.Page("pages/alignment.py", title="Alignment & Explanation", icon=":material/compare_arrows:"),
     st.Page("pages/cells.py", title="Cell States", icon=":material/memory:"),
 ]
 st.navigation(pages).run()

@@ -4,6 +4,8 @@ against human word alignments with the alignment error rate (Och & Ney 2003).
     python -m s2s.alignment --model checkpoints/en-fr-additive --gold ../shared/data/hansards-en-fr-align --json
     python -m s2s.alignment --model DIR --gold examples/hansards_trial --split trial --rule argmax
     python -m s2s.alignment --model DIR --gold DIR --split trial --sweep     # how the default rule was chosen
+    python -m s2s.alignment --gold DIR --table results/alignment.json --baseline-data data/tatoeba/train.tsv
+                            # every attention model and the eflomal baseline: the README's table
 
 The gold standard (HLT-NAACL 2003, Canadian Hansards) marks each link Sure (S: every
 annotator agrees) or Possible (P: some annotators, or an ambiguous case); S links count
@@ -218,13 +220,27 @@ def grow_diag_links(w: np.ndarray, final: bool = False) -> set[Link]:
         F->E  each French word to the English word it attends to most (the argmax rule)
         E->F  each English word to the French word that attends to it most: argmax_f W[f, e]
 
-    Start from F->E ∩ E->F (links both directions agree on), then repeatedly add a link of
-    F->E ∪ E->F that touches a kept link (one of its 8 neighbours) and aligns a word not
-    yet aligned; `final`: then add any union link that aligns a word still unaligned."""
+    then `symmetrize`d."""
     n_fr, n_en = w.shape
     f2e = argmax_links(w)
     e2f = {(e, int(w[:, e].argmax())) for e in range(n_en) if w[:, e].max() > 0}
-    union, kept = f2e | e2f, f2e & e2f
+    return symmetrize(f2e, e2f, "grow-diag-final" if final else "grow-diag")
+
+
+SYMMETRIZATIONS = ("intersection", "grow-diag", "grow-diag-final", "grow-diag-final-and", "union")
+
+
+def symmetrize(one: set[Link], other: set[Link], how: str = "grow-diag") -> set[Link]:
+    """Two directional alignments made one, as fast_align's atools does (Koehn et al. 2003):
+    start from one ∩ other (links both directions agree on), then repeatedly add a link of
+    one ∪ other that touches a kept link (one of its 8 neighbours) and aligns a word not
+    yet aligned (grow-diag); -final then adds any union link that aligns a word still
+    unaligned, -final-and only one whose two words are both unaligned."""
+    if how not in SYMMETRIZATIONS:
+        raise ValueError(f"unknown symmetrization {how!r}; use one of {', '.join(SYMMETRIZATIONS)}")
+    union, kept = one | other, one & other
+    if how in ("intersection", "union"):
+        return kept if how == "intersection" else union
 
     def aligned(e: int | None = None, f: int | None = None) -> bool:
         return any(ke == e or kf == f for ke, kf in kept)
@@ -238,9 +254,10 @@ def grow_diag_links(w: np.ndarray, final: bool = False) -> set[Link]:
                 if new in union and new not in kept and not (aligned(e=new[0]) and aligned(f=new[1])):
                     kept.add(new)
                     grown = True
-    if final:
+    if how != "grow-diag":
         for e, f in sorted(union - kept):
-            if not aligned(e=e) or not aligned(f=f):
+            free_e, free_f = not aligned(e=e), not aligned(f=f)
+            if (free_e and free_f) if how == "grow-diag-final-and" else (free_e or free_f):
                 kept.add((e, f))
     return kept
 
@@ -312,6 +329,95 @@ def evaluate(tr: Translator, gold: Sequence[GoldPair], rule: str = DEFAULT_RULE,
 
 
 # ---------------------------------------------------------------------------------------
+# A statistical aligner as the baseline: eflomal (Östling & Tiedemann 2017), as documented:
+# align the corpus in both directions, then symmetrise (grow-diag-final-and)
+
+import re  # noqa: E402
+
+# The gold's tokenisation: lower case, punctuation apart, French contractions and elisions
+# written out ("des" -> "de les", "l'homme" -> "le homme"), English "'s" apart.
+_CONTRACTIONS = {"du": "de le", "des": "de les", "au": "à le", "aux": "à les"}
+_ELISIONS = {"l": "le", "d": "de", "j": "je", "m": "me", "t": "te", "s": "se", "n": "ne", "c": "ce", "qu": "que",
+             "jusqu": "jusque", "lorsqu": "lorsque", "puisqu": "puisque", "quoiqu": "quoique"}
+_TOKEN = re.compile(r"\w+(?:'\w+)*|[^\w\s]", re.UNICODE)
+
+
+def gold_tokens(text: str, language: str) -> list[str]:
+    """Text written as the Hansards gold writes it ("Je n'aime pas l'été." ->
+    "je ne aime pas le été ."), so that a statistical aligner trained on Tatoeba sees the
+    gold's words."""
+    out = []
+    for tok in _TOKEN.findall(text.lower().replace("’", "'")):
+        if language == "fr":
+            head, sep, rest = tok.partition("'")
+            if sep and head in _ELISIONS and rest:
+                out += [_ELISIONS[head]] + gold_tokens(rest, language)
+                continue
+            if sep and rest:                      # "aujourd'hui" -> "aujourd'" "hui", as the gold has it
+                out += [head + "'"] + gold_tokens(rest, language)
+                continue
+            out += _CONTRACTIONS.get(tok, tok).split()
+        else:
+            head, sep, rest = tok.rpartition("'")
+            out += [head, "'" + rest] if sep and rest == "s" and head else [tok]
+    return out
+
+
+def statistical_links(gold: Sequence[GoldPair], extra: Sequence[tuple[Sequence[str], Sequence[str]]],
+                      how: str | Sequence[str] = "grow-diag-final-and") -> list[set[Link]] | dict[str, list[set[Link]]]:
+    """eflomal's links for the gold pairs, aligned together with `extra` (English words,
+    French words) pairs, as word aligners are used: unsupervised, on as much parallel text
+    as there is. English is eflomal's source, French its target; the forward and reverse
+    alignments are `symmetrize`d with `how` (with a list of ways: a dict, way -> links, from
+    one alignment run). eflomal samples (Gibbs) with no seed to set: two runs differ a little."""
+    try:
+        from eflomal import Aligner
+    except ImportError:
+        raise InputError("the baseline needs eflomal (pip install eflomal==2.0.0, which compiles with a C "
+                         "compiler)") from None
+    import tempfile
+    english = [" ".join(g.english) for g in gold] + [" ".join(e) for e, _ in extra]
+    french = [" ".join(g.french) for g in gold] + [" ".join(f) for _, f in extra]
+    with tempfile.TemporaryDirectory() as tmp:
+        fwd, rev = Path(tmp) / "fwd", Path(tmp) / "rev"
+        Aligner().align([l + "\n" for l in english], [l + "\n" for l in french],
+                        links_filename_fwd=str(fwd), links_filename_rev=str(rev), quiet=True)
+        pairs = [fwd.read_text().splitlines(), rev.read_text().splitlines()]
+
+    def parse(line: str) -> set[Link]:     # "e-f e-f ..." (Pharaoh format, from 0)
+        return {(int(e), int(f)) for e, f in (x.split("-") for x in line.split())}
+    both = [(parse(a), parse(b)) for a, b in zip(pairs[0][:len(gold)], pairs[1][:len(gold)])]
+    if isinstance(how, str):
+        return [symmetrize(a, b, how) for a, b in both]
+    return {h: [symmetrize(a, b, h) for a, b in both] for h in how}
+
+
+def aer_table(gold: Sequence[GoldPair], models: Sequence[Translator],
+              baseline_pairs: Sequence[tuple[str, str]] | None = None) -> list[dict]:
+    """One row per (aligner, rule): every attention model read with argmax and with the
+    default rule, and eflomal (if `baseline_pairs`, Tatoeba (English, French), are given)."""
+    rows = []
+
+    def row(name: str, kind: str, rule: str, predicted: list[set[Link]]) -> dict:
+        s = score(predicted, gold)
+        return {"model": name, "kind": kind, "rule": rule, "aer": round(s.aer, 4), "precision": round(s.precision, 4),
+                "recall": round(s.recall, 4), "links": s.links}
+    for tr in models:
+        weights = [word_attention(tr, g.english, g.french) for g in gold]
+        kind = f"{tr.model.cfg.attention} attention"
+        for rule in ("argmax", DEFAULT_RULE):
+            rows.append(row(tr.name, kind, rule, [links(w, rule) for w in weights]))
+    if baseline_pairs is not None:
+        extra = [(gold_tokens(e, "en"), gold_tokens(f, "fr")) for e, f in baseline_pairs]
+        extra = [(e, f) for e, f in extra if e and f]
+        ways = statistical_links(gold, extra, ("grow-diag", "grow-diag-final-and"))
+        for how, predicted in ways.items():
+            rows.append(row("eflomal", f"statistical (IBM-style), {len(extra):,} Tatoeba pairs + the gold's",
+                            how, predicted))
+    return rows
+
+
+# ---------------------------------------------------------------------------------------
 # Command line
 
 
@@ -323,14 +429,25 @@ class _Parser(argparse.ArgumentParser):
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = _Parser(prog="python -m s2s.alignment", description=__doc__.splitlines()[0])
-    p.add_argument("--model", required=True, help="checkpoint folder with attention, e.g. checkpoints/en-fr-additive")
+    p.add_argument("--model", help="checkpoint folder with attention, e.g. checkpoints/en-fr-additive")
     p.add_argument("--gold", required=True, help="folder of SPLIT.en, SPLIT.fr, SPLIT.wa")
     p.add_argument("--split", default="test", choices=SPLITS, help="test (447 pairs) or trial (37 pairs)")
     p.add_argument("--rule", default=DEFAULT_RULE, choices=RULES, help=f"attention -> links (default {DEFAULT_RULE})")
     p.add_argument("--sweep", action="store_true",
                    help="score every rule and setting of SWEEP, one line each (how the defaults were chosen on trial)")
+    p.add_argument("--table", metavar="OUT.json",
+                   help="instead of one model: every attention checkpoint under --models (argmax and the default "
+                        "rule), and eflomal with --baseline-data, written to OUT.json")
+    p.add_argument("--models", help="with --table: the checkpoints folder (default checkpoints/)")
+    p.add_argument("--baseline-data", metavar="TSV",
+                   help="with --table: English<TAB>French pairs eflomal aligns along with the gold "
+                        "(e.g. data/tatoeba/train.tsv)")
     p.add_argument("--json", action="store_true", help="print one JSON object (one a line with --sweep)")
     a = p.parse_args(argv)
+    if (a.model is None) == (a.table is None):
+        p.error("give --model (one model) or --table OUT.json (every model)")
+    if a.table is not None:
+        return _write_table(a, argv)
     try:
         gold = read_gold(a.gold, a.split)
         tr = load_translator(a.model)
@@ -359,6 +476,39 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{tr.name}  {a.split}  {rule} {setting}".rstrip()
                   + f"  AER {s.aer:.3f}  precision {s.precision:.3f}  recall {s.recall:.3f}"
                   f"  ({s.sentences} sentences, {s.links} links, {s.sure} sure)")
+    return 0
+
+
+def _write_table(a: argparse.Namespace, argv: Sequence[str] | None) -> int:
+    from .checkpoint import checkpoint_root, list_checkpoints
+    from .data import read_pairs
+    try:
+        gold = read_gold(a.gold, a.split)
+        infos = [i for i in list_checkpoints(a.models or checkpoint_root())
+                 if i.error is None and i.attention not in (None, "none")]
+        if not infos:
+            raise InputError(f"no checkpoint with attention in {a.models or checkpoint_root()}")
+        baseline = None
+        if a.baseline_data is not None:
+            try:
+                baseline = read_pairs(a.baseline_data)
+            except (OSError, UnicodeDecodeError) as e:
+                raise InputError(f"cannot read {a.baseline_data}: {e}") from None
+            if not baseline:
+                raise InputError(f"{a.baseline_data} has no English<TAB>French pair")
+        t = time.perf_counter()
+        rows = aer_table(gold, [load_translator(i.path) for i in infos], baseline)
+    except (CheckpointError, InputError, GoldError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    args = sys.argv[1:] if argv is None else list(argv)
+    out = {"command": "python -m s2s.alignment " + " ".join(args), "split": a.split, "sentences": len(gold),
+           "rows": rows, "seconds": round(time.perf_counter() - t, 1)}
+    Path(a.table).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.table).write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    for r in rows:
+        print(f"{r['model']:<20} {r['rule']:<20} AER {r['aer']:.3f}  precision {r['precision']:.3f}  "
+              f"recall {r['recall']:.3f}")
     return 0
 
 

@@ -183,6 +183,11 @@ class CheckpointInfo:
         """The recurrent cell ("lstm", "gru" or "rnn"); models saved before it was configurable are LSTMs."""
         return self.model.get("cell", "lstm")
 
+    @property
+    def attention(self) -> str | None:
+        """A translation model's attention function ("none" for the fixed-vector model); None otherwise."""
+        return self.model.get("attention") if self.kind == "translation" else None
+
 
 def list_checkpoints(root: str | Path | None = None) -> list[CheckpointInfo]:
     """Every checkpoint folder under `root`, sorted by name; broken ones carry `error`."""

@@ -127,6 +127,7 @@ class _Record:
 
     def __init__(self, tr: Translator, src_ids: list[int], memory):
         self.tok = tr.tokenizer
+        self.lstm = tr.model.is_lstm              # its state's second part is the cell c_j
         self.src_tokens = self.tok.pieces(src_ids)
         self.enc = memory.states[0].float().cpu().numpy()
         self.ids: list[int] = []
@@ -137,7 +138,7 @@ class _Record:
         self.ids.append(token)
         self.logits.append(logits)
         self.states.append(st.state[0][row])
-        if len(st.state) > 1:
+        if self.lstm:
             self.cells.append(st.state[1][row])
         self.contexts.append(st.context[row])
         if st.alpha is not None:

@@ -107,7 +107,7 @@ def encode_embedded(model: Seq2Seq, x: torch.Tensor, src: torch.Tensor) -> tuple
     else:
         state = (s0,)
     keys = None if model.scorer is None else model.scorer.keys(states)
-    return Memory(states, keys, src != PAD, summary, src=src), state
+    return Memory(states, keys, src != PAD, summary, src=src), model.with_read(state, states)
 
 
 def _prefix(memory: Memory, n: int) -> Memory:
@@ -403,7 +403,7 @@ class Trace:
     any step can be run again with other attention weights."""
     memory: Memory              # one sentence
     y_prev: torch.Tensor        # (T,) y_{j-1} (BOS at j = 0)
-    state: State                # each (T, H): the recurrent state before step j
+    state: State                # each (T, ...): the state before step j (a copying model: alpha_{j-1} too)
     feed: torch.Tensor          # (T, E): h~_{j-1}
     alpha: torch.Tensor         # (T, S)
     log_probs: torch.Tensor     # (T, V)
@@ -661,7 +661,7 @@ class _Parser(argparse.ArgumentParser):
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = _Parser(prog="python -m s2s.explain", description=__doc__.splitlines()[0])
-    p.add_argument("--model", required=True, help="checkpoint folder with attention, e.g. checkpoints/en-fr-additive")
+    p.add_argument("--model", help="checkpoint folder with attention, e.g. checkpoints/en-fr-additive")
     p.add_argument("--reference", metavar="TEXT", help="explain this French translation (default: the greedy one)")
     p.add_argument("--ig-steps", type=int, default=IG_STEPS, help=f"integrated-gradients points (default {IG_STEPS})")
     p.add_argument("--counterfactual", type=int, metavar="STEP",
@@ -672,9 +672,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--test", metavar="FILE", help="summary over a TSV of English<TAB>French pairs instead of one text")
     p.add_argument("--limit", type=int, default=200, help="with --test: this many pairs (default 200)")
     p.add_argument("--max-words", type=int, default=30, help="with --test: skip pairs with longer English (default 30)")
+    p.add_argument("--table", metavar="OUT.json",
+                   help="with --test: the summary of every attention checkpoint under --models, written to OUT.json")
+    p.add_argument("--models", help="with --table: the checkpoints folder (default checkpoints/)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("text", nargs="*", help="the English text (after --, if it starts with a dash)")
     a = p.parse_args(argv)
+    if a.table is not None:
+        if a.test is None:
+            p.error("--table needs --test FILE")
+        return _write_table(a, argv)
+    if a.model is None:
+        p.error("the following arguments are required: --model")
     try:
         tr = load_translator(a.model)
         check_model(tr)
@@ -712,6 +721,31 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"argmax {'kept' if cf.argmax_survives else 'changed'}")
         print("  before:", ", ".join(f"{t} {q:.3f}" for t, q in cf.top_before), "->", cf.translation_before)
         print("  after: ", ", ".join(f"{t} {q:.3f}" for t, q in cf.top_after), "->", cf.translation_after)
+    return 0
+
+
+def _write_table(a: argparse.Namespace, argv: Sequence[str] | None) -> int:
+    from .checkpoint import checkpoint_root, list_checkpoints
+    try:
+        check_range("--limit", a.limit, 1, 100_000)
+        pairs = read_pairs(a.test, a.limit, a.max_words)
+        infos = [i for i in list_checkpoints(a.models or checkpoint_root())
+                 if i.error is None and i.attention not in (None, "none")]
+        if not infos:
+            raise InputError(f"no checkpoint with attention in {a.models or checkpoint_root()}")
+        rows = [summarize(load_translator(i.path), pairs, a.ig_steps, a.seed) for i in infos]
+    except (CheckpointError, InputError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    args = sys.argv[1:] if argv is None else list(argv)
+    out = {"command": "python -m s2s.explain " + " ".join(args), "file": str(a.test), "max_words": a.max_words,
+           "rows": rows}
+    Path(a.table).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.table).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    for r in rows:
+        print(f"{r['model']:<20} median tau " + "  ".join(f"{SHORT[m]} {r['kendall_tau'][m]['median']:+.2f}"
+                                                       for m in METHODS)
+              + f"  permutation survival {r['permutation_survival']:.3f}")
     return 0
 
 

@@ -488,3 +488,121 @@ def memory_span_figure(half_lives: Sequence[int], max_distance: int, title: str)
                   yaxis=dict(title=dict(text="cells"), showgrid=True, gridcolor="#e5e5e5",
                              range=[0, max(counts) * 1.2 + 1]),
                   font=dict(size=16), height=400, margin=dict(l=70, r=20, t=50, b=80))
+
+
+# ---------------------------------------------------------------------------------------
+# Alignment and explanation (s2s.alignment, s2s.explain)
+
+GOLD_SURE = "#d62728"        # red squares: links every annotator drew
+GOLD_POSSIBLE = "#ff9896"    # light red: links some annotators drew
+MODEL_LINK = "#111111"       # black crosses: the model's links
+
+
+def gold_alignment_figure(english: Sequence[str], french: Sequence[str], weights: np.ndarray,
+                          sure: set, possible: set, predicted: set, title: str | None = None) -> go.Figure:
+    """The model's word-level attention (French words x English words) with the human links
+    drawn on it: Sure links as red squares, Possible-only links as light-red squares, the
+    model's links (a rule applied to the weights) as black crosses. A cross inside a red
+    square is a hit; a cross alone is a wrong link; a square alone is a missed one.
+    Links are (English word, French word) pairs counted from 0."""
+    fig = matrix_heatmap(english, french, weights, value_name="attention", x_title="English (gold words)",
+                         y_title="French (gold words)", title=title)
+    size = 24 if max(len(english), len(french)) <= 25 else 15
+    layers = [("gold Sure", sorted(sure), "square-open", GOLD_SURE, size, 3),
+              ("gold Possible", sorted(possible - sure), "square-open", GOLD_POSSIBLE, size, 2),
+              ("model", sorted(predicted), "x-thin-open", MODEL_LINK, size * 0.6, 3)]
+    for name, pts, symbol, color, s, width in layers:
+        fig.add_trace(go.Scatter(x=[e for e, _ in pts], y=[f for _, f in pts], mode="markers", name=name,
+                                 marker=dict(symbol=symbol, size=s, color=color, line=dict(width=width, color=color)),
+                                 hoverinfo="skip"))
+    fig.update_layout(legend=dict(orientation="h", x=0, y=-0.02, yanchor="top", font=dict(size=14)),
+                      margin=dict(l=10, r=10, t=150 if title else 110, b=50))
+    return fig
+
+
+def attribution_grid(source_tokens: Sequence[str], target_tokens: Sequence[str], matrices: dict[str, np.ndarray],
+                     columns: int = 2, height: int | None = None) -> go.Figure:
+    """Attention and attributions on the same axes, one heatmap each (source pieces on x,
+    output pieces on y). Each matrix is shown as |a_ij| / sum_i |a_ij|, every row scaled to
+    sum to 1 as attention's rows do, so the four are read on one colour scale; attention is
+    shown as it is."""
+    from plotly.subplots import make_subplots
+    names = list(matrices)
+    rows = -(-len(names) // columns)
+    fig = make_subplots(rows=rows, cols=columns, subplot_titles=[html.escape(n, quote=False) for n in names],
+                        horizontal_spacing=0.06, vertical_spacing=0.14 if rows > 1 else 0.1)
+    xs = [display_token(t) for t in source_tokens]
+    ys = [display_token(t) for t in target_tokens]
+    for k, name in enumerate(names):
+        a = np.abs(np.asarray(matrices[name], dtype=float))
+        z = a / np.maximum(a.sum(1, keepdims=True), 1e-30)
+        hover = [[f"{ys[j]} ← {xs[i]}<br>{html.escape(name, quote=False)}: {z[j, i]:.3f} of the row"
+                  for i in range(len(xs))] for j in range(len(ys))]
+        fig.add_trace(go.Heatmap(z=z, x=list(range(len(xs))), y=list(range(len(ys))), zmin=0, zmax=1,
+                                 colorscale=PROJECTOR_SCALE, showscale=k == 0, text=hover,
+                                 hovertemplate="%{text}<extra></extra>",
+                                 colorbar=dict(title=dict(text="share of row"), thickness=12)),
+                      row=k // columns + 1, col=k % columns + 1)
+    small = 10 if len(xs) > 20 else 12
+    fig.update_xaxes(tickmode="array", tickvals=list(range(len(xs))), ticktext=xs, tickangle=-60,
+                     tickfont=dict(size=small))
+    fig.update_yaxes(tickmode="array", tickvals=list(range(len(ys))), ticktext=ys, autorange="reversed",
+                     tickfont=dict(size=small))
+    fig.update_layout(plot_bgcolor="white", height=height or rows * max(260, 90 + 18 * len(ys)) + 60,
+                      margin=dict(l=10, r=10, t=40, b=10))
+    fig.update_annotations(font=dict(size=16))
+    return fig
+
+
+def tau_figure(target_tokens: Sequence[str], taus: dict[str, Sequence[float | None]],
+               colors: dict[str, str] | None = None) -> go.Figure:
+    """Kendall's tau between attention and each attribution, per output token: 1 means the
+    same ranking of the source tokens, 0 no relation, -1 the reverse. NaN (a constant row)
+    is left as a gap."""
+    ys = [display_token(t) for t in target_tokens]
+    traces = []
+    for name, values in taus.items():
+        v = [None if x is None or not np.isfinite(x) else float(x) for x in values]
+        traces.append(go.Bar(x=list(range(len(ys))), y=v, name=html.escape(name, quote=False),
+                             marker_color=(colors or {}).get(name),
+                             hovertemplate="%{customdata}: τ = %{y:.2f}<extra></extra>", customdata=ys))
+    return figure(traces, barmode="group", height=300,
+                  xaxis=dict(tickmode="array", tickvals=list(range(len(ys))), ticktext=ys, tickangle=-60,
+                             tickfont=dict(size=12 if len(ys) <= 25 else 10), title=dict(text="output token")),
+                  yaxis=dict(range=[-1, 1], title=dict(text="Kendall τ with attention"), zeroline=True,
+                             zerolinecolor="#444", gridcolor="#ddd"),
+                  legend=dict(orientation="h", x=0, y=1.12, font=dict(size=14)),
+                  margin=dict(l=10, r=10, t=40, b=10))
+
+
+def counterfactual_figure(source_tokens: Sequence[str], alpha_before: Sequence[float], alpha_after: Sequence[float],
+                          top_before: Sequence[tuple[str, float]], top_after: Sequence[tuple[str, float]],
+                          kind: str) -> go.Figure:
+    """Left: alpha_j as the model computed it and as replaced, over the source pieces.
+    Right: the next-token distribution's top tokens before and after."""
+    from plotly.subplots import make_subplots
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.62, 0.38], horizontal_spacing=0.12,
+                        subplot_titles=["attention α_j over the source", "next token p(y_j | …)"])
+    xs = [display_token(t) for t in source_tokens]
+    after = f"{kind}"
+    for name, values, color in (("model's α", alpha_before, "#253494"), (after, alpha_after, "#ff7f0e")):
+        fig.add_trace(go.Bar(x=list(range(len(xs))), y=list(values), name=html.escape(name, quote=False),
+                             marker_color=color, customdata=xs,
+                             hovertemplate="%{customdata}: %{y:.3f}<extra></extra>"), row=1, col=1)
+    tokens = list(dict.fromkeys([t for t, _ in top_before] + [t for t, _ in top_after]))
+    labels = [display_token(t) for t in tokens]
+    pb, pa = dict(top_before), dict(top_after)
+    for name, p, color in (("before", pb, "#253494"), ("after", pa, "#ff7f0e")):
+        fig.add_trace(go.Bar(y=labels, x=[p.get(t) for t in tokens], orientation="h", showlegend=False,
+                             marker_color=color, name=name, hovertemplate="%{y}: %{x:.3f}<extra></extra>"),
+                      row=1, col=2)
+    fig.update_xaxes(tickmode="array", tickvals=list(range(len(xs))), ticktext=xs, tickangle=-60,
+                     tickfont=dict(size=12 if len(xs) <= 25 else 10), row=1, col=1)
+    fig.update_yaxes(range=[0, 1], title=dict(text="α"), row=1, col=1)
+    fig.update_yaxes(autorange="reversed", tickfont=dict(size=14), row=1, col=2)
+    fig.update_xaxes(range=[0, 1], title=dict(text="probability"), row=1, col=2)
+    fig.update_layout(plot_bgcolor="white", barmode="group", height=330,
+                      legend=dict(orientation="h", x=0, y=1.2, font=dict(size=14)),
+                      margin=dict(l=10, r=10, t=70, b=10))
+    fig.update_annotations(font=dict(size=15))
+    return fig

@@ -21,12 +21,15 @@ so a name the vocabulary spells in rare pieces ("Ł" "u" "k" "as" "z") is copied
 piece where attention points, instead of being generated from a handful of examples.
 Copying a name of many pieces means knowing where one is in it. Content alone does not say
 it (the decoder skipped and repeated pieces: "Húnbbjbjörg"), so a copying model also gets
-the location cue of CopyNet's selective read (Gu et al. 2016): the source position right
-after a piece equal to the one just written gets a bonus, by a gate read from the state,
+a location cue, after CopyNet's selective read (Gu et al. 2016): the source position right
+after the piece just written, where the decoder read it, gets a bonus, by a gate read
+from the state,
 
-    e_ij <- e_ij + g_j 1[x_{i-1} = y_{j-1}],   g_j = w_n s_j + b_n   (0 at the start)
+    e_ij <- e_ij + g_j alpha_{j-1,i-1} 1[x_{i-1} = y_{j-1}],   g_j = w_n s_j + b_n   (0 at the start)
 
-and the decoder learns to move along the source one piece at a time while it copies. Such a
+and the decoder learns to move along the source one piece at a time while it copies.
+Weighting by alpha_{j-1} picks the occurrence it copied from when a piece repeats ("8 8 2").
+So a copying model's state carries alpha_{j-1}: (s, c, alpha) for an LSTM, (s, alpha) else. Such a
 model's "logits" are these log-probabilities (already normalised, so every softmax and
 log-softmax downstream leaves them unchanged). Without attention there is nothing to
 point with: the fixed-vector model cannot copy.
@@ -49,7 +52,7 @@ from .tokenizer import BOS, EOS, PAD
 
 CELLS = {"rnn": (nn.RNN, nn.RNNCell), "gru": (nn.GRU, nn.GRUCell), "lstm": (nn.LSTM, nn.LSTMCell)}
 
-State = tuple[torch.Tensor, ...]   # (h,) for RNN/GRU, (h, c) for LSTM
+State = tuple[torch.Tensor, ...]   # (h,) for RNN/GRU, (h, c) for LSTM; a copying model adds alpha_{j-1}
 
 
 @dataclass
@@ -172,7 +175,17 @@ class Seq2Seq(nn.Module):
         else:
             state = (s0,)
         keys = None if self.scorer is None else self.scorer.keys(states)
-        return Memory(states, keys, src != PAD, summary, src=src), state
+        return Memory(states, keys, src != PAD, summary, src=src), self.with_read(state, states)
+
+    def with_read(self, state: State, states: torch.Tensor) -> State:
+        """The initial state s_0, plus, for a copying model, alpha_0 = 0 (nothing read yet)."""
+        if self.next_piece is None:
+            return state
+        return state + (states.new_zeros(states.shape[:2]),)
+
+    def recurrent(self, state: State) -> State:
+        """The cell's own part of a state: (s,) or (s, c), without a copying model's alpha_{j-1}."""
+        return state[:2] if self.is_lstm else state[:1]
 
     # ------------------------------------------------------------ decoder
     def initial_feed(self, batch: int) -> torch.Tensor:
@@ -186,12 +199,15 @@ class Seq2Seq(nn.Module):
         compute (a counterfactual: what the step outputs had it read the source this way;
         s2s/explain.py). Everything else, the copy distribution included, uses it as is."""
         x = self.drop(torch.cat([self.embed(y_prev), feed], dim=-1))
+        read = state[-1] if self.next_piece is not None else None         # alpha_{j-1}
         if self.is_lstm:
-            state = self.decoder(x, state)
+            state = self.decoder(x, state[:2])
         else:
             state = (self.decoder(x, state[0]),)
         s = state[0]
-        context, alpha = self.read_source(s, memory, alpha, y_prev)
+        context, alpha = self.read_source(s, memory, alpha, y_prev, read)
+        if self.next_piece is not None:
+            state = state + (alpha,)
         feed = torch.tanh(self.combine(torch.cat([context, s], dim=-1)))
         logits = self.output(self.drop(feed)) if with_logits else feed
         if with_logits and self.copy_gate is not None:
@@ -214,25 +230,29 @@ class Seq2Seq(nn.Module):
         return (p / p.sum(-1, keepdim=True)).clamp_min(1e-12).log()
 
     def read_source(self, s: torch.Tensor, memory: Memory, alpha: torch.Tensor | None = None,
-                    y_prev: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+                    y_prev: torch.Tensor | None = None, read: torch.Tensor | None = None
+                    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(c_j, alpha_j): attention over the encoder states, or the fixed summary without it.
         A given `alpha` (B, S) is used instead of the scorer's: c_j = sum_i alpha_ij h_i.
-        A copying model adds its location cue for the piece `y_prev` (B,) just written."""
+        A copying model adds its location cue for the piece `y_prev` (B,) just written,
+        read with attention `read` (B, S), alpha_{j-1}."""
         if self.scorer is None:
             return memory.summary, None
         if alpha is not None:
             return torch.bmm(alpha.unsqueeze(1).to(memory.states.dtype), memory.states).squeeze(1), alpha
         bias = memory.mask_bias
-        if self.next_piece is not None and y_prev is not None:
-            bias = bias + self.next_piece(s) * self.follows(y_prev, memory.src)
+        if self.next_piece is not None and y_prev is not None and read is not None:
+            bias = bias + self.next_piece(s) * self.follows(y_prev, memory.src, read)
         return attend(self.scorer, memory.keys, memory.states, bias, s)
 
     @staticmethod
-    def follows(y_prev: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
-        """(B, S) 1 where the source piece before position i is the piece y_prev just
-        written, 1[x_{i-1} = y_{j-1}]; 0 for special tokens (BOS, EOS, padding)."""
+    def follows(y_prev: torch.Tensor, src: torch.Tensor, read: torch.Tensor) -> torch.Tensor:
+        """(B, S) alpha_{j-1,i-1} 1[x_{i-1} = y_{j-1}]: how much the decoder read the piece it
+        just wrote from the position before i (`read` is alpha_{j-1}); 0 after special
+        tokens (BOS, EOS, padding)."""
         before = F.pad(src[:, :-1], (1, 0), value=PAD)
-        return ((before == y_prev.unsqueeze(1)) & (y_prev > EOS).unsqueeze(1)).to(torch.float32)
+        match = (before == y_prev.unsqueeze(1)) & (y_prev > EOS).unsqueeze(1)
+        return match.to(read.dtype) * F.pad(read[:, :-1], (1, 0))
 
     # ------------------------------------------------------------ decoding
     def decode_step(self, y_prev: torch.Tensor, state: State, feed: torch.Tensor, memory: Memory) -> Step:
@@ -242,6 +262,7 @@ class Seq2Seq(nn.Module):
         which matters for the 8000 x 256 output layer) and the LSTM written out (lstm.py), its
         gates' embedding part precomputed for every token (an 8000 x 1024 table, 33 MB)."""
         w = self._decode_weights()
+        read = state[-1] if self.next_piece is not None else None
         if w.decoder is not None:
             # the embedding's share of the gates is a table lookup: one product less per step
             x_gates = F.embedding(y_prev, w.embed_gates).view(-1, 4, w.decoder.hidden).transpose(0, 1)
@@ -251,7 +272,9 @@ class Seq2Seq(nn.Module):
             x = torch.cat([F.embedding(y_prev, self.embed.weight), feed], dim=-1)
             state = (self.decoder(x, state[0]),)
         s = state[0]
-        context, alpha = self.read_source(s, memory, y_prev=y_prev)
+        context, alpha = self.read_source(s, memory, y_prev=y_prev, read=read)
+        if read is not None:
+            state = state + (alpha,)
         feed = torch.mm(torch.cat([context, s], dim=-1), w.combine).tanh_()
         logits = self._decode_output(feed, w)
         if self.copy_gate is not None:

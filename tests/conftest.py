@@ -93,6 +93,7 @@ def untrained_translators(tmp_path_factory):
     torch.manual_seed(9)
     model = Seq2Seq(ModelConfig(vocab_size=vocab, emb_dim=16, hidden=24, attn_dim=20, attention="additive",
                                 dropout=0.0, copy=True))
+    torch.nn.init.normal_(model.next_piece.weight, std=0.5)      # its location cue on, too
     out["copy"] = load_translator(save_checkpoint(model, spm_file, root / "copy", "copy", "untrained copy"))
     return out
 

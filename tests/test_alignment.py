@@ -274,3 +274,109 @@ def test_cli_bad_input_is_one_line_and_exit_2(tiny_additive, tiny_none, tmp_path
     code, out, err = run_main(["--model", str(model), "--gold", str(gold), "--json", *args], capsys)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("error:") and message in err
+
+
+# ---------------------------------------------------------------------------------------
+# The statistical baseline and the table
+
+
+def test_symmetrize_each_heuristic_on_a_hand_made_pair():
+    from s2s.alignment import symmetrize
+    fwd = {(0, 0), (1, 1), (2, 1), (6, 6)}
+    rev = {(0, 0), (1, 1), (3, 3), (2, 2)}
+    # from the intersection {(0,0), (1,1)}: (2,1) touches (1,1) and aligns e2; (2,2) touches (1,1) and aligns f2;
+    # (3,3) touches (2,2) and aligns e3 and f3; (6,6) touches nothing kept
+    assert symmetrize(fwd, rev, "intersection") == {(0, 0), (1, 1)}
+    assert symmetrize(fwd, rev, "union") == fwd | rev
+    gd = symmetrize(fwd, rev, "grow-diag")
+    assert gd == {(0, 0), (1, 1), (2, 1), (2, 2), (3, 3)}
+    assert symmetrize(fwd, rev, "grow-diag-final") == gd | {(6, 6)}          # (6,6): e6 and f6 both unaligned
+    assert symmetrize(fwd, rev, "grow-diag-final-and") == gd | {(6, 6)}
+    # -final adds a link with ONE free word, -final-and only with both free
+    fwd2, rev2 = {(0, 0), (0, 1)}, {(0, 0)}
+    assert symmetrize(fwd2, rev2, "grow-diag-final") == {(0, 0), (0, 1)} == symmetrize(fwd2, rev2, "grow-diag")
+    assert symmetrize({(0, 0), (5, 0)}, {(0, 0)}, "grow-diag-final") == {(0, 0), (5, 0)}
+    assert symmetrize({(0, 0), (5, 0)}, {(0, 0)}, "grow-diag-final-and") == {(0, 0)}
+    with pytest.raises(ValueError, match="unknown symmetrization"):
+        symmetrize(fwd, rev, "grow")
+
+
+def test_gold_tokens_write_text_as_the_hansards_gold_does():
+    from s2s.alignment import gold_tokens
+    assert gold_tokens("Je n'aime pas l'été, ni des chiens aux yeux du voisin aujourd'hui.", "fr") == \
+        "je ne aime pas le été , ni de les chiens à les yeux de le voisin aujourd' hui .".split()
+    assert gold_tokens("Tom's dog’s well-known!", "en") == "tom 's dog 's well - known !".split()
+    assert gold_tokens("", "en") == []
+
+
+def test_statistical_links_run_eflomal_both_ways_and_symmetrize(monkeypatch):
+    """eflomal itself replaced by a stand-in that records its input and writes links: the
+    gold pairs go first, English is the source, and the two directions are symmetrised."""
+    import types
+    from s2s.alignment import statistical_links
+    seen = {}
+
+    class Aligner:
+        def align(self, src, trg, links_filename_fwd=None, links_filename_rev=None, quiet=True):
+            seen["src"], seen["trg"] = list(src), list(trg)
+            with open(links_filename_fwd, "w") as f:
+                f.write("0-0 1-1 2-1\n0-0\n0-0\n")
+            with open(links_filename_rev, "w") as f:
+                f.write("0-0 1-1 2-2\n0-0 1-0\n0-0\n")
+    monkeypatch.setitem(sys.modules, "eflomal", types.SimpleNamespace(Aligner=Aligner))
+    gold = [pair(3, 3, {(0, 0)}), pair(2, 1, {(0, 0)})]
+    out = statistical_links(gold, [(["x"], ["y"])], "intersection")
+    assert seen["src"] == ["e0 e1 e2\n", "e0 e1\n", "x\n"] and seen["trg"] == ["f0 f1 f2\n", "f0\n", "y\n"]
+    assert out == [{(0, 0), (1, 1)}, {(0, 0)}]                      # one per gold pair, the extra pair dropped
+    assert statistical_links(gold, [(["x"], ["y"])], "union")[1] == {(0, 0), (1, 0)}
+    ways = statistical_links(gold, [(["x"], ["y"])], ("intersection", "union"))
+    assert ways == {"intersection": out, "union": [{(0, 0), (1, 1), (2, 1), (2, 2)}, {(0, 0), (1, 0)}]}
+
+
+def test_eflomal_aligns_a_tiny_corpus():
+    pytest.importorskip("eflomal")
+    from s2s.alignment import statistical_links
+    words = ["cat", "dog", "house", "tree", "car", "book"]
+    french = ["chat", "chien", "maison", "arbre", "voiture", "livre"]
+    rng = np.random.default_rng(0)
+    extra = []
+    for _ in range(400):               # "the X and the Y" -> "le X' et le Y'": every pair seen many times
+        i, j = rng.choice(6, 2, replace=False)
+        extra.append((["the", words[i], "and", "the", words[j]], ["le", french[i], "et", "le", french[j]]))
+    gold = [GoldPair(("the", "cat", "and", "the", "tree"), ("le", "chat", "et", "le", "arbre"),
+                     frozenset({(1, 1), (2, 2), (4, 4)}), frozenset({(1, 1), (2, 2), (4, 4), (0, 0), (3, 3)}))]
+    predicted = statistical_links(gold, extra)
+    assert {(1, 1), (2, 2), (4, 4)} <= predicted[0]
+    assert score(predicted, gold).aer < 0.2
+
+
+def test_table_command_scores_every_attention_model(untrained_translators, tmp_path, capsys):
+    gold = reversal_gold(tmp_path / "gold")
+    root = untrained_translators["dot"].path.parent
+    out = tmp_path / "results" / "alignment.json"
+    code, printed, err = run_main(["--gold", str(gold), "--table", str(out), "--models", str(root)], capsys)
+    assert code == 0, err
+    table = json.loads(out.read_text())
+    names = {r["model"] for r in table["rows"]}
+    assert names == {"dot", "general", "additive", "scaled-dot", "copy"}            # never the fixed-vector model
+    assert {r["rule"] for r in table["rows"]} == {"argmax", "grow-diag"} and len(table["rows"]) == 10
+    assert table["sentences"] == 3 and table["command"].startswith("python -m s2s.alignment --gold")
+    want = run_main(["--model", str(root / "general"), "--gold", str(gold), "--rule", "argmax", "--json"], capsys)
+    row = next(r for r in table["rows"] if r["model"] == "general" and r["rule"] == "argmax")
+    assert row["aer"] == json.loads(want[1])["aer"]
+    assert all(0 <= r["aer"] <= 1 for r in table["rows"]) and printed.count("\n") == 10
+
+
+@pytest.mark.parametrize("args,message", [
+    ([], "give --model"),
+    (["--model", "x", "--table", "y.json"], "give --model"),
+    (["--table", "{out}", "--models", "{empty}"], "no checkpoint with attention"),
+    (["--table", "{out}", "--models", "{root}", "--baseline-data", "{missing}"], "cannot read"),
+])
+def test_table_command_bad_input(untrained_translators, tmp_path, capsys, args, message):
+    gold = reversal_gold(tmp_path / "gold")
+    (tmp_path / "empty").mkdir()
+    fill = {"out": tmp_path / "t.json", "empty": tmp_path / "empty", "missing": tmp_path / "nope.tsv",
+            "root": untrained_translators["dot"].path.parent}
+    code, out, err = run_main(["--gold", str(gold)] + [a.format(**fill) for a in args], capsys)
+    assert code == 2 and out == "" and err.startswith("error:") and err.count("\n") == 1 and message in err

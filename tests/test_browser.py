@@ -209,3 +209,29 @@ def test_gates_and_gradients_page_draws_its_figures(gradients_server, chrome, tm
         page.screenshot(path=str(shot))
         shutil.copy(shot, f"/tmp/gradients_{shot.name}") if keep else None
     assert exceptions(page) == []
+
+
+def test_alignment_and_explanation_page(server, chrome, tmp_path):
+    """The gold view and the attribution view in a real browser at 1280 x 720: the gold
+    links drawn on the heatmap, the per-pair scores, the four maps and the counterfactual."""
+    page = chrome.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(server)
+    page.wait_for_selector('[data-testid="stSidebarNav"] a >> text=Alignment & Explanation', timeout=90_000)
+    page.get_by_role("link", name="Alignment & Explanation").click()
+    page.wait_for_selector(".js-plotly-plot >> text=gold Sure", timeout=90_000)
+    assert page.get_by_text("AER (this pair)").count() == 1
+    names = page.evaluate("document.querySelectorAll('.js-plotly-plot')[0].data.map(t => t.name || '')")
+    assert names[1:] == ["gold Sure", "gold Possible", "model"]
+    box = page.locator(".js-plotly-plot").first.bounding_box()
+    assert box["y"] < 720 - 200                    # the heatmap starts on the first screen
+    keep = os.environ.get("S2S_KEEP_SCREENSHOTS")
+    page.screenshot(path=str(tmp_path / "gold.png"))
+    shutil.copy(tmp_path / "gold.png", "/tmp/alignment_gold.png") if keep else None
+    page.get_by_role("tab", name="Attention vs attribution").click()
+    page.wait_for_selector(".js-plotly-plot >> text=leave-one-out", timeout=120_000)
+    page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 3", timeout=120_000)
+    counts = page.evaluate("[...document.querySelectorAll('.js-plotly-plot')].map(p => p.data.length)")
+    assert counts[:3] == [4, 3, 4]                 # four maps; tau for three methods; alpha and p before/after
+    page.screenshot(path=str(tmp_path / "explain.png"), full_page=True)
+    shutil.copy(tmp_path / "explain.png", "/tmp/alignment_explain.png") if keep else None
+    assert exceptions(page) == []

@@ -346,34 +346,42 @@ def test_finetune_adds_the_copy_gate_to_attention_models_only(tiny_additive, tin
             assert float(torch.sigmoid(m.copy_gate.bias)) == pytest.approx(0.953, abs=1e-3)
 
 
-def test_location_cue_marks_the_piece_after_the_one_just_written():
-    src = torch.tensor([[7, 8, 7, 9, 3], [5, 6, 3, 0, 0]])
+def test_location_cue_marks_the_piece_after_the_one_just_read():
     from s2s.model import Seq2Seq
-    assert Seq2Seq.follows(torch.tensor([7, 3]), src).tolist() == [[0, 1, 0, 1, 0], [0] * 5]  # after each 7
-    assert Seq2Seq.follows(torch.tensor([6, 6]), src).tolist() == [[0] * 5, [0, 0, 1, 0, 0]]
-    assert Seq2Seq.follows(torch.tensor([3, 2]), src).sum() == 0          # </s> and <s> are never copied
+    src = torch.tensor([[7, 8, 7, 9, 3], [5, 6, 3, 0, 0]])
+    read = torch.tensor([[0.1, 0.0, 0.9, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0, 0.0]])
+    cue = Seq2Seq.follows(torch.tensor([7, 6]), src, read)
+    # after the 7 at 0 (read 0.1) and the 7 at 2 (read 0.9): the occurrence it copied from wins
+    assert torch.allclose(cue, torch.tensor([[0, 0.1, 0, 0.9, 0], [0, 0, 1.0, 0, 0]]))
+    assert Seq2Seq.follows(torch.tensor([8, 9]), src, read).sum() == 0        # 8 and 9 were not read
+    assert Seq2Seq.follows(torch.tensor([3, 2]), src, torch.ones(2, 5)).sum() == 0   # </s> and <s> never count
 
 
 @pytest.mark.parametrize("scorer", ["dot", "general", "additive", "scaled-dot"])
 def test_location_cue_moves_attention_along_the_source(scorer):
-    """With the cue's gate large, each step attends to the piece after the one just
-    written, so a copying decoder steps through a name piece by piece; at g = 0 (a fresh or
-    just-grown model) attention is the scorer's alone."""
+    """With the cue's gate large, a decoder that writes what it reads steps through the
+    source piece by piece, repeated pieces included ("4 5 4 6": after the second 4, on to
+    the 6, not back to the 5); at g = 0 (a fresh or just-grown model) attention is the
+    scorer's alone. step and decode_step agree, and the state carries alpha_j on."""
     from s2s.model import ModelConfig, Seq2Seq
     torch.manual_seed(0)
     m = Seq2Seq(ModelConfig(20, 16, 16, 16, attention=scorer, dropout=0.0, copy=True)).eval()
-    src = torch.tensor([[4, 5, 6, 7, 8, 3]])
+    src = torch.tensor([[4, 5, 4, 6, 8, 3]])
     memory, state = m.encode(src, torch.tensor([6]))
+    assert torch.equal(state[-1], torch.zeros(1, 6)) and len(state) == 3          # (s, c, alpha_0 = 0)
     feed = m.initial_feed(1)
     plain = m.step(torch.tensor([5]), state, feed, memory)
     assert torch.allclose(plain.alpha, m.read_source(plain.state[0], memory)[1])   # g = 0: the scorer alone
-    plain = plain.alpha
+    assert torch.equal(plain.state[-1], plain.alpha)
     with torch.no_grad():
         m.next_piece.bias.fill_(30.0)
-    for y, want in [(4, 1), (5, 2), (6, 3), (7, 4)]:
-        alpha = m.step(torch.tensor([y]), state, feed, memory).alpha
-        assert int(alpha.argmax()) == want and float(alpha[0, want]) > 0.99
-        assert torch.equal(m.decode_step(torch.tensor([y]), state, feed, memory).alpha.argmax(), alpha.argmax())
+    for y, at, want in [(4, 2, 3), (4, 0, 1), (5, 1, 2), (6, 3, 4)]:
+        read = torch.zeros(1, 6)
+        read[0, at] = 1.0
+        st = m.step(torch.tensor([y]), state[:2] + (read,), feed, memory)
+        assert int(st.alpha.argmax()) == want and float(st.alpha[0, want]) > 0.99
+        fast = m.decode_step(torch.tensor([y]), state[:2] + (read,), feed, memory)
+        assert torch.allclose(fast.alpha, st.alpha, atol=1e-5) and torch.equal(fast.state[-1], fast.alpha)
     with torch.no_grad():
         m.next_piece.bias.zero_()
-    assert torch.allclose(m.step(torch.tensor([5]), state, feed, memory).alpha, plain)
+    assert torch.allclose(m.step(torch.tensor([5]), state, feed, memory).alpha, plain.alpha)

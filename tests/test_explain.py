@@ -248,7 +248,10 @@ def test_permutation_survival_is_one_answer_per_step(untrained_translators):
 # ------------------------------------------------------------------ command line
 
 def run(argv, capsys) -> tuple[int, str, str]:
-    rc = X.main(argv)
+    try:
+        rc = X.main(argv)
+    except SystemExit as e:        # argparse's own errors
+        rc = e.code
     out = capsys.readouterr()
     return rc, out.out, out.err
 
@@ -313,3 +316,19 @@ def test_python_dash_m_entry_point(untrained_translators):
     p = subprocess.run([sys.executable, "-m", "s2s.explain", "--model", str(untrained_translators["dot"].path),
                         "--", ""], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and p.stderr.startswith("error:")
+
+
+def test_table_summarises_every_attention_model(untrained_translators, tmp_path, capsys):
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("a b c\tc b a\nd e\te d\n", encoding="utf-8")
+    out = tmp_path / "explanation.json"
+    root = untrained_translators["dot"].path.parent
+    rc, printed, err = run(["--test", str(tsv), "--table", str(out), "--models", str(root), "--ig-steps", "4"],
+                           capsys)
+    assert rc == 0, err
+    table = json.loads(out.read_text())
+    assert [r["model"] for r in table["rows"]] == ["additive", "copy", "dot", "general", "scaled-dot"]
+    assert all(r["sentences"] == 2 and r["steps"] == 7 for r in table["rows"])
+    assert table["command"].startswith("python -m s2s.explain --test")
+    rc, printed, err = run(["--table", str(out)], capsys)                      # --table needs --test
+    assert rc == 2 and err.startswith("error:") and "--test" in err

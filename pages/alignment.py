@@ -1,0 +1,251 @@
+"""Alignment & Explanation: is attention an alignment, and is it an explanation?
+
+The page is layout and widgets only; the measurements are s2s.alignment (against human
+word alignments) and s2s.explain (against attributions and counterfactual attention), the
+figures s2s.figures.
+"""
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+import ui
+from s2s.alignment import (DEFAULT_RULE, RULE_PARAMS, RULES, GoldError, GoldPair, links, read_gold, score,
+                           word_attention)
+from s2s.explain import EPSILON, KINDS, METHODS, SHORT, counterfactual, explain
+from s2s.figures import attribution_grid, counterfactual_figure, gold_alignment_figure, tau_figure
+from s2s.text import InputError, clean_text
+
+ROOT = Path(__file__).resolve().parent.parent
+TRIAL = ROOT / "examples" / "hansards_trial"
+# the full gold standard is not in the repository; the test set is offered where it exists
+TEST = Path(os.environ.get("S2S_HANSARDS", ROOT.parent / "shared" / "data" / "hansards-en-fr-align"))
+ALIGNMENT_RESULTS = ROOT / "results" / "alignment.json"
+EXPLANATION_RESULTS = ROOT / "results" / "explanation.json"
+RULE_HELP = {"argmax": "each French word linked to the English word it attends to most",
+             "threshold": "every link whose weight is at least τ",
+             "ratio": "for each French word, the English words that hold the given share of its weight",
+             "grow-diag": "links both directions' argmax agree on, grown to neighbours (as statistical aligners "
+                          "symmetrise)"}
+KIND_HELP = {"uniform": "every source piece weighted equally",
+             "permute": "the model's own weights, shuffled over the source pieces",
+             "adversarial": "as different from α_j as possible (Jensen-Shannon) while the next-token distribution "
+                            "moves by at most ε (total variation)"}
+METHOD_COLORS = {"grad × input": "#1f77b4", "integrated gradients": "#2ca02c", "leave-one-out": "#ff7f0e"}
+LONG = {"grad_x_input": "grad × input", "integrated_gradients": "integrated gradients",
+        "leave_one_out": "leave-one-out"}
+EXAMPLE = "She has a big black dog."
+EXAMPLE_REFERENCE = "Elle a un gros chien noir."
+
+
+@st.cache_data(show_spinner=False)
+def gold_pairs(folder: str, split: str) -> list[GoldPair]:
+    return read_gold(folder, split)
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def word_attention_cached(path: str, english: tuple, french: tuple):
+    return word_attention(ui.load_path(path), english, french)
+
+
+@st.cache_data(max_entries=64, show_spinner="Explaining: gradients, integrated gradients, leave-one-out…")
+def explain_cached(path: str, text: str, reference: str | None):
+    return explain(ui.load_path(path), text, reference)
+
+
+@st.cache_data(max_entries=64, show_spinner="Replacing the attention…")
+def counterfactual_cached(path: str, text: str, step: int, kind: str, epsilon: float, target: tuple):
+    return counterfactual(ui.load_path(path), text, step, kind, epsilon=epsilon, target=list(target))
+
+
+@st.cache_data(show_spinner=False)
+def results(path: str, mtime: float) -> dict | None:
+    """A committed results file (keyed by its modification time, so a new run shows)."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def results_of(path: Path) -> dict | None:
+    return results(str(path), path.stat().st_mtime if path.is_file() else 0.0)
+
+
+def attention_models() -> list:
+    return [i for i in ui.translation_models() if i.error is None and i.attention not in (None, "none")]
+
+
+def words_of(text: str, what: str) -> tuple[str, ...]:
+    words = tuple(clean_text(text, what=what).split())
+    if len(words) > 80:
+        raise InputError(f"The {what} has {len(words)} words; keep it under 80.")
+    return words
+
+
+st.title("Alignment & Explanation")
+st.caption("Attention is drawn as if it were an alignment and read as if it were an explanation. "
+           "Here both are measured: against human word alignments, and against what actually drives the output.")
+
+models = attention_models()
+if not models:
+    st.error("No translation checkpoint with attention in `checkpoints/`: nothing to measure.")
+    st.stop()
+by_name = {m.name: m for m in models}
+S = st.session_state
+if S.get("align_model") not in by_name:
+    S["align_model"] = ui.DEFAULT_MODEL if ui.DEFAULT_MODEL in by_name else models[0].name
+with st.sidebar:
+    st.markdown("### Model")
+    name = st.selectbox("Attention model", list(by_name), key="align_model",
+                        format_func=lambda n: f"{n}  ({by_name[n].attention} attention)",
+                        help=f"The {len(models)} checkpoints with attention; a fixed-vector model has no "
+                             "attention to compare.")
+    st.caption(by_name[name].description)
+tr = ui.get_model(name)
+if tr is None:
+    st.stop()
+path = ui.model_path(name)
+for k in ("gold_source", "gold_pair", "rule", "explain_text", "explain_reference"):   # kept while a tab is closed
+    if k in S:
+        S[k] = S[k]
+tabs = st.tabs(["Against human alignments", "Attention vs attribution"], key="alignment_tab", on_change="rerun")
+
+# ------------------------------------------------------------------ gold alignments
+with tabs[0]:
+    if tabs[0].open:
+        sources = {"trial": "Trial set (37 pairs)", "typed": "Type a pair"}
+        if (TEST / "test.wa").is_file():
+            sources = {"trial": sources["trial"], "test": "Test set (447 pairs)", "typed": sources["typed"]}
+        if S.get("gold_source") not in sources:
+            S["gold_source"] = "trial"
+        left, right = st.columns([1, 3])
+        with left:
+            source = st.radio("Sentence pairs", list(sources), key="gold_source", format_func=sources.get,
+                              help="Hansards English–French, hand-aligned by Och & Ney (HLT-NAACL 2003 shared task)."
+                                   + ("" if "test" in sources else " The 447 test pairs are not in the repository; "
+                                      "set S2S_HANSARDS to their folder to browse them here."))
+            gold = None
+            try:
+                if source == "typed":
+                    en_text = st.text_input("English words", "the house is small .", key="typed_en", max_chars=600)
+                    fr_text = st.text_input("French words", "la maison est petite .", key="typed_fr", max_chars=600)
+                    english, french = words_of(en_text, "English"), words_of(fr_text, "French")
+                else:
+                    pairs = gold_pairs(str(TRIAL if source == "trial" else TEST), source)
+                    n = st.number_input(f"Pair (1–{len(pairs)})", 1, len(pairs), min(S.get("gold_pair", 4), len(pairs)),
+                                        key="gold_pair")
+                    gold = pairs[int(n) - 1]
+                    english, french = gold.english, gold.french
+                rule = st.selectbox("Links from attention", RULES, index=RULES.index(DEFAULT_RULE), key="rule",
+                                    help="How weights become links: " + "; ".join(f"**{r}**: {h}"
+                                                                                for r, h in RULE_HELP.items()))
+            except (InputError, GoldError) as e:
+                st.error(str(e))
+                english = None
+        with right:
+            if english:
+                try:
+                    w = word_attention_cached(path, tuple(english), tuple(french))
+                except InputError as e:
+                    st.error(str(e))
+                    w = None
+                if w is not None:
+                    predicted = links(w, rule, **RULE_PARAMS[rule])
+                    sure = set(gold.sure) if gold else set()
+                    possible = set(gold.possible) if gold else set()
+                    if gold is not None:
+                        s = score([predicted], [gold])
+                        c = st.columns(4)
+                        c[0].metric("AER (this pair)", f"{s.aer:.3f}", help="1 − (|A∩S| + |A∩P|) / (|A| + |S|); "
+                                                                            "0 is perfect")
+                        c[1].metric("Precision", f"{s.precision:.3f}", help="|A∩P| / |A|")
+                        c[2].metric("Recall", f"{s.recall:.3f}", help="|A∩S| / |S|")
+                        c[3].metric("Links", f"{len(predicted)} model · {len(sure)} sure")
+                    else:
+                        st.caption("A typed pair has no human links: only the model's are drawn.")
+                    st.plotly_chart(gold_alignment_figure(english, french, w, sure, possible, predicted),
+                                    width="stretch", key="gold_figure")
+                    st.caption(f"Shaded: {name}'s attention, forced to read the gold French, summed over each "
+                               "English word's pieces and averaged over each French word's. Black crosses: its links "
+                               f"({rule}). Red squares: the annotators' Sure links; light red: Possible.")
+        st.subheader("Every model on the test set")
+        table = results_of(ALIGNMENT_RESULTS)
+        if table is None:
+            st.info("No `results/alignment.json` yet: `python -m s2s.alignment --gold DIR --table "
+                    "results/alignment.json` writes it.")
+        else:
+            rows = [{"aligner": r["model"], "kind": r["kind"], "rule": r["rule"], "AER": r["aer"],
+                     "precision": r["precision"], "recall": r["recall"]} for r in table["rows"]]
+            st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
+                         column_config={k: st.column_config.NumberColumn(format="%.3f")
+                                        for k in ("AER", "precision", "recall")})
+            st.caption(f"{table['sentences']} test pairs, lower AER is better. Written by `{table['command']}`.")
+
+# ------------------------------------------------------------------ attention vs attribution
+with tabs[1]:
+    if tabs[1].open:
+        left, right = st.columns([1, 3])
+        with left:
+            text = st.text_area("English", EXAMPLE, key="explain_text", height=90, max_chars=600)
+            reference = st.text_input("French (optional: explain this instead of the model's translation)",
+                                      EXAMPLE_REFERENCE, key="explain_reference", max_chars=800)
+        with right:
+            try:
+                e = explain_cached(path, text, reference.strip() or None)
+            except InputError as err:
+                st.error(str(err))
+                e = None
+            if e is not None:
+                ui.escaped(e.translation, "1.3rem")
+                taus = e.kendall_tau()
+                same = e.argmax_agreement()
+                summary = "; ".join(f"{LONG[m]} median τ = {pd.Series(taus[m]).median():+.2f}, same top source "
+                                    f"piece at {sum(same[m])} of {len(same[m])} steps" for m in METHODS)
+                st.caption(f"Forced decoding of the {'reference' if e.forced_from == 'reference' else 'greedy output'}"
+                           f" ({len(e.target_tokens)} steps, {e.seconds['total']:.1f} s). {summary}.")
+                matrices = {"attention α": e.attention} | {LONG[m]: e.attributions[m] for m in METHODS}
+                st.plotly_chart(attribution_grid(e.source_tokens, e.target_tokens, matrices), width="stretch",
+                                key="attribution_grid")
+                st.caption("Each attribution is shown as |a_ij| divided by its row's sum, so all four share one "
+                           "scale. Gradient × input: ∂ log p(y_j)/∂x_i · x_i; integrated gradients (captum): the "
+                           "same along the path from zero embeddings; leave-one-out: the fall in log p(y_j) when "
+                           "x_i becomes <unk>.")
+                st.plotly_chart(tau_figure(e.target_tokens, {LONG[m]: taus[m] for m in METHODS}, METHOD_COLORS),
+                                width="stretch", key="tau_figure")
+        st.subheader("Counterfactual attention at one step")
+        if e is not None:
+            c = st.columns([2, 2, 1])
+            step = c[0].selectbox("Step", range(len(e.target_tokens)), key="cf_step",
+                                  format_func=lambda j: f"{j}: {e.target_tokens[j]}")
+            kind = c[1].radio("Replace α_j by", KINDS, key="cf_kind", horizontal=True,
+                              help="; ".join(f"**{k}**: {h}" for k, h in KIND_HELP.items()))
+            eps = c[2].number_input("ε (adversarial)", 0.0, 1.0, EPSILON, 0.01, key="cf_eps", format="%.2f",
+                                    disabled=kind != "adversarial")
+            try:
+                cf = counterfactual_cached(path, text, int(step), kind, float(eps), tuple(e.target_ids))
+            except InputError as err:
+                st.error(str(err))
+                cf = None
+            if cf is not None:
+                st.plotly_chart(counterfactual_figure(e.source_tokens, cf.alpha_before, cf.alpha_after,
+                                                      cf.top_before, cf.top_after, kind),
+                                width="stretch", key="counterfactual_figure")
+                verdict = "stays" if cf.argmax_survives else "changes"
+                st.markdown(f"The attention moved by **JSD = {cf.jsd:.3f} bits**; the next-token distribution by "
+                            f"**TV = {cf.tv:.3f}**, and its most likely token **{verdict}**.")
+                st.markdown("Continuing greedily from this step:")
+                ui.escaped("before: " + cf.translation_before, "1.1rem")
+                ui.escaped("after: " + cf.translation_after, "1.1rem")
+        summary = results_of(EXPLANATION_RESULTS)
+        if summary is not None:
+            st.subheader("Over the test set")
+            rows = []
+            for r in summary["rows"]:
+                rows.append({"model": r["model"], "sentences": r["sentences"], "steps": r["steps"]}
+                            | {f"median τ, {SHORT[m]}": r["kendall_tau"][m]["median"] for m in METHODS}
+                            | {f"same top piece, {SHORT[m]}": r["argmax_agreement"][m] for m in METHODS}
+                            | {"argmax survives a permutation": r["permutation_survival"]})
+            st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+            st.caption(f"Written by `{summary['command']}`.")

@@ -1,0 +1,151 @@
+"""AppTest: the Alignment & Explanation page, on tiny checkpoints made by the tests."""
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, app_page
+from s2s.alignment import links, read_gold, score, word_attention
+from s2s.checkpoint import load_translator
+from test_alignment import reversal_gold
+
+HOSTILE = '<b>bold</b> "quoted" &amp; \x00\x1b[31m 😀 '
+
+
+@pytest.fixture(scope="module")
+def zoo(tmp_path_factory, tiny_additive, tiny_none, untrained_translators):
+    root = tmp_path_factory.mktemp("align_zoo")
+    shutil.copytree(tiny_additive, root / "reverser")
+    shutil.copytree(tiny_none, root / "fixed-vector")
+    shutil.copytree(untrained_translators["dot"].path, root / "untrained-dot")
+    return root
+
+
+@pytest.fixture
+def env(zoo, tmp_path, monkeypatch):
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(zoo))
+    monkeypatch.setenv("S2S_HANSARDS", str(reversal_gold(tmp_path / "hansards")))
+    return zoo
+
+
+def page(**state):
+    at = app_page("pages/alignment.py")
+    for k, v in state.items():
+        at.session_state[k] = v
+    return at.run() if state else at
+
+
+def chart(at, key):
+    for c in at.get("plotly_chart"):
+        if key in c.proto.id:
+            return json.loads(c.proto.spec)
+    return None
+
+
+def texts(at) -> str:
+    return "\n".join([m.value for m in at.markdown] + [c.value for c in at.caption] + [e.value for e in at.error]
+                     + [i.value for i in at.info])
+
+
+def test_models_are_the_attention_checkpoints_by_config(env):
+    at = page()
+    assert not at.exception and at.title[0].value == "Alignment & Explanation"
+    box = at.selectbox(key="align_model")
+    assert sorted(box.options) == sorted(["reverser  (additive attention)", "untrained-dot  (dot attention)"])
+
+
+def test_gold_pair_scores_as_the_library_does(env, tmp_path):
+    at = page(align_model="reverser", gold_source="test", gold_pair=2, rule="argmax")
+    assert not at.exception, at.exception
+    tr = load_translator(env / "reverser")
+    gold = read_gold(tmp_path / "hansards", "test")[1]
+    w = word_attention(tr, gold.english, gold.french)
+    s = score([links(w, "argmax")], [gold])
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["AER (this pair)"] == f"{s.aer:.3f}" and metrics["Precision"] == f"{s.precision:.3f}"
+    fig = chart(at, "gold_figure")
+    names = [t.get("name") for t in fig["data"]]
+    assert names[1:] == ["gold Sure", "gold Possible", "model"]
+    sure = fig["data"][1]
+    assert sorted(zip(sure["x"], sure["y"])) == sorted(gold.sure)
+    assert len(fig["data"][3]["x"]) == len(links(w, "argmax"))
+
+
+def test_shipped_trial_pairs_open_without_the_test_set(zoo, monkeypatch, tmp_path):
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(zoo))
+    monkeypatch.setenv("S2S_HANSARDS", str(tmp_path / "absent"))
+    at = page()
+    assert not at.exception
+    assert at.radio(key="gold_source").options == ["Trial set (37 pairs)", "Type a pair"]
+    assert at.number_input(key="gold_pair").max == 37 and chart(at, "gold_figure") is not None
+
+
+@pytest.mark.parametrize("english, french, message", [
+    ("the house", "", "empty"), (HOSTILE, HOSTILE, None), ("a " * 90, "b", "under 80")])
+def test_typed_pairs_refuse_bad_input_and_show_text_as_text(env, english, french, message):
+    at = page(gold_source="typed")
+    at.text_input(key="typed_en").set_value(english)
+    at.text_input(key="typed_fr").set_value(french).run()
+    assert not at.exception
+    if message:
+        assert any(message in e.value for e in at.error)
+    else:
+        assert "no human links" in texts(at)
+        fig = chart(at, "gold_figure")
+        ticks = fig["layout"]["xaxis"]["ticktext"]
+        assert "&lt;b&gt;bold&lt;/b&gt;" in ticks and "&amp;amp;" in ticks        # escaped exactly once
+
+
+def test_rule_changes_the_links(env):
+    at = page(align_model="reverser", gold_source="test", gold_pair=1, rule="argmax")
+    n_argmax = len(chart(at, "gold_figure")["data"][3]["x"])
+    at.selectbox(key="rule").set_value("threshold").run()
+    assert not at.exception and "threshold" in texts(at)
+    assert n_argmax == 4
+
+
+def test_attribution_tab_shows_four_maps_tau_and_a_counterfactual(env):
+    at = page(align_model="reverser", alignment_tab="Attention vs attribution")
+    at.text_area(key="explain_text").set_value("a b c d")
+    at.text_input(key="explain_reference").set_value("").run()
+    assert not at.exception, at.exception
+    grid = chart(at, "attribution_grid")
+    assert len(grid["data"]) == 4
+    titles = [a["text"] for a in grid["layout"]["annotations"]]
+    assert titles == ["attention α", "grad × input", "integrated gradients", "leave-one-out"]
+    for heat in grid["data"][1:]:
+        z = np.asarray(heat["z"], dtype=float)
+        assert np.allclose(z.sum(1), 1.0)                           # each attribution row scaled to sum to 1
+    tau = chart(at, "tau_figure")
+    assert [t["name"] for t in tau["data"]] == ["grad × input", "integrated gradients", "leave-one-out"]
+    assert "median τ" in texts(at)
+    before = texts(at)
+    assert "JSD" in before and chart(at, "counterfactual_figure") is not None
+    at.radio(key="cf_kind").set_value("permute").run()
+    assert not at.exception and texts(at) != before
+    at.radio(key="cf_kind").set_value("adversarial").run()
+    assert not at.exception and not at.number_input(key="cf_eps").disabled
+
+
+@pytest.mark.parametrize("text, message", [("   ", "empty"), ("a " * 200, "limited to")])
+def test_attribution_tab_refuses_bad_input(env, text, message):
+    at = page(align_model="reverser", alignment_tab="Attention vs attribution")
+    at.text_area(key="explain_text").set_value(text).run()
+    assert not at.exception and any(message in e.value for e in at.error)
+
+
+def test_attribution_tab_shows_html_as_text(env):
+    at = page(align_model="reverser", alignment_tab="Attention vs attribution")
+    at.text_area(key="explain_text").set_value("a <b>b</b> c").run()
+    assert not at.exception
+    shown = [m.value for m in at.markdown if "s2s-text" in m.value]
+    assert shown and all("<b>" not in s.split(">", 1)[1] for s in shown)
+
+
+def test_no_attention_model_is_a_clear_message(zoo, tmp_path, monkeypatch):
+    root = tmp_path / "only-none"
+    shutil.copytree(zoo / "fixed-vector", root / "fixed-vector")
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(root))
+    at = page()
+    assert not at.exception and "No translation checkpoint with attention" in at.error[0].value
