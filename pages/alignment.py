@@ -99,10 +99,9 @@ if S.get("align_model") not in by_name:
 with st.sidebar:
     st.markdown("### Model")
     name = st.selectbox("Attention model", list(by_name), key="align_model",
-                        format_func=lambda n: f"{n}  ({by_name[n].attention} attention)",
                         help=f"The {len(models)} checkpoints with attention; a fixed-vector model has no "
                              "attention to compare.")
-    st.caption(by_name[name].description)
+    st.caption(f"**{by_name[name].attention} attention.** {by_name[name].description}")
 tr = ui.get_model(name)
 if tr is None:
     st.stop()
@@ -162,7 +161,8 @@ with tabs[0]:
                                                                             "0 is perfect")
                         c[1].metric("Precision", f"{s.precision:.3f}", help="|A∩P| / |A|")
                         c[2].metric("Recall", f"{s.recall:.3f}", help="|A∩S| / |S|")
-                        c[3].metric("Links", f"{len(predicted)} model · {len(sure)} sure")
+                        c[3].metric("Links: model / sure", f"{len(predicted)} / {len(sure)}",
+                                    help="|A|, the model's links, and |S|, the annotators' Sure links")
                     else:
                         st.caption("A typed pair has no human links: only the model's are drawn.")
                     st.plotly_chart(gold_alignment_figure(english, french, w, sure, possible, predicted),

@@ -529,8 +529,10 @@ def attribution_grid(source_tokens: Sequence[str], target_tokens: Sequence[str],
     from plotly.subplots import make_subplots
     names = list(matrices)
     rows = -(-len(names) // columns)
+    # one row of y labels (the left column's) and each map's own x labels, with room for them
+    # between the rows: the titles must not sit on the upper maps' tick labels
     fig = make_subplots(rows=rows, cols=columns, subplot_titles=[html.escape(n, quote=False) for n in names],
-                        horizontal_spacing=0.06, vertical_spacing=0.14 if rows > 1 else 0.1)
+                        shared_yaxes=True, horizontal_spacing=0.03, vertical_spacing=0.3 if rows > 1 else 0.1)
     xs = [display_token(t) for t in source_tokens]
     ys = [display_token(t) for t in target_tokens]
     for k, name in enumerate(names):
@@ -548,7 +550,7 @@ def attribution_grid(source_tokens: Sequence[str], target_tokens: Sequence[str],
                      tickfont=dict(size=small))
     fig.update_yaxes(tickmode="array", tickvals=list(range(len(ys))), ticktext=ys, autorange="reversed",
                      tickfont=dict(size=small))
-    fig.update_layout(plot_bgcolor="white", height=height or rows * max(260, 90 + 18 * len(ys)) + 60,
+    fig.update_layout(plot_bgcolor="white", height=height or rows * max(300, 130 + 18 * len(ys)) + 60,
                       margin=dict(l=10, r=10, t=40, b=10))
     fig.update_annotations(font=dict(size=16))
     return fig

@@ -229,7 +229,7 @@ def test_alignment_and_explanation_page(server, chrome, tmp_path):
     shutil.copy(tmp_path / "gold.png", "/tmp/alignment_gold.png") if keep else None
     page.get_by_role("tab", name="Attention vs attribution").click()
     page.wait_for_selector(".js-plotly-plot >> text=leave-one-out", timeout=120_000)
-    page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 3", timeout=120_000)
+    page.wait_for_selector(".js-plotly-plot >> text=next token", timeout=120_000)     # the counterfactual, last
     counts = page.evaluate("[...document.querySelectorAll('.js-plotly-plot')].map(p => p.data.length)")
     assert counts[:3] == [4, 3, 4]                 # four maps; tau for three methods; alpha and p before/after
     page.screenshot(path=str(tmp_path / "explain.png"), full_page=True)
