@@ -9,6 +9,7 @@ from conftest import ROOT, app_page
 from s2s.alignment import links, read_gold, score, word_attention
 from s2s.checkpoint import load_translator
 from test_alignment import reversal_gold
+from test_app import array
 
 HOSTILE = '<b>bold</b> "quoted" &amp; \x00\x1b[31m 😀 '
 
@@ -116,7 +117,7 @@ def test_attribution_tab_shows_four_maps_tau_and_a_counterfactual(env):
     titles = [a["text"] for a in grid["layout"]["annotations"]]
     assert titles == ["attention α", "grad × input", "integrated gradients", "leave-one-out"]
     for heat in grid["data"][1:]:
-        z = np.asarray(heat["z"], dtype=float)
+        z = array(heat["z"]).astype(float)
         assert np.allclose(z.sum(1), 1.0)                           # each attribution row scaled to sum to 1
     tau = chart(at, "tau_figure")
     assert [t["name"] for t in tau["data"]] == ["grad × input", "integrated gradients", "leave-one-out"]
