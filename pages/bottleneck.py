@@ -14,7 +14,6 @@ from s2s.evaluate import bleu, chrf, evaluate_pairs
 from s2s.figures import context_scatter, length_chart, matrix_heatmap, token_bars
 from s2s.text import MAX_CHARS, MAX_SOURCE_TOKENS, InputError
 
-NONE = "en-fr-none"
 # test_long.tsv as `python -m s2s.data` writes it, shipped in examples/ so that Recompute works
 # on a fresh machine (the split is deterministic: the same file as data/tatoeba/test_long.tsv)
 HELD_OUT = Path(__file__).resolve().parent.parent / "examples" / "test_long.tsv"
@@ -53,15 +52,19 @@ st.caption("“You can't cram the meaning of a whole sentence into a single vect
            "fixed vector, the final encoder state, at every step; an attention model reads a new weighted average "
            "of all encoder states at each step. Everything else about the two models is identical.")
 
+# models are chosen by what their configs say, never by folder name
 infos = {i.name: i for i in ui.translation_models() if i.error is None}
-attention_models = [n for n in infos if n != NONE]
-if NONE not in infos or not attention_models:
-    st.error("This page needs `checkpoints/en-fr-none` and at least one attention model.")
+fixed = [n for n, i in infos.items() if i.attention == "none"]
+attention_models = [n for n, i in infos.items() if i.attention not in (None, "none")]
+if not fixed or not attention_models:
+    st.error("This page needs a model without attention (such as `checkpoints/en-fr-none`) and at least one "
+             "attention model.")
     st.stop()
+NONE = fixed[0]                    # the fixed-vector model
 with st.sidebar:
     st.markdown("### Compare")
     other = st.selectbox("Attention model", attention_models, key="bn_model",
-                         index=attention_models.index("en-fr-additive") if "en-fr-additive" in attention_models else 0)
+                         index=attention_models.index(ui.DEFAULT_MODEL) if ui.DEFAULT_MODEL in attention_models else 0)
 models = [NONE, other]
 for m in models:
     if ui.get_model(m) is None:

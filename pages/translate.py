@@ -308,14 +308,18 @@ with tabs[3]:
     if tabs[3].open:
         st.caption("The same input through the four attention functions (greedy). Entropy is the mean over output "
                    "tokens of −Σ α log α (nats): 0 means each output token looks at one source token.")
-        present = {i.name for i in ui.translation_models()}
-        shown = [s for s in SCORES if f"en-fr-{s}" in present]
+        by_attention = {}                  # one model per scoring function, read from the configs
+        for info in ui.translation_models():
+            if info.error is None and info.attention in SCORES:
+                by_attention.setdefault(info.attention, info.name)
+        shown = [s for s in SCORES if s in by_attention]
         if len(shown) < len(SCORES):
-            st.caption("Not in checkpoints/: " + ", ".join(f"en-fr-{s}" for s in SCORES if s not in shown))
+            st.caption("No model in checkpoints/ with " + ", ".join(f"{s}" for s in SCORES if s not in shown)
+                       + " attention.")
         cols = st.columns(2)
         for k, score in enumerate(shown):
             with cols[k % 2]:
-                other = f"en-fr-{score}"
+                other = by_attention[score]
                 try:
                     od, _ = decode_cached(ui.model_path(other), S.text, "greedy", 1, 1, 1.0, 0, 0, S.maxlen)
                 except Exception as e:   # a missing or broken checkpoint must not break the page
