@@ -290,13 +290,36 @@ def state_heatmap(tokens: Sequence[str], states: np.ndarray, title: str, value_n
 
 # ---------------------------------------------------------------- altair (line charts)
 
+# One colour per translation model, by its attention function (read from its config), on
+# every page: no two are shades of one hue, and the fixed-vector model is the neutral grey.
+ATTENTION_COLORS = {"none": "#7f7f7f", "dot": "#ff7f0e", "general": "#9467bd", "additive": "#1f77b4",
+                    "scaled-dot": "#2ca02c"}
+
+
+def model_colors(attention_of: dict[str, str | None]) -> dict[str, str]:
+    """model name -> colour, from each model's attention function; models sharing one (or
+    an unknown one) get the next unused colour of a fixed list."""
+    spare = ["#e377c2", "#8c564b", "#17becf", "#bcbd22", "#393b79"]
+    out, used = {}, set()
+    for name, att in attention_of.items():
+        c = ATTENTION_COLORS.get(att or "")
+        if c is None or c in used:
+            c = next((x for x in spare if x not in used), "#000000")
+        out[name] = c
+        used.add(c)
+    return out
+
+
 def length_chart(df, x: str, y: str, color: str = "model", x_title: str = "", y_title: str = "",
-                 highlight_x: float | None = None, highlight_label: str = ""):
-    """A line chart per model (altair); an optional vertical rule marks where something happens."""
+                 highlight_x: float | None = None, highlight_label: str = "", colors: dict[str, str] | None = None):
+    """A line chart per model (altair); an optional vertical rule marks where something happens.
+    `colors` fixes each model's colour (model_colors), so a model looks the same in every chart."""
     import altair as alt
+    scale = alt.Scale(domain=list(colors), range=list(colors.values())) if colors else alt.Undefined
     base = alt.Chart(df).encode(
         x=alt.X(f"{x}:Q", title=x_title), y=alt.Y(f"{y}:Q", title=y_title),
-        color=alt.Color(f"{color}:N", title=None, legend=alt.Legend(orient="bottom", labelFontSize=14)),
+        color=alt.Color(f"{color}:N", title=None, scale=scale,
+                        legend=alt.Legend(orient="bottom", labelFontSize=14)),
         tooltip=list(df.columns))
     chart = base.mark_line(point=alt.OverlayMarkDef(size=70), strokeWidth=3)
     if highlight_x is not None:

@@ -74,7 +74,7 @@ def bottleneck_page():
 
 
 def chart_keys(at):
-    return {c.proto.id for c in at.get("plotly_chart")} | {c.proto.id for c in at.get("arrow_vega_lite_chart")}
+    return {c.proto.id for c in at.get("plotly_chart")} | {c.proto.id for c in at.get("vega_lite_chart")}
 
 
 def test_bottleneck_page_draws_every_section(zoo_env):
@@ -173,3 +173,25 @@ def test_context_scatter_says_when_every_step_reads_the_same_vector():
     assert "one point" in fig.layout.annotations[0].text
     fig = context_scatter(np.arange(8.0).reshape(4, 2), ["a", "b", "c", "</s>"], "additive")
     assert not fig.layout.annotations
+
+
+def test_one_colour_per_model_from_its_attention():
+    from s2s.figures import ATTENTION_COLORS, model_colors
+    c = model_colors({"en-fr-none": "none", "a": "additive", "b": "additive", "x": None})
+    assert c["en-fr-none"] == ATTENTION_COLORS["none"] and c["a"] == ATTENTION_COLORS["additive"]
+    assert len(set(c.values())) == 4                          # a second additive model gets its own colour
+    assert len(set(ATTENTION_COLORS.values())) == len(ATTENTION_COLORS)
+
+
+def test_charts_colour_each_model_and_the_caption_follows_the_stress_run(zoo_env):
+    from s2s.figures import ATTENTION_COLORS
+    at = bottleneck_page()
+    at.slider(key="bn_k").set_value(3).run()
+    assert not at.exception
+    specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+    spec = [x for x in specs if "source_words" in json.dumps(x)][0]                  # the stress chart
+    layer = spec["layer"][0] if "layer" in spec else spec
+    scale = layer["encoding"]["color"]["scale"]
+    assert scale["range"][0] == ATTENTION_COLORS["none"] and len(set(scale["range"])) == 2
+    text = " ".join(m.value for m in at.markdown)
+    assert "stays flat" not in text and "chrF:" in text and "at 3 sentences" in text
