@@ -5,6 +5,9 @@ what is already loaded. Everything that computes lives in s2s/.
 """
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import streamlit as st
 import torch
 
@@ -26,6 +29,20 @@ def load_path(path: str) -> Translator:
 @st.cache_resource(show_spinner="Loading the model…", max_entries=8)
 def load_charlm_path(path: str) -> LanguageModel:
     return load_charlm(path)
+
+
+@st.cache_data(show_spinner=False)
+def _results(path: str, mtime: float) -> dict | None:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def results_file(path: Path) -> dict | None:
+    """A committed results file (results/*.json), None if missing or unreadable; cached,
+    keyed by its modification time, so a new run shows."""
+    return _results(str(path), path.stat().st_mtime if path.is_file() else 0.0)
 
 
 def model_path(name: str) -> str:

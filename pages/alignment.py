@@ -4,7 +4,6 @@ The page is layout and widgets only; the measurements are s2s.alignment (against
 word alignments) and s2s.explain (against attributions and counterfactual attention), the
 figures s2s.figures.
 """
-import json
 import os
 from pathlib import Path
 
@@ -60,21 +59,8 @@ def counterfactual_cached(path: str, text: str, step: int, kind: str, epsilon: f
     return counterfactual(ui.load_path(path), text, step, kind, epsilon=epsilon, target=list(target))
 
 
-@st.cache_data(show_spinner=False)
-def results(path: str, mtime: float) -> dict | None:
-    """A committed results file (keyed by its modification time, so a new run shows)."""
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
-def results_of(path: Path) -> dict | None:
-    return results(str(path), path.stat().st_mtime if path.is_file() else 0.0)
-
-
 def attention_models() -> list:
-    return [i for i in ui.translation_models() if i.error is None and i.attention not in (None, "none")]
+    return [i for i in ui.translation_models() if i.has_attention]
 
 
 def words_of(text: str, what: str) -> tuple[str, ...]:
@@ -171,7 +157,7 @@ with tabs[0]:
                                "English word's pieces and averaged over each French word's. Black crosses: its links "
                                f"({rule}). Red squares: the annotators' Sure links; light red: Possible.")
         st.subheader("Every model on the test set")
-        table = results_of(ALIGNMENT_RESULTS)
+        table = ui.results_file(ALIGNMENT_RESULTS)
         if table is None:
             st.info("No `results/alignment.json` yet: `python -m s2s.alignment --gold DIR --table "
                     "results/alignment.json` writes it.")
@@ -238,7 +224,7 @@ with tabs[1]:
                 st.markdown("Continuing greedily from this step:")
                 ui.escaped("before: " + cf.translation_before, "1.1rem")
                 ui.escaped("after: " + cf.translation_after, "1.1rem")
-        summary = results_of(EXPLANATION_RESULTS)
+        summary = ui.results_file(EXPLANATION_RESULTS)
         if summary is not None:
             st.subheader("Over the test set")
             rows = []

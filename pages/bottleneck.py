@@ -56,7 +56,7 @@ st.caption("“You can't cram the meaning of a whole sentence into a single vect
 # models are chosen by what their configs say, never by folder name
 infos = {i.name: i for i in ui.translation_models() if i.error is None}
 fixed = [n for n, i in infos.items() if i.attention == "none"]
-attention_models = [n for n, i in infos.items() if i.attention not in (None, "none")]
+attention_models = [n for n, i in infos.items() if i.has_attention]
 if not fixed or not attention_models:
     st.error("This page needs a model without attention (such as `checkpoints/en-fr-none`) and at least one "
              "attention model.")

@@ -3,7 +3,6 @@
 The page is layout and widgets only; the measurements are s2s.gradients and
 s2s.memory_gap, the figures s2s.figures.
 """
-import json
 from pathlib import Path
 
 import pandas as pd
@@ -37,15 +36,6 @@ def untrained_cached(cell: str, radius: float, forget_bias: float, hidden: int, 
 @st.cache_data(max_entries=32, show_spinner="Backpropagating through every model…")
 def flow_cached(path: str, text: str, max_distance: int) -> GradientFlow:
     return gradient_flow(ui.load_charlm_path(path).model, text, max_distance)
-
-
-@st.cache_data(show_spinner=False)
-def gap_results(mtime: float) -> dict | None:
-    """results/memory_gap.json (keyed by its modification time, so a new run shows)."""
-    try:
-        return json.loads(GAP_RESULTS.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
 
 
 def share(x: float) -> str:
@@ -177,7 +167,7 @@ with tabs[2]:
 # ------------------------------------------------------------------ the gap experiment
 with tabs[3]:
     if tabs[3].open:
-        experiment = gap_results(GAP_RESULTS.stat().st_mtime if GAP_RESULTS.is_file() else 0.0)
+        experiment = ui.results_file(GAP_RESULTS)
         if experiment is None:
             st.info("No results yet: run `python -m s2s.memory_gap --gaps 5 10 20 50 100 --out results/memory_gap.json`.")
         else:

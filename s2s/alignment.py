@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import bisect
 import json
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -332,8 +333,6 @@ def evaluate(tr: Translator, gold: Sequence[GoldPair], rule: str = DEFAULT_RULE,
 # A statistical aligner as the baseline: eflomal (Östling & Tiedemann 2017), as documented:
 # align the corpus in both directions, then symmetrise (grow-diag-final-and)
 
-import re  # noqa: E402
-
 # The gold's tokenisation: lower case, punctuation apart, French contractions and elisions
 # written out ("des" -> "de les", "l'homme" -> "le homme"), English "'s" apart.
 _CONTRACTIONS = {"du": "de le", "des": "de les", "au": "à le", "aux": "à les"}
@@ -480,12 +479,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _write_table(a: argparse.Namespace, argv: Sequence[str] | None) -> int:
-    from .checkpoint import checkpoint_root, list_checkpoints
+    from .checkpoint import attention_checkpoints, checkpoint_root
     from .data import read_pairs
     try:
         gold = read_gold(a.gold, a.split)
-        infos = [i for i in list_checkpoints(a.models or checkpoint_root())
-                 if i.error is None and i.attention not in (None, "none")]
+        infos = attention_checkpoints(a.models)
         if not infos:
             raise InputError(f"no checkpoint with attention in {a.models or checkpoint_root()}")
         baseline = None

@@ -188,6 +188,16 @@ class CheckpointInfo:
         """A translation model's attention function ("none" for the fixed-vector model); None otherwise."""
         return self.model.get("attention") if self.kind == "translation" else None
 
+    @property
+    def has_attention(self) -> bool:
+        """A usable translation model with attention (something to align and explain)."""
+        return self.error is None and self.attention not in (None, "none")
+
+
+def attention_checkpoints(root: str | Path | None = None) -> list[CheckpointInfo]:
+    """The usable translation checkpoints with attention under `root`, sorted by name."""
+    return [i for i in list_checkpoints(root) if i.has_attention]
+
 
 def list_checkpoints(root: str | Path | None = None) -> list[CheckpointInfo]:
     """Every checkpoint folder under `root`, sorted by name; broken ones carry `error`."""

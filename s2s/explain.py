@@ -725,12 +725,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _write_table(a: argparse.Namespace, argv: Sequence[str] | None) -> int:
-    from .checkpoint import checkpoint_root, list_checkpoints
+    from .checkpoint import attention_checkpoints, checkpoint_root
     try:
         check_range("--limit", a.limit, 1, 100_000)
         pairs = read_pairs(a.test, a.limit, a.max_words)
-        infos = [i for i in list_checkpoints(a.models or checkpoint_root())
-                 if i.error is None and i.attention not in (None, "none")]
+        infos = attention_checkpoints(a.models)
         if not infos:
             raise InputError(f"no checkpoint with attention in {a.models or checkpoint_root()}")
         rows = [summarize(load_translator(i.path), pairs, a.ig_steps, a.seed) for i in infos]

@@ -327,7 +327,7 @@ def length_chart(df, x: str, y: str, color: str = "model", x_title: str = "", y_
         rule = alt.Chart(pd.DataFrame({x: [highlight_x], "label": [highlight_label]})).mark_rule(
             color="#d7301f", strokeDash=[6, 4], strokeWidth=2).encode(x=f"{x}:Q")
         text = rule.mark_text(align="left", dx=6, dy=-8, color="#d7301f", fontSize=14).encode(
-            text="label:N", y=alt.value(12))
+            text="label:N", y=alt.value(300))     # at the bottom: the lines near 100 stay clear
         chart = chart + rule + text
     return chart.properties(height=320).configure_axis(labelFontSize=13, titleFontSize=14)
 
