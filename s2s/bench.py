@@ -19,6 +19,34 @@ What the Translate page adds per press: heatmap_ms_p50, building the attention h
 20-word sentence (s2s.figures); cached_result_kb, that decoding as the page caches it
 (Decoding.without_states, pickled) and result_with_states_kb, the whole Decoding;
 cached_result_kb_longest, the largest input the limits allow (200 pieces in, 250 out).
+
+The memory floor. Decoding speed differs fourfold between machines of this kind, so absolute
+targets mislead; each decode time is also printed as a multiple of a floor measured in the
+same run. At batch 1 a decoding step multiplies one vector by each of the decoder's matrices,
+one multiply-add per weight read, so no implementation can step faster than it reads them:
+
+    bytes_per_step  = what one step of the 20-word sentence reads (step_reads; by part in
+                      bytes_per_step_parts): in full, the output layer E^T and b, the LSTM's
+                      [W_feed W_h] by gate, W_c and the attention's query side; per hypothesis,
+                      its token's row of the embedding-gate table, the sentence's keys and
+                      encoder states
+    read_gb_per_s   = 1e9 bytes / s summing a float32 buffer of bytes_per_step (one pass,
+                      memory-bound), median of 50 passes, on the threads decoding uses
+    floor_ms        = bytes_per_step x greedy_steps / read_gb_per_s
+    greedy_vs_floor = greedy_ms_p50 / floor_ms          (target: <= 1.5 on any machine)
+    beam5_vs_floor  = beam5_ms_p50 / beam5_floor_ms, the floor of the beam's own beam5_steps
+                      (each reads the weights once for the whole beam, and its rows per hypothesis)
+
+The buffer is as large as one step's reads, not larger than every cache, on purpose: decoding
+re-reads the same weights at every step, so they sit in whichever cache level holds that many
+bytes, and so does the buffer (the shipped models read 11 MB a step, which a 32 MB L3 holds;
+where the cache is smaller, both come from DRAM). A buffer larger than every cache would time
+DRAM instead (dram_read_gb_per_s, a 256 MB buffer, printed for comparison): a floor that decoding from cache
+can beat, and a ratio that flatters it. Where the rest of the greedy time goes,
+greedy_parts_ms: `encode`, the encoder over the source, once; `steps`, the decoder's
+steps alone (step_ms each, against step_floor_ms: the excess is launching a step's 35 small
+operations, each of which pays a fixed dispatch cost however little it reads); `rest`,
+tokenising, recording each step, and the final log-softmax and top-k.
 """
 from __future__ import annotations
 
@@ -33,13 +61,14 @@ from pathlib import Path
 
 import torch
 
-from .checkpoint import CheckpointError, checkpoint_root, list_checkpoints, load_charlm, load_translator
-from .decode import beam_search, forced, greedy, greedy_batch
+from .checkpoint import CheckpointError, Translator, checkpoint_root, list_checkpoints, load_charlm, load_translator
+from .decode import Decoding, beam_search, encode_source, forced, greedy, greedy_batch
 from .explain import explain
 from .figures import attention_heatmap
 from .gradients import DEMO_DEFAULTS, DEMO_RANGES, gradient_flow, untrained_flow
+from .model import Seq2Seq
 from .text import MAX_DECODE_LEN, MAX_SOURCE_TOKENS
-from .tokenizer import EOS
+from .tokenizer import BOS, EOS
 
 SENTENCE_20 = "My grandmother told me that she would visit us next week if the weather was good enough for the drive."
 SENTENCES = [
@@ -82,6 +111,112 @@ def longest_decoding(tr):
     return forced(tr, text, reference_ids=[tr.tokenizer.encode("a")[-1]] * (MAX_DECODE_LEN - 1) + [EOS])
 
 
+def nbytes(*tensors: torch.Tensor) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def step_reads(model: Seq2Seq, source_len: int, rows: int = 1) -> dict[str, int]:
+    """Bytes one decoding step (Seq2Seq.decode_step) reads, by part, for `rows` hypotheses
+    of a source of `source_len` pieces. The weights are read once per step whatever the
+    number of rows (one batched product); each row adds its own reads.
+
+    output     the tied output layer, as decode_step holds it: E^T (E x V, V padded to
+               OUTPUT_CHUNKS equal slices) and b
+    decoder    an LSTM's [W_feed W_h] by gate, 4 x (E + H) x H (its embedding share is a table
+               looked up per row, below); a GRU's or RNN's whole cell
+    combine    W_c, 2H x E
+    attention  the scorer's query side (additive: W2, b2, v; scaled-dot: U; dot and general
+               none: their projections are in the keys, computed once per sentence)
+    copy       the pointer-generator's gate and location cue
+    rows       per hypothesis: its token's row of the embedding-gate table (LSTM) or of the
+               embedding, the sentence's keys, encoder states and padding bias (S x (Dk + H + 1)),
+               and a copying model's source ids and alpha_{j-1}
+    """
+    w = model._decode_weights()
+    E, H, S, f = model.cfg.emb_dim, model.cfg.hidden, source_len, model.embed.weight.element_size()
+    out = {"output": nbytes(w.output, w.output_bias), "combine": nbytes(w.combine)}
+    if w.decoder is not None:
+        gates, _ = w.decoder.by_gate()                    # its bias is in the table's rows
+        out["decoder"] = nbytes(gates[:, -(E + H):])
+        row = w.embed_gates[0].numel() * w.embed_gates.element_size()
+    else:
+        out["decoder"] = nbytes(*model.decoder.parameters())
+        row = E * f
+    out["attention"] = 0
+    if model.scorer is not None:
+        # the key side (W1, W) was applied once, at encoding: Memory.keys
+        query_side = [p for n, p in model.scorer.named_parameters() if n.split(".")[0] not in ("W1", "W")]
+        out["attention"] = nbytes(*query_side)
+        key_dim = model.scorer.keys(torch.zeros(1, 1, H)).size(-1)
+        row += S * (key_dim + H + 1) * f
+    out["copy"] = 0
+    if model.copy_gate is not None:
+        out["copy"] = nbytes(*model.copy_gate.parameters(), *model.next_piece.parameters())
+        row += S * (8 + f)                                # source ids (int64) and alpha_{j-1}
+    out["rows"] = rows * row
+    return out
+
+
+def step_bytes(model: Seq2Seq, source_len: int, rows: int = 1) -> int:
+    return sum(step_reads(model, source_len, rows).values())
+
+
+def beam_rows(tree: list[dict]) -> list[int]:
+    """The batch size of each step of a beam search, read from its tree: 1 at the first step,
+    then the hypotheses the previous step kept alive (its nodes that did not finish)."""
+    steps = max(node["step"] for node in tree) + 1
+    alive = [0] * steps
+    for node in tree:
+        alive[node["step"]] += not node["finished"]
+    return [1] + alive[:-1]
+
+
+def read_gb_per_s(n_bytes: int, runs: int = 50) -> float:
+    """GB/s (1e9 bytes) reading a float32 buffer of `n_bytes` once: torch.sum, one add per
+    4 bytes, which the memory, not the arithmetic, limits. Median of `runs` passes after a
+    warm-up pass (which leaves the buffer wherever the cache keeps it, as decoding's weights
+    stay between steps), on torch's current threads."""
+    x = torch.ones(max(n_bytes // 4, 1))
+    x.sum()
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        x.sum()
+        times.append(time.perf_counter() - t)
+    return sig(x.numel() * 4 / max(statistics.median(times), 1e-9) / 1e9)
+
+
+def sig(x: float, digits: int = 4) -> float:
+    """x to `digits` significant digits (a tiny test model's floor is a few microseconds)."""
+    return float(f"{x:.{digits}g}")
+
+
+def floor_ms(bytes_per_step: list[int], gb_per_s: float) -> float:
+    """The memory floor of a decode: sum_j bytes_j / bandwidth, in ms."""
+    return sum(bytes_per_step) / (gb_per_s * 1e9) * 1000
+
+
+@torch.inference_mode()
+def greedy_parts_ms(tr: Translator, text: str, d: Decoding, runs: int) -> dict[str, float]:
+    """Where greedy decoding's time goes, medians of `runs`: `encode`, the encoder over the
+    source (once per sentence); `steps`, every decode_step of the decode `d`, its own tokens
+    fed back as greedy feeds them (the same steps greedy runs, without its bookkeeping)."""
+    model, dev = tr.model, tr.device
+    src = torch.tensor([encode_source(tr, text)], device=dev)
+    length = torch.tensor([src.size(1)])
+    memory, state0 = model.encode(src, length)
+
+    def steps() -> None:
+        state, feed, y = state0, model.initial_feed(1), torch.tensor([BOS], device=dev)
+        for token in d.target_ids:
+            st = model.decode_step(y, state, feed, memory)
+            state, feed, y = st.state, st.feed, torch.tensor([token], device=dev)
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+
+    return {"encode": timed_ms(lambda: model.encode(src, length), runs), "steps": timed_ms(steps, runs)}
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m s2s.bench", description=__doc__.splitlines()[0])
     p.add_argument("--model", default=str(checkpoint_root() / "en-fr-additive"), help="translation checkpoint to time")
@@ -110,6 +245,23 @@ def main(argv=None) -> int:
         "beam5_ms_p50": timed_ms(lambda: beam_search(tr, SENTENCE_20, width=5), a.runs),
     }
     d = greedy(tr, SENTENCE_20)
+    if isinstance(tr.model, Seq2Seq):             # the memory floor, measured in this run (see above)
+        b = beam_search(tr, SENTENCE_20, width=5)
+        S = len(d.source_tokens)
+        out["bytes_per_step"] = step_bytes(tr.model, S)
+        out["bytes_per_step_parts"] = step_reads(tr.model, S)
+        out["read_gb_per_s"] = read_gb_per_s(out["bytes_per_step"])
+        out["dram_read_gb_per_s"] = read_gb_per_s(256 << 20, 10)
+        out["greedy_steps"], out["beam5_steps"] = len(d.target_ids), len(beam_rows(b.beam_tree))
+        floor = floor_ms([out["bytes_per_step"]] * len(d.target_ids), out["read_gb_per_s"])
+        beam_floor = floor_ms([step_bytes(tr.model, S, k) for k in beam_rows(b.beam_tree)], out["read_gb_per_s"])
+        out["floor_ms"], out["beam5_floor_ms"] = sig(floor), sig(beam_floor)
+        out["greedy_vs_floor"] = round(out["greedy_ms_p50"] / floor, 2)
+        out["beam5_vs_floor"] = round(out["beam5_ms_p50"] / beam_floor, 2)
+        parts = greedy_parts_ms(tr, SENTENCE_20, d, a.runs)
+        out["step_ms"] = round(parts["steps"] / len(d.target_ids), 4)
+        out["step_floor_ms"] = sig(floor / len(d.target_ids))
+        out["greedy_parts_ms"] = {**parts, "rest": round(out["greedy_ms_p50"] - parts["encode"] - parts["steps"], 2)}
     if d.attention is not None:
         out["heatmap_ms_p50"] = timed_ms(lambda: attention_heatmap(d.source_tokens, d.target_tokens, d.attention),
                                          a.runs)

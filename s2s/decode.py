@@ -44,6 +44,11 @@ class Decoding:
     nbest: list["Hypothesis"] = field(default_factory=list)                 # beam search only
     beam_tree: list[dict] = field(default_factory=list)                     # beam search only
     token_ranks: list[int] = field(default_factory=list)  # rank of y_j among all tokens at step j (1 = the argmax)
+    # Transformer only (None for recurrent models). For a Transformer, `attention` above is
+    # the last layer's cross-attention averaged over its heads; these hold every layer and head.
+    cross_attention: np.ndarray | None = None            # (layers, heads, target, source)
+    encoder_self_attention: np.ndarray | None = None     # (layers, heads, source, source)
+    decoder_self_attention: np.ndarray | None = None     # (layers, heads, target, target), 0 above the diagonal
 
     @property
     def log_prob(self) -> float:
@@ -56,10 +61,14 @@ class Decoding:
         return replace(self, states=None, contexts=None, encoder_states=None, cells=None)
 
     def to_json(self) -> dict:
-        return {"translation": self.translation, "source_tokens": self.source_tokens,
-                "target_tokens": self.target_tokens,
-                "attention": None if self.attention is None else self.attention.tolist(),
-                "log_prob": self.log_prob, "token_log_probs": self.token_log_probs}
+        out = {"translation": self.translation, "source_tokens": self.source_tokens,
+               "target_tokens": self.target_tokens,
+               "attention": None if self.attention is None else self.attention.tolist(),
+               "log_prob": self.log_prob, "token_log_probs": self.token_log_probs}
+        for name in ("cross_attention", "encoder_self_attention", "decoder_self_attention"):
+            if getattr(self, name) is not None:      # a Transformer's: nested lists
+                out[name] = np.round(getattr(self, name), 5).tolist()
+        return out
 
 
 @dataclass
@@ -130,8 +139,11 @@ class _Record:
         self.lstm = tr.model.is_lstm              # its state's second part is the cell c_j
         self.src_tokens = self.tok.pieces(src_ids)
         self.enc = memory.states[0].float().cpu().numpy()
+        enc_self = getattr(memory, "self_attention", None)       # a Transformer's encoder self-attention
+        self.enc_self = None if enc_self is None else enc_self[0].float().cpu().numpy()
         self.ids: list[int] = []
         self.logits, self.alphas, self.states, self.cells, self.contexts = [], [], [], [], []
+        self.cross, self.dec_self = [], []
 
     def add(self, token: int, logits: torch.Tensor, st, row: int) -> None:
         """Record the token chosen at this step, from row `row` of the step's batch."""
@@ -143,6 +155,9 @@ class _Record:
         self.contexts.append(st.context[row])
         if st.alpha is not None:
             self.alphas.append(st.alpha[row])
+        if st.cross_attention is not None:
+            self.cross.append(st.cross_attention[row])
+            self.dec_self.append(st.self_attention[row])
 
     def result(self) -> Decoding:
         logp = F.log_softmax(torch.stack(self.logits).float(), dim=-1)
@@ -155,9 +170,18 @@ class _Record:
         tops = [[(piece(i), p) for p, i in zip(ps, is_)]
                 for ps, is_ in zip(top_p.exp().tolist(), top_i.tolist())]
         attention = _stack(self.alphas).astype(np.float64) if self.alphas else None
-        return Decoding(self.src_tokens, self.tok.pieces(self.ids), list(self.ids), self.tok.decode(self.ids),
-                        token_logp, attention, _stack(self.states), _stack(self.contexts), self.enc, tops,
-                        cells=_stack(self.cells) if self.cells else None, token_ranks=ranks)
+        d = Decoding(self.src_tokens, self.tok.pieces(self.ids), list(self.ids), self.tok.decode(self.ids),
+                     token_logp, attention, _stack(self.states), _stack(self.contexts), self.enc, tops,
+                     cells=_stack(self.cells) if self.cells else None, token_ranks=ranks)
+        if self.cross:
+            T = len(self.ids)
+            d.cross_attention = _stack(self.cross).transpose(1, 2, 0, 3)            # (L, H, T, S)
+            dec = np.zeros((T, *self.dec_self[0].shape[:2], T), dtype=np.float32)   # step j saw j+1 positions
+            for j, w in enumerate(self.dec_self):
+                dec[j, :, :, :j + 1] = w.float().cpu().numpy()
+            d.decoder_self_attention = dec.transpose(1, 2, 0, 3)                     # (L, H, T, T)
+            d.encoder_self_attention = self.enc_self
+        return d
 
 
 def _stack(rows: list[torch.Tensor]) -> np.ndarray:
@@ -334,3 +358,135 @@ def greedy_batch_stopped(tr: Translator, texts: Sequence[str], batch_size: int =
             stopped[i] = EOS in row
             out[i] = tr.tokenizer.decode(row[:row.index(EOS)] if EOS in row else row)
     return out, stopped
+
+
+# ------------------------------------------------------------------ batched beam search
+
+@torch.inference_mode()
+def beam_search_batch(tr: Translator, texts: Sequence[str], width: int = 5, alpha: float = 0.6,
+                      max_len: int | None = None, batch_size: int = 32, attention: bool = False,
+                      progress: Callable[[int, int], None] | None = None) -> list[Decoding]:
+    """Beam search over many sentences at once: for each text, the best hypothesis of
+    `beam_search(tr, text, width, n_best=1, alpha=alpha, max_len=max_len)` (the same search,
+    so the same translation, and the same log-probs up to float noise).
+
+    Per sentence, as there: at step j each live prefix y_<j (at most `width`) offers its best
+    2w continuations, scored by sum_j log p(y_j | y_<j, x); walking all of them best first,
+    one ending in </s> is finished, any other joins the new beam until that holds `width`.
+    A sentence stops when `width` hypotheses have finished (or none is live), or at its
+    own length limit (then its live prefixes compete too); the best finished hypothesis by
+    sum_j log p / lp(|y|), lp(n) = ((5 + n) / 6)^alpha, is its translation.
+
+    Sentences are sorted by length and decoded `batch_size` at a time, each with `width`
+    rows in one decoder batch; a sentence's rows leave the batch when it stops. Returns one
+    Decoding per text with tokens, translation and token log-probs, plus the attention
+    matrix if `attention`; no per-step states, n-best or beam tree (`beam_search` has them).
+    InputError if any text is unusable (check lines with `encode_source` first)."""
+    check_range("Beam width", width, 1, MAX_BEAM)
+    srcs = [encode_source(tr, t) for t in texts]
+    order = sorted(range(len(srcs)), key=lambda i: len(srcs[i]))   # similar lengths: little padding
+    out: list[Decoding | None] = [None] * len(srcs)
+    for b in range(0, len(order), batch_size):
+        idx = order[b:b + batch_size]
+        for i, d in zip(idx, _beam_batch(tr, [srcs[i] for i in idx], width, alpha, max_len, attention)):
+            out[i] = d
+        if progress is not None:
+            progress(min(b + batch_size, len(order)), len(order))
+    return out
+
+
+def _beam_batch(tr: Translator, srcs: list[list[int]], width: int, alpha: float, max_len: int | None,
+                attention: bool) -> list[Decoding]:
+    """One batch of `beam_search_batch`. The decoder batch holds n sentences x k slots,
+    sentence-major (row r * k + q is slot q of sentence r); k = 1 at the first step, then
+    `width`. A slot with no live prefix scores -inf, so its candidates are never taken.
+    Each row carries its prefix's tokens, their log-probs and attention rows, copied from
+    the parent row at every step (cheaper than walking back pointers for many sentences)."""
+    model, tok, dev = tr.model, tr.tokenizer, tr.device
+    B, S = len(srcs), max(len(s) for s in srcs)
+    src = torch.full((B, S), PAD, dtype=torch.long)
+    for r, s in enumerate(srcs):
+        src[r, :len(s)] = torch.tensor(s)
+    memory0, state = model.encode(src.to(dev), torch.tensor([len(s) for s in srcs]))
+    memory, feed = memory0, model.initial_feed(B)
+    limits = [_max_len(len(s), max_len) for s in srcs]
+    sent = list(range(B))                               # the sentence of each block of rows
+    score = torch.zeros(B, 1, device=dev)               # (n, k) log-prob sums of the live prefixes
+    y = torch.full((B,), BOS, dtype=torch.long, device=dev)
+    ids = torch.zeros(B, 0, dtype=torch.long, device=dev)   # (n * k, j) each row's prefix
+    lps = torch.zeros(B, 0, device=dev)                     # (n * k, j) its tokens' log-probs
+    attn = torch.zeros(B, 0, S, device=dev) if attention else None   # (n * k, j, S) its attention rows
+    finished: list[list[tuple]] = [[] for _ in range(B)]   # per sentence: (ids, log-prob sum, log-probs, attention)
+    neg_inf = float("-inf")
+    for j in range(max(limits)):
+        st = model.decode_step(y, state, feed, memory)
+        if st.alpha is None:
+            attn = None                                  # a model without attention has none to record
+        logp = F.log_softmax(st.logits.float(), dim=-1)  # (n * k, V)
+        n, k = score.shape
+        row_v, row_i = logp.topk(min(2 * width, logp.size(1)), dim=-1)   # (n * k, K)
+        K = row_v.size(1)
+        # the best 2w continuations of a sentence are among each of its prefixes' own best 2w
+        cand = (score.view(-1, 1) + row_v).view(n, k * K)
+        top_v, top_c = cand.topk(min(2 * width, k * K), dim=-1)           # (n, C), best first
+        tok_c = row_i.view(n, k * K).gather(1, top_c)
+        lp_c = row_v.view(n, k * K).gather(1, top_c)
+        parent = top_c // K + torch.arange(n, device=dev)[:, None] * k   # the row each extends
+        real = top_v > neg_inf          # not from an empty slot (a live prefix's log-prob is finite)
+        eos = tok_c == EOS
+        grow = real & ~eos
+        # beam_search walks the candidates best first and stops once `width` have grown:
+        # a candidate is looked at iff fewer than `width` growing ones come before it
+        seen = real & (grow.long().cumsum(1) - grow.long() < width)
+        ends, grow = seen & eos, seen & ~eos
+        # the new beam: each sentence's growing candidates, best first, in slots 0, 1, ...
+        pick = torch.sort((~grow).int(), dim=1, stable=True).indices[:, :width]   # (n, w)
+        live = grow.gather(1, pick)
+        new_score = top_v.gather(1, pick).masked_fill(~live, neg_inf)
+        rows, new_tok, new_lp = parent.gather(1, pick), tok_c.gather(1, pick), lp_c.gather(1, pick)
+        w = pick.size(1)
+
+        def hypothesis(p: int, t: int, total: float, lp: float) -> tuple:
+            """Row p's prefix extended by token t (before the histories move on)."""
+            a = None if attn is None else torch.cat([attn[p], st.alpha[p, None]])
+            return ids[p].tolist() + [t], total, lps[p].tolist() + [lp], a
+
+        if bool(ends.any()):
+            for r, c in ends.nonzero().tolist():        # row-major: best first within a sentence
+                finished[sent[r]].append(hypothesis(int(parent[r, c]), EOS, float(top_v[r, c]), float(lp_c[r, c])))
+        keep = []
+        for r, n_live in enumerate(live.sum(1).tolist()):
+            s = sent[r]
+            if len(finished[s]) >= width or n_live == 0:
+                continue                                 # stopped as beam_search stops
+            if j + 1 == limits[s]:                       # its length limit: live prefixes compete too
+                for q in range(n_live):
+                    finished[s].append(hypothesis(int(rows[r, q]), int(new_tok[r, q]), float(new_score[r, q]),
+                                                  float(new_lp[r, q])))
+                continue
+            keep.append(r)
+        if not keep:
+            break
+        if len(keep) < n:                                # stopped sentences leave the batch
+            kt = torch.tensor(keep, device=dev)
+            rows, new_tok, new_lp, new_score = rows[kt], new_tok[kt], new_lp[kt], new_score[kt]
+            sent = [sent[r] for r in keep]
+        if len(keep) < n or w != k:                      # rows of a sentence all read its source
+            memory = memory0.select(torch.tensor(sent, device=dev).repeat_interleave(w))
+        rows = rows.reshape(-1)
+        state = tuple(s.index_select(0, rows) for s in st.state)
+        feed = st.feed.index_select(0, rows)
+        ids = torch.cat([ids[rows], new_tok.reshape(-1, 1)], 1)
+        lps = torch.cat([lps[rows], new_lp.reshape(-1, 1)], 1)
+        if attn is not None:
+            attn = torch.cat([attn[rows], st.alpha[rows, None]], 1)
+        y, score = new_tok.reshape(-1), new_score
+    out = []
+    for s, src_ids in enumerate(srcs):
+        # max, like a stable sort's first, keeps the earliest of equal scores
+        best_ids, _, best_lps, a = max(finished[s], key=lambda h: h[1] / length_penalty(len(h[0]), alpha))
+        out.append(Decoding(source_tokens=tok.pieces(src_ids), target_tokens=tok.pieces(best_ids),
+                            target_ids=best_ids, translation=tok.decode(best_ids), token_log_probs=best_lps,
+                            attention=None if a is None else a[:, :len(src_ids)].double().cpu().numpy(),
+                            states=None, contexts=None, encoder_states=None))
+    return out

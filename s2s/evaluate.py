@@ -30,7 +30,7 @@ import torch
 from .charlm import bits_per_char
 from .checkpoint import CheckpointError, Translator, load_charlm, load_translator
 from .data import CopyLine, Pair, kept_verbatim, read_copy_test, read_pairs, token_batches
-from .decode import beam_search, greedy_batch, greedy_batch_stopped
+from .decode import beam_search_batch, greedy_batch, greedy_batch_stopped
 from .model import sequence_loss
 from .text import InputError, check_range
 from .tokenizer import BOS
@@ -66,18 +66,14 @@ def chrf(hyps: Sequence[str], refs: Sequence[str]) -> float:
 
 def translate_all(tr: Translator, sources: Sequence[str], beam: int = 1,
                   progress: Callable[[int, int], None] | None = None) -> list[str]:
-    """Greedy (beam 1, batched) or beam-search translations of `sources`."""
+    """Greedy (beam 1) or beam-search translations of `sources`, both batched (the beam
+    search is `beam_search(tr, s, beam, n_best=1)` for each source, a batch at a time)."""
     if beam <= 1:
         out = greedy_batch(tr, sources)
         if progress:
             progress(len(sources), len(sources))
         return out
-    out = []
-    for i, s in enumerate(sources):
-        out.append(beam_search(tr, s, width=beam, n_best=1).translation)
-        if progress and (i % 20 == 0 or i + 1 == len(sources)):
-            progress(i + 1, len(sources))
-    return out
+    return [d.translation for d in beam_search_batch(tr, sources, width=beam, progress=progress)]
 
 
 def by_length(sources: Sequence[str], hyps: Sequence[str], refs: Sequence[str]) -> list[dict]:

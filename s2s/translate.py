@@ -1,4 +1,4 @@
-"""Translate one text from the command line.
+"""Translate one text, or a file of sentences, from the command line.
 
     python -m s2s.translate --model checkpoints/en-fr-additive "I went to the lecture."
     python -m s2s.translate --model DIR --beam 5 --json -- "Where is the station?"
@@ -6,8 +6,27 @@
     python -m s2s.translate --model DIR --reference "Je suis allé au cours." -- "I went to the lecture."
 
 --json prints one object: translation, source_tokens, target_tokens, attention
-(len(target_tokens) rows of len(source_tokens) weights, null without attention), log_prob.
-Bad input gives a message on stderr and exit status 2.
+(len(target_tokens) rows of len(source_tokens) weights, null without attention), log_prob,
+token_log_probs. Bad input gives a message on stderr and exit status 2.
+
+A file, one sentence per line:
+
+    python -m s2s.translate --model DIR --input FILE [--output FILE] [--beam N] [--json] [--batch-size B]
+
+writes one line per input line, so output line n is the translation of input line n
+(`--input -` reads standard input; without --output the lines go to standard output).
+Lines are decoded in batches (sorted by length, `decode.beam_search_batch`): greedy without
+--beam (a beam of width 1 is greedy), else beam search of width N; the result is the same
+as translating each line on its own. A progress bar goes to stderr when it is a terminal.
+  - an empty (or blank) line gives an empty line; with --json an object with translation
+    "" and empty token lists (attention null, log_prob 0);
+  - a line that cannot be translated (too long, only control characters) gives a message
+    on stderr naming its line number, and an empty line in its place (with --json the same
+    object as for an empty line, plus "error": the message); the other lines are translated
+    and the exit status stays 0.
+Exit status 2 means nothing was translated: a missing or unreadable input file, an output
+file that cannot be written, a missing or broken checkpoint, an out-of-range setting, or
+--input combined with a text, --sample or --reference (those translate one text).
 """
 from __future__ import annotations
 
@@ -16,8 +35,11 @@ import json
 import sys
 
 from .checkpoint import CheckpointError, load_translator
-from .decode import translate
-from .text import InputError
+from .decode import beam_search_batch, encode_source, translate
+from .text import MAX_BEAM, MAX_DECODE_LEN, InputError, check_range, read_text_file
+
+CHUNK_LINES = 1000     # lines sorted and decoded together before they are written out
+MAX_BATCH = 512
 
 
 def main(argv=None) -> int:
@@ -32,9 +54,15 @@ def main(argv=None) -> int:
     p.add_argument("--top-k", type=int, default=0, help="sample from the k most likely tokens (0 = all)")
     p.add_argument("--seed", type=int, default=0, help="sampling seed")
     p.add_argument("--max-len", type=int, help="most target pieces to generate (1-250)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--json", action="store_true", help="print one JSON object (one per line with --input)")
+    p.add_argument("--input", metavar="FILE", help="translate every line of FILE ('-': standard input), batched")
+    p.add_argument("--output", metavar="FILE", help="with --input: write the translations here (default: stdout)")
+    p.add_argument("--batch-size", type=int, default=32, metavar="B",
+                   help=f"with --input: sentences decoded together (1-{MAX_BATCH})")
     p.add_argument("text", nargs="*", help="the English text (after --, if it starts with a dash)")
     a = p.parse_args(argv)
+    if a.input is not None:
+        return translate_file(a)
     if a.text:
         text = " ".join(a.text)
     elif not sys.stdin.isatty():
@@ -55,6 +83,79 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(json.dumps(d.to_json(), ensure_ascii=False) if a.json else d.translation)
+    return 0
+
+
+def empty_json(error: str | None = None) -> dict:
+    """What --json writes for an empty line (and, with `error`, for a line it could not translate)."""
+    out = {"translation": "", "source_tokens": [], "target_tokens": [], "attention": None,
+           "log_prob": 0.0, "token_log_probs": []}
+    return out if error is None else dict(out, error=error)
+
+
+def input_lines(text: str) -> list[str]:
+    """Lines as `wc -l` and editors count them: split on \\n only (not on the other
+    characters str.splitlines breaks at), a final newline ending the last line."""
+    lines = text.split("\n")
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
+def translate_file(a) -> int:
+    """--input: every line of a file, in batches, one output line per input line."""
+    from tqdm import tqdm
+    try:
+        if a.text:
+            raise InputError("give either --input FILE or a text to translate, not both")
+        if a.sample or a.reference is not None:
+            raise InputError("--input translates greedily or with --beam N; --sample and --reference take one text")
+        width = 1 if a.beam is None else check_range("Beam width", a.beam, 1, MAX_BEAM)
+        if a.max_len is not None:
+            check_range("Max length", a.max_len, 1, MAX_DECODE_LEN)
+        check_range("--batch-size", a.batch_size, 1, MAX_BATCH)
+        tr = load_translator(a.model)
+        lines = input_lines(read_text_file(a.input))
+        try:
+            out = sys.stdout if a.output is None else open(a.output, "w", encoding="utf-8", newline="\n")
+        except OSError as e:
+            raise InputError(f"cannot write {a.output}: {e.strerror}") from None
+    except (CheckpointError, InputError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    bar = tqdm(total=len(lines), unit="line", file=sys.stderr, disable=None)   # None: off unless a terminal
+    try:
+        for c0 in range(0, len(lines), CHUNK_LINES):
+            chunk = lines[c0:c0 + CHUNK_LINES]
+            results: list = [empty_json() if a.json else ""] * len(chunk)
+            good = []
+            for i, line in enumerate(chunk):
+                if not line.strip():
+                    continue
+                try:
+                    encode_source(tr, line)        # the checks beam_search_batch would stop the batch with
+                    good.append(i)
+                except InputError as e:
+                    bar.write(f"line {c0 + i + 1}: {e} (an empty line is written in its place)", file=sys.stderr)
+                    if a.json:
+                        results[i] = empty_json(str(e))
+            bar.update(len(chunk) - len(good))
+            done = [0]
+
+            def progress(n: int, total: int) -> None:
+                bar.update(n - done[0])
+                done[0] = n
+
+            decodings = beam_search_batch(tr, [chunk[i] for i in good], width, max_len=a.max_len,
+                                          batch_size=a.batch_size, attention=a.json, progress=progress)
+            for i, d in zip(good, decodings):
+                results[i] = d.to_json() if a.json else d.translation
+            # a translation never spans lines (the tokenizer has no newline piece), but make sure
+            out.write("".join((json.dumps(r, ensure_ascii=False) if a.json else r.replace("\n", " ")) + "\n"
+                              for r in results))
+            out.flush()
+    finally:
+        bar.close()
+        if out is not sys.stdout:
+            out.close()
     return 0
 
 

@@ -1,0 +1,100 @@
+"""The memory floor of s2s.bench: what a decoding step reads, and decode times as multiples of
+it. Only the deterministic parts are checked here (no timing assertions: machines differ)."""
+import pytest
+
+from s2s import bench
+from s2s.decode import beam_search, greedy
+from s2s.model import OUTPUT_CHUNKS
+
+
+def expected_bytes(model, S: int, rows: int) -> int:
+    """The floor's bytes written out from the config: float32 weights, an LSTM decoder."""
+    cfg = model.cfg
+    V, E, H, A = cfg.vocab_size, cfg.emb_dim, cfg.hidden, cfg.attn_dim
+    Vp = -(-V // OUTPUT_CHUNKS) * OUTPUT_CHUNKS                   # the vocabulary padded to equal slices
+    weights = (Vp * E + Vp                                         # output layer E^T and its bias
+               + 4 * (E + H) * H                                   # LSTM [W_feed W_h], the four gates
+               + 2 * H * E)                                        # W_c
+    key_dim = {"none": 0, "dot": H, "general": H, "additive": A, "scaled-dot": A}[cfg.attention]
+    weights += {"none": 0, "dot": 0, "general": 0, "additive": A * H + A + A, "scaled-dot": A * H}[cfg.attention]
+    row = 4 * H + (S * (key_dim + H + 1) if cfg.attention != "none" else 0)   # gate-table row, keys, states, mask
+    return 4 * (weights + rows * row)
+
+
+@pytest.mark.parametrize("attention", ["none", "dot", "general", "additive", "scaled-dot"])
+def test_bytes_per_step_is_the_sum_of_the_decode_weights(untrained_translators, attention):
+    model = untrained_translators[attention].model
+    for S, rows in ((7, 1), (12, 5)):
+        assert bench.step_bytes(model, S, rows) == expected_bytes(model, S, rows)
+    # the parts are the tensors decode_step holds: the output layer exactly as transposed for it
+    w = model._decode_weights()
+    parts = bench.step_reads(model, 7)
+    assert parts["output"] == w.output.numel() * 4 + w.output_bias.numel() * 4
+    assert parts["combine"] == w.combine.numel() * 4
+    # the weights are read once per step, whatever the beam: only the rows grow with it
+    assert bench.step_bytes(model, 7, 5) - bench.step_bytes(model, 7, 1) == 4 * parts["rows"]
+
+
+def test_copying_model_adds_its_gate_and_location_cue(untrained_translators):
+    model = untrained_translators["copy"].model
+    H, S = model.cfg.hidden, 9
+    plain = expected_bytes(model, S, 1)
+    assert bench.step_bytes(model, S) == plain + 4 * ((2 * H + 1) + (H + 1)) + S * (8 + 4)
+
+
+def test_floor_and_ratios(tiny_additive):
+    from s2s.checkpoint import load_translator
+    tr = load_translator(tiny_additive)
+    d = greedy(tr, "a b c d e")
+    per_step = bench.step_bytes(tr.model, len(d.source_tokens))
+    # floor = bytes x steps / bandwidth; at 1 GB/s, 1e6 bytes take 1 ms
+    assert bench.floor_ms([per_step] * len(d.target_ids), 1.0) == pytest.approx(per_step * len(d.target_ids) / 1e6)
+    assert bench.floor_ms([2_000_000, 1_000_000], 3.0) == pytest.approx(1.0)
+    # the beam's batch per step, read from its tree: 1, then the hypotheses left alive
+    b = beam_search(tr, "a b c d e", width=3)
+    rows = bench.beam_rows(b.beam_tree)
+    assert rows[0] == 1 and all(1 <= k <= 3 for k in rows)
+    assert len(rows) == max(n["step"] for n in b.beam_tree) + 1
+    assert bench.beam_rows([dict(step=0, finished=False), dict(step=0, finished=False),
+                            dict(step=1, finished=True), dict(step=1, finished=False)]) == [1, 2]
+
+
+def test_bench_prints_the_floor(tiny_additive, tmp_path):
+    """The JSON carries the floor's inputs and ratio = time / floor (its own figures)."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+    from conftest import ROOT
+    zoo = tmp_path / "zoo"
+    shutil.copytree(tiny_additive, zoo / tiny_additive.name)
+    p = subprocess.run([sys.executable, "-m", "s2s.bench", "--model", str(zoo / tiny_additive.name),
+                        "--checkpoints", str(zoo), "--runs", "3", "--batch-sentences", "20", "--json"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["bytes_per_step"] == sum(out["bytes_per_step_parts"].values()) > 0
+    assert out["read_gb_per_s"] > 0 and out["dram_read_gb_per_s"] > 0
+    floor = out["bytes_per_step"] * out["greedy_steps"] / (out["read_gb_per_s"] * 1e9) * 1000
+    assert out["floor_ms"] == pytest.approx(floor, rel=1e-3, abs=2e-3)
+    assert out["greedy_vs_floor"] == pytest.approx(out["greedy_ms_p50"] / out["floor_ms"], rel=0.02)
+    assert out["beam5_vs_floor"] == pytest.approx(out["beam5_ms_p50"] / out["beam5_floor_ms"], rel=0.02)
+    one_row = out["bytes_per_step"] * out["beam5_steps"] / (out["read_gb_per_s"] * 1e9) * 1000
+    assert out["beam5_floor_ms"] >= 0.999 * one_row            # five rows a step read more than one
+    assert set(out["greedy_parts_ms"]) == {"encode", "steps", "rest"}
+    assert out["step_ms"] > 0 and out["step_floor_ms"] > 0
+
+
+def test_browser_bench_summary_flags_the_actions_over_target():
+    """tools/bench_browser.py: medians per action against the targets (5 s cold start, 1 s
+    for everything else); the browser run itself is a tool, not a test."""
+    import importlib.util
+    from conftest import ROOT
+    spec = importlib.util.spec_from_file_location("bench_browser", ROOT / "tools" / "bench_browser.py")
+    bb = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bb)
+    out = bb.summary({"cold_start": [4000, 9000, 4500], "translate_greedy": [300, 2500, 400],
+                      "switch_model": [1200, 1100, 900]})
+    assert out["ms_p50"] == {"cold_start": 4500, "translate_greedy": 400, "switch_model": 1100}
+    assert out["ms_max"]["translate_greedy"] == 2500 and out["samples"]["cold_start"] == 3
+    assert out["over_target"] == ["switch_model"]
