@@ -6,7 +6,8 @@ A checkpoint is a folder:
     spm.model           the sentencepiece tokenizer (translation models; a character
                         model's vocabulary is the `chars` string in its config)
     metrics.json        test scores, loss curves, training trace (optional)
-kind is "translation" (model.py) or "charlm" (charlm.py).
+kind is "translation" (model.py, or transformer.py when the model's "arch" is
+"transformer") or "charlm" (charlm.py).
 Weights are stored in fp16 to halve the size and loaded in fp32 (fp16 matmuls are slow
 on CPUs). Models go to CUDA when present, else the CPU.
 """
@@ -26,6 +27,7 @@ from torch import nn
 from .charlm import CharLM, CharLMConfig
 from .model import ModelConfig, Seq2Seq
 from .tokenizer import Tokenizer
+from .transformer import Transformer, TransformerConfig
 
 ROOT = Path(__file__).resolve().parent.parent / "checkpoints"
 
@@ -48,7 +50,7 @@ class Translator:
     """A loaded translation checkpoint: model, tokenizer and its metadata."""
     name: str
     path: Path
-    model: Seq2Seq
+    model: Seq2Seq | Transformer
     tokenizer: Tokenizer
     config: dict
     metrics: dict = field(default_factory=dict)
@@ -60,6 +62,11 @@ class Translator:
     @property
     def description(self) -> str:
         return self.config.get("description", "")
+
+    @property
+    def arch(self) -> str:
+        """"rnn" (a recurrent encoder-decoder, model.py) or "transformer" (transformer.py)."""
+        return getattr(self.model.cfg, "arch", "rnn")
 
 
 @dataclass
@@ -76,7 +83,11 @@ class LanguageModel:
         return self.config.get("description", "")
 
 
-def save_checkpoint(model: Seq2Seq | CharLM, tokenizer_file: str | Path | None, out_dir: str | Path, name: str,
+# A translation model's class by its config's "arch" (configs saved before there was a choice are "rnn").
+ARCHS = {"rnn": (ModelConfig, Seq2Seq), "transformer": (TransformerConfig, Transformer)}
+
+
+def save_checkpoint(model: Seq2Seq | Transformer | CharLM, tokenizer_file: str | Path | None, out_dir: str | Path, name: str,
                     description: str, metrics: dict | None = None) -> Path:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -104,7 +115,7 @@ def read_json(path: Path, what: str) -> dict:
 def load_translator(path: str | Path, device: torch.device | str | None = None) -> Translator:
     """Load a translation checkpoint folder, or raise CheckpointError naming it."""
     path = Path(path)
-    what, config, cfg = _read_config(path, "translation", ModelConfig)
+    what, config, cfg = _read_config(path, "translation")
     if not (path / "spm.model").is_file():
         raise CheckpointError(f"{what}: tokenizer spm.model is missing")
     try:
@@ -113,7 +124,7 @@ def load_translator(path: str | Path, device: torch.device | str | None = None) 
         raise CheckpointError(f"{what}: tokenizer spm.model cannot be read ({e})") from None
     if len(tokenizer) != cfg.vocab_size:
         raise CheckpointError(f"{what}: tokenizer has {len(tokenizer)} pieces but the model expects {cfg.vocab_size}")
-    model = _load_weights(path, Seq2Seq(cfg), what, device)
+    model = _load_weights(path, ARCHS[getattr(cfg, "arch", "rnn")][1](cfg), what, device)
     metrics = read_json(path / "metrics.json", what) if (path / "metrics.json").is_file() else {}
     return Translator(config.get("name", path.name), path, model, tokenizer, config, metrics)
 
@@ -130,8 +141,9 @@ def load_charlm(path: str | Path, device: torch.device | str | None = None) -> L
 KINDS = {"translation": "a translation model", "charlm": "a character-level language model"}
 
 
-def _read_config(path: Path, kind: str, config_cls):
-    """(what, config.json, model config) of a checkpoint folder of the given kind."""
+def _read_config(path: Path, kind: str, config_cls=None):
+    """(what, config.json, model config) of a checkpoint folder of the given kind; a
+    translation model's config class follows its "arch"."""
     what = f"checkpoint {path.name!r}"
     if not path.is_dir():
         raise CheckpointError(f"{what}: folder {path} does not exist")
@@ -139,6 +151,11 @@ def _read_config(path: Path, kind: str, config_cls):
     if config.get("kind", "translation") != kind:
         raise CheckpointError(f"{what}: not {KINDS[kind]} (kind {config.get('kind')!r})")
     try:
+        if config_cls is None:
+            arch = config["model"].get("arch", "rnn")
+            if arch not in ARCHS:
+                raise ValueError(f"unknown arch {arch!r}; known: {', '.join(ARCHS)}")
+            config_cls = ARCHS[arch][0]
         return what, config, config_cls.from_dict(config["model"])
     except (KeyError, TypeError, ValueError) as e:
         raise CheckpointError(f"{what}: config.json does not describe a model ({e})") from None
@@ -179,9 +196,15 @@ class CheckpointInfo:
     model: dict = field(default_factory=dict)     # config.json's "model": cell, attention, sizes
 
     @property
-    def cell(self) -> str:
-        """The recurrent cell ("lstm", "gru" or "rnn"); models saved before it was configurable are LSTMs."""
-        return self.model.get("cell", "lstm")
+    def arch(self) -> str | None:
+        """A translation model's architecture: "rnn" (recurrent, model.py) or "transformer"; None otherwise."""
+        return self.model.get("arch", "rnn") if self.kind == "translation" else None
+
+    @property
+    def cell(self) -> str | None:
+        """The recurrent cell ("lstm", "gru" or "rnn"); models saved before it was configurable are
+        LSTMs; None for a Transformer."""
+        return None if self.arch == "transformer" else self.model.get("cell", "lstm")
 
     @property
     def attention(self) -> str | None:

@@ -116,6 +116,8 @@ class Step:
     feed: torch.Tensor              # h~_j, fed to the next step
     alpha: torch.Tensor | None      # (B, S) attention weights, None without attention
     context: torch.Tensor           # (B, H) c_j: what the decoder read of the source
+    cross_attention: torch.Tensor | None = None   # Transformer: (B, layers, heads, S) every head's cross-attention
+    self_attention: torch.Tensor | None = None    # Transformer: (B, layers, heads, j+1) decoder self-attention
 
 
 @dataclass
@@ -223,11 +225,7 @@ class Seq2Seq(nn.Module):
         copy, and copying it would end the output wherever attention rests on the source's
         end. Their share is dropped and the distribution renormalised."""
         p_gen = torch.sigmoid(self.copy_gate(torch.cat([context, s], dim=-1)))        # (..., 1)
-        p = p_gen * F.softmax(logits.float(), dim=-1)
-        index = src.view(src.size(0), *([1] * (alpha.dim() - 2)), src.size(1)).expand_as(alpha)
-        copied = (1 - p_gen) * alpha.float() * (index > EOS)
-        p = p.scatter_add(-1, index, copied)
-        return (p / p.sum(-1, keepdim=True)).clamp_min(1e-12).log()
+        return copy_mix(logits, p_gen, alpha, src)
 
     def read_source(self, s: torch.Tensor, memory: Memory, alpha: torch.Tensor | None = None,
                     y_prev: torch.Tensor | None = None, read: torch.Tensor | None = None
@@ -333,6 +331,17 @@ class Seq2Seq(nn.Module):
         return logits, attn
 
 
+def copy_mix(logits: torch.Tensor, p_gen: torch.Tensor, alpha: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+    """log( p_gen softmax(logits)_y + (1 - p_gen) sum_{i: x_i = y, x_i a real piece} alpha_i ),
+    renormalised; logits (..., V), p_gen (..., 1), alpha (..., S), src (B, S). Shared by the
+    recurrent models and the Transformer."""
+    p = p_gen * F.softmax(logits.float(), dim=-1)
+    index = src.view(src.size(0), *([1] * (alpha.dim() - 2)), src.size(1)).expand_as(alpha)
+    copied = (1 - p_gen) * alpha.float() * (index > EOS)
+    p = p.scatter_add(-1, index, copied)
+    return (p / p.sum(-1, keepdim=True)).clamp_min(1e-12).log()
+
+
 def sequence_loss(logits: torch.Tensor, tgt_out: torch.Tensor, label_smoothing: float = 0.0,
                   reduction: str = "sum") -> torch.Tensor:
     """Cross-entropy -sum_j log p(y_j | y_<j, x) over non-pad target tokens."""
@@ -340,4 +349,4 @@ def sequence_loss(logits: torch.Tensor, tgt_out: torch.Tensor, label_smoothing: 
                            ignore_index=PAD, label_smoothing=label_smoothing, reduction=reduction)
 
 
-__all__ = ["ModelConfig", "Seq2Seq", "Memory", "Step", "sequence_loss", "BOS", "EOS", "PAD", "CELLS"]
+__all__ = ["ModelConfig", "Seq2Seq", "Memory", "Step", "copy_mix", "sequence_loss", "BOS", "EOS", "PAD", "CELLS"]

@@ -44,6 +44,7 @@ from .decode import forced
 from .evaluate import copy_scores, evaluate_pairs, loop_rate, perplexity
 from .model import ModelConfig, Seq2Seq, sequence_loss
 from .tokenizer import BOS, Tokenizer, add_characters, train_tokenizer
+from .transformer import Transformer, TransformerConfig
 
 # Fixed probe pairs whose attention is recorded during training ("watch attention emerge").
 PROBES = [
@@ -203,11 +204,19 @@ def main(argv=None) -> int:
     p.add_argument("--work", help="resumable training state (default runs/<out name>)")
     p.add_argument("--name", help="model name (default: the --out folder's name)")
     p.add_argument("--description", default="", help="one line for the model registry")
-    p.add_argument("--attention", default="additive", choices=["none", "dot", "general", "additive", "scaled-dot"])
-    p.add_argument("--cell", default="lstm", choices=["rnn", "gru", "lstm"])
+    p.add_argument("--arch", default="rnn", choices=["rnn", "transformer"],
+                   help="a recurrent encoder-decoder (model.py) or a Transformer (transformer.py)")
+    p.add_argument("--attention", default="additive", choices=["none", "dot", "general", "additive", "scaled-dot"],
+                   help="the recurrent model's attention function")
+    p.add_argument("--cell", default="lstm", choices=["rnn", "gru", "lstm"], help="the recurrent model's cell")
     p.add_argument("--emb", type=int, default=256)
-    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--hidden", type=int, default=256, help="state size (d_model for a Transformer)")
+    p.add_argument("--layers", type=int, default=3, help="Transformer: encoder layers and decoder layers, each")
+    p.add_argument("--heads", type=int, default=4, help="Transformer: attention heads per layer")
+    p.add_argument("--ffn", type=int, default=1024, help="Transformer: feed-forward inner size")
     p.add_argument("--vocab", type=int, default=8000)
+    p.add_argument("--tokenizer", help="use this sentencepiece model as it is (e.g. a shipped checkpoint's "
+                                       "spm.model, so two models share their pieces)")
     p.add_argument("--dropout", type=float, default=0.2)
     p.add_argument("--label-smoothing", type=float, default=0.1)
     p.add_argument("--steps", type=int, default=2000, help="optimizer steps (the schedule's length)")
@@ -260,13 +269,16 @@ def main(argv=None) -> int:
     base = load_translator(a.init_from, device="cpu") if a.init_from else None
     if base is not None:
         spm_file = base.tokenizer.path
+    elif a.tokenizer:
+        spm_file = Path(a.tokenizer)
     elif not spm_file.is_file():
         train_tokenizer([s for s, _ in train_pairs] + [t for _, t in train_pairs], spm_file, a.vocab)
     augmenter = None
     if not a.no_augment:
         names = load_names()
         augmenter = Augmenter(split_names(names)[0], a.p_name, a.p_number, a.p_case, a.p_case)
-        spm_file = add_characters(spm_file, name_characters(names), work / "spm.model").path
+        if not a.tokenizer:     # a given tokenizer is used as it is
+            spm_file = add_characters(spm_file, name_characters(names), work / "spm.model").path
     tok = Tokenizer(spm_file)
     singles = [(tok.encode(s), tok.encode(t)) for s, t in train_pairs]
     copy_pool = [i for i, p in enumerate(train_pairs) if can_copy(p)] if augmenter is not None else []
@@ -277,6 +289,9 @@ def main(argv=None) -> int:
     if base is not None:
         model = finetune_model(base.model, len(tok), a.dropout, a.copy)
         cfg = model.cfg
+    elif a.arch == "transformer":
+        cfg = TransformerConfig(len(tok), a.hidden, a.heads, a.layers, a.layers, a.ffn, a.dropout, copy=a.copy)
+        model = Transformer(cfg)
     else:
         cfg = ModelConfig(len(tok), a.emb, a.hidden, a.hidden, a.cell, a.attention, a.dropout,
                           copy=a.copy and a.attention != "none")

@@ -22,6 +22,7 @@ torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or max(1, min(2, os.
 from s2s import train as train_cli  # noqa: E402
 from s2s.checkpoint import load_translator, save_checkpoint  # noqa: E402
 from s2s.model import ModelConfig, Seq2Seq  # noqa: E402
+from s2s.transformer import Transformer, TransformerConfig  # noqa: E402
 from s2s.tokenizer import train_tokenizer  # noqa: E402
 
 LETTERS = "abcdefghij"
@@ -46,14 +47,16 @@ def reversal_tsv(tmp_path_factory) -> Path:
     return write_tsv(reversal_pairs(6000), tmp_path_factory.mktemp("data") / "reversal.tsv")
 
 
-def train_tiny(tsv: Path, root: Path, attention: str, steps: int) -> Path:
-    out = root / f"tiny-{attention}"
+def train_tiny(tsv: Path, root: Path, attention: str, steps: int, extra: tuple[str, ...] = (),
+               name: str | None = None) -> Path:
+    name = name or attention
+    out = root / f"tiny-{name}"
     rc = train_cli.main([
-        "--data", str(tsv), "--out", str(out), "--split-dir", str(root / "split"), "--work", str(root / f"work-{attention}"),
+        "--data", str(tsv), "--out", str(out), "--split-dir", str(root / "split"), "--work", str(root / f"work-{name}"),
         "--attention", attention, "--vocab", "40", "--emb", "32", "--hidden", "64", "--dropout", "0.0",
         "--label-smoothing", "0", "--steps", str(steps), "--max-tokens", "600", "--lr", "0.01", "--warmup", "20",
         "--eval-every", "50", "--trace-points", "4", "--valid-pairs", "100", "--test-pairs", "100",
-        "--long-fraction", "0", "--test-beam", "2", "--description", f"tiny reversal model ({attention})"])
+        "--long-fraction", "0", "--test-beam", "2", "--description", f"tiny reversal model ({attention})", *extra])
     assert rc == 0
     return out
 
@@ -67,6 +70,14 @@ def tiny_root(tmp_path_factory) -> Path:
 def tiny_additive(reversal_tsv, tiny_root) -> Path:
     """A checkpoint folder of a tiny additive-attention model trained to reverse letters."""
     return train_tiny(reversal_tsv, tiny_root, "additive", 300)
+
+
+@pytest.fixture(scope="session")
+def tiny_transformer(reversal_tsv, tiny_root) -> Path:
+    """A tiny Transformer (2 + 2 layers, d = 64, 4 heads) trained on the same reversal task."""
+    return train_tiny(reversal_tsv, tiny_root, "scaled-dot", 300,
+                      ("--arch", "transformer", "--hidden", "64", "--layers", "2", "--heads", "4", "--ffn", "128",
+                       "--lr", "0.005", "--warmup", "30", "--description", "tiny reversal Transformer"), name="transformer")
 
 
 @pytest.fixture(scope="session")
@@ -95,6 +106,15 @@ def untrained_translators(tmp_path_factory):
                                 dropout=0.0, copy=True))
     torch.nn.init.normal_(model.next_piece.weight, std=0.5)      # its location cue on, too
     out["copy"] = load_translator(save_checkpoint(model, spm_file, root / "copy", "copy", "untrained copy"))
+    # Transformers, with and without the pointer (2 + 2 layers, 4 heads of 4 dimensions)
+    for i, copy in enumerate([False, True]):
+        torch.manual_seed(20 + i)
+        model = Transformer(TransformerConfig(vocab_size=vocab, d_model=16, heads=4, encoder_layers=2,
+                                              decoder_layers=2, ffn=32, dropout=0.0, copy=copy))
+        if copy:
+            torch.nn.init.normal_(model.copy_gate.weight, std=0.5)
+        name = "transformer-copy" if copy else "transformer"
+        out[name] = load_translator(save_checkpoint(model, spm_file, root / name, name, f"untrained {name}"))
     return out
 
 

@@ -8,7 +8,8 @@ from s2s.model import sequence_loss
 from s2s.text import InputError
 from s2s.tokenizer import BOS
 
-ATTENTIONS = ["none", "dot", "general", "additive", "scaled-dot", "copy"]   # copy: additive + pointer
+ATTENTIONS = ["none", "dot", "general", "additive", "scaled-dot", "copy", "transformer", "transformer-copy"]
+# copy: additive + pointer; the Transformers speak the same decode API and pass the same tests
 TEXTS = ["a b c", "j i h g f e d", "c"]
 
 
