@@ -18,6 +18,16 @@ What it does, top to bottom:
     (BLEU/chrF with beam search, by source length, perplexity) into metrics.json.
 Run it again with the same --work to resume after an interruption.
 
+Several processes train one model with DistributedDataParallel when started by torchrun:
+
+    torchrun --nproc_per_node 2 -m s2s.train --data ... --out ...          (one machine)
+    torchrun --nnodes 2 --node_rank 0|1 --master_addr HOST --nproc_per_node 4 -m s2s.train ...
+
+gloo on CPUs, NCCL on GPUs (bf16 autocast there). Every process builds the same batches in
+the same order and takes its own shard of each (rows rank, rank + N, ...); DDP sums the
+gradients, so a step is the single-process step on the whole batch. Rank 0 alone logs,
+saves, traces and evaluates. A plain `python -m s2s.train` is rank 0 of 1, as before.
+
 --init-from DIR fine-tunes a trained checkpoint instead of starting from random weights
 (its vocabulary grown by the added letters); the new metrics keep the old model's scores
 under "before", and its curves and attention trace continue the old ones.
@@ -25,8 +35,10 @@ under "before", and its curves and attention trace continue the old ones.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
+import os
 import random
 import sys
 import time
@@ -34,11 +46,13 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import torch.distributed as dist
 from safetensors.torch import load_file, save_file
+from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from .checkpoint import Translator, load_translator, save_checkpoint
-from .data import (Augmenter, augment_pairs, can_copy, copy_pairs, load_names, name_characters, read_copy_test, read_pairs, split_names,
+from .data import (Augmenter, Batch, augment_pairs, can_copy, copy_pairs, load_names, name_characters, read_copy_test, read_pairs, split_names,
                    split_pairs, token_batches, write_splits)
 from .decode import forced
 from .evaluate import copy_scores, evaluate_pairs, loop_rate, perplexity
@@ -123,13 +137,54 @@ def load_state(work: Path, model: Seq2Seq, opt: torch.optim.Optimizer) -> dict:
     return meta
 
 
+# ---------------------------------------------------------------- several processes
+
+def setup_distributed() -> tuple[int, int, torch.device]:
+    """(rank, world size, device). torchrun sets WORLD_SIZE, RANK and LOCAL_RANK; a plain
+    run is rank 0 of 1. GPUs when present (one per process), the CPU otherwise."""
+    world, rank = int(os.environ.get("WORLD_SIZE", "1")), int(os.environ.get("RANK", "0"))
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    device = torch.device(f"cuda:{local}" if torch.cuda.is_available() else "cpu")
+    if world > 1:
+        if device.type == "cuda":
+            torch.cuda.set_device(device)
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    return rank, world, device
+
+
+def shard(batch: Batch, rank: int, world: int) -> tuple[Batch, bool]:
+    """This process's rows of a batch (rank, rank + world, ...), and False if it has none
+    (a batch of fewer sentences than processes): then it gets row 0 to keep step with the
+    others, and its loss counts zero."""
+    rows = torch.arange(rank, batch.src.size(0), world)
+    has_rows = len(rows) > 0
+    if not has_rows:
+        rows = torch.tensor([0])
+    return Batch(batch.src[rows], batch.src_len[rows], batch.tgt_in[rows], batch.tgt_out[rows]), has_rows
+
+
+def summed(x: float, world: int, device: torch.device) -> float:
+    """x summed over all processes (x itself in a single process)."""
+    if world == 1:
+        return x
+    t = torch.tensor([x], dtype=torch.float64, device=device)
+    dist.all_reduce(t)
+    return float(t)
+
+
+def weights_checksum(model: torch.nn.Module) -> float:
+    return float(sum(p.detach().double().sum() + (p.detach().double() ** 2).sum() for p in model.parameters()))
+
+
 # ---------------------------------------------------------------- training
 
 @torch.no_grad()
 def valid_loss(model: Seq2Seq, examples: list, max_tokens: int) -> float:
     model.eval()
     nll, n = 0.0, 0
+    device = next(model.parameters()).device
     for b in token_batches(examples, max_tokens, BOS, seed=0, shuffle=False):
+        b = b.to(device)
         logits, _ = model(b.src, b.src_len, b.tgt_in)
         nll += float(sequence_loss(logits, b.tgt_out))
         n += b.n_tokens
@@ -248,19 +303,24 @@ def main(argv=None) -> int:
 
     if a.threads:
         torch.set_num_threads(a.threads)
+    rank, world, device = setup_distributed()
+    main_process = rank == 0
     torch.manual_seed(a.seed)
     out = Path(a.out)
     name = a.name or out.name
     work = Path(a.work or Path("runs") / name)
     work.mkdir(parents=True, exist_ok=True)
-    log = open(work / "train.log", "a")
+    log = open(work / "train.log", "a") if main_process else None
 
     def say(msg: str) -> None:
-        tqdm.write(msg)
-        log.write(f"{time.strftime('%H:%M:%S')} {msg}\n")
-        log.flush()
+        if main_process:
+            tqdm.write(msg)
+            log.write(f"{time.strftime('%H:%M:%S')} {msg}\n")
+            log.flush()
 
-    # 1. data and tokenizer
+    # 1. data and tokenizer (files written by rank 0 alone, while the others wait)
+    if world > 1 and not main_process:
+        dist.barrier()
     split_dir = Path(a.split_dir)
     if not (split_dir / "test_long.tsv").is_file():
         write_splits(split_pairs(read_pairs(a.data), a.valid_pairs, a.test_pairs), split_dir)
@@ -278,7 +338,10 @@ def main(argv=None) -> int:
         names = load_names()
         augmenter = Augmenter(split_names(names)[0], a.p_name, a.p_number, a.p_case, a.p_case)
         if not a.tokenizer:     # a given tokenizer is used as it is
-            spm_file = add_characters(spm_file, name_characters(names), work / "spm.model").path
+            spm_file = (add_characters(spm_file, name_characters(names), work / "spm.model").path
+                        if main_process else work / "spm.model")
+    if world > 1 and main_process:
+        dist.barrier()
     tok = Tokenizer(spm_file)
     singles = [(tok.encode(s), tok.encode(t)) for s, t in train_pairs]
     copy_pool = [i for i, p in enumerate(train_pairs) if can_copy(p)] if augmenter is not None else []
@@ -296,6 +359,7 @@ def main(argv=None) -> int:
         cfg = ModelConfig(len(tok), a.emb, a.hidden, a.hidden, a.cell, a.attention, a.dropout,
                           copy=a.copy and a.attention != "none")
         model = Seq2Seq(cfg)
+    model.to(device)
     opt = torch.optim.Adam(model.parameters(), lr=a.lr)
     meta = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "tokens": 0, "seconds": 0.0, "curves": [], "trace": []}
     copy_test = read_copy_test(a.copy_test) if a.copy_test else None
@@ -303,7 +367,7 @@ def main(argv=None) -> int:
     if (work / "state.safetensors").is_file():
         meta = load_state(work, model, opt)
         say(f"resumed at step {meta['step']}")
-    elif base is not None:
+    elif base is not None and main_process:
         meta["before"] = before_metrics(base, copy_test, long_sources)
         say(f"before: {json.dumps({k: v for k, v in meta['before'].items() if k not in ('trace', 'curves')})}")
     say(f"{sum(p.numel() for p in model.parameters()):,} parameters: {json.dumps(cfg.to_dict())}")
@@ -312,10 +376,14 @@ def main(argv=None) -> int:
     offset = meta.get("before", {}).get("steps", 0)    # a fine-tune continues the base model's step count
 
     model.train()
-    bar = tqdm(total=a.steps, initial=meta["step"], desc=name, unit="step", dynamic_ncols=True)
+    net = DistributedDataParallel(model) if world > 1 else model     # the same model, gradients summed
+    bf16 = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else contextlib.nullcontext()
+    bar = tqdm(total=a.steps, initial=meta["step"], desc=name, unit="step", dynamic_ncols=True,
+               disable=not main_process)
     t_start, seconds0 = time.time(), meta["seconds"]
     loss_sum, tok_sum = 0.0, 0
-    if meta["step"] == 0 and base is None:
+    my_tokens = 0       # target tokens this process computed (its shards)
+    if meta["step"] == 0 and base is None and main_process:
         meta["trace"].append(probe_trace(tr, 0))
     while meta["step"] < a.steps:
         examples = epoch_examples(singles, a.long_fraction, a.seed * 1000 + meta["epoch"], train_pairs, augmenter, tok,
@@ -326,10 +394,16 @@ def main(argv=None) -> int:
                 continue    # resuming inside an epoch: same order, skip what was done
             for g in opt.param_groups:
                 g["lr"] = lr_at(meta["step"], a.steps, a.lr, a.warmup)
-            logits, _ = model(batch.src, batch.src_len, batch.tgt_in)
-            loss = sequence_loss(logits, batch.tgt_out, a.label_smoothing)
+            mine, has_rows = shard(batch, rank, world) if world > 1 else (batch, True)
+            mine = mine.to(device)
+            with bf16:
+                logits, _ = net(mine.src, mine.src_len, mine.tgt_in)
+            loss = sequence_loss(logits.float(), mine.tgt_out, a.label_smoothing) * has_rows
+            my_tokens += mine.n_tokens * has_rows
             opt.zero_grad(set_to_none=True)
-            (loss / batch.n_tokens).backward()
+            # DDP averages gradients over the processes: world * (my loss / all tokens) averages
+            # to (the whole batch's loss / its tokens), the single-process objective
+            (loss * world / batch.n_tokens).backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), a.clip)
             opt.step()
             meta["step"] += 1
@@ -338,30 +412,40 @@ def main(argv=None) -> int:
             loss_sum, tok_sum = loss_sum + loss.item(), tok_sum + batch.n_tokens
             bar.update(1)
             step = meta["step"]
-            if step % trace_every == 0 or step == a.steps:
+            if (step % trace_every == 0 or step == a.steps) and main_process:
                 meta["trace"].append(probe_trace(tr, offset + step))
             if step % a.eval_every == 0 or step == a.steps:
-                meta["seconds"] = seconds0 + time.time() - t_start
-                vl = valid_loss(model, valid, 4000)
-                row = {"step": offset + step, "train_loss": round(loss_sum / tok_sum, 4), "valid_loss": round(vl, 4),
-                       "valid_ppl": round(math.exp(vl), 3), "tokens": meta["tokens"],
-                       "minutes": round(meta["seconds"] / 60 + meta.get("before", {}).get("train_minutes", 0), 2),
-                       "tokens_per_s": round(meta["tokens"] / max(meta["seconds"], 1e-9))}
-                if copy_test and (step % 250 == 0 or step == a.steps):
-                    model.eval()
-                    row["copy"] = copy_scores(tr, copy_test)       # greedy: the copy skill as it is learned
-                    model.train()
-                meta["curves"].append(row)
+                loss_sum = summed(loss_sum, world, device)     # every process's share of the batches
+                if main_process:
+                    meta["seconds"] = seconds0 + time.time() - t_start
+                    vl = valid_loss(model, valid, 4000)
+                    row = {"step": offset + step, "train_loss": round(loss_sum / tok_sum, 4), "valid_loss": round(vl, 4),
+                           "valid_ppl": round(math.exp(vl), 3), "tokens": meta["tokens"],
+                           "minutes": round(meta["seconds"] / 60 + meta.get("before", {}).get("train_minutes", 0), 2),
+                           "tokens_per_s": round(meta["tokens"] / max(meta["seconds"], 1e-9))}
+                    if copy_test and (step % 250 == 0 or step == a.steps):
+                        model.eval()
+                        row["copy"] = copy_scores(tr, copy_test)       # greedy: the copy skill as it is learned
+                        model.train()
+                    meta["curves"].append(row)
+                    bar.set_postfix(valid_ppl=row["valid_ppl"], tok_s=row["tokens_per_s"])
+                    say(json.dumps(row))
+                    save_state(work, model, opt, meta)
                 loss_sum, tok_sum = 0.0, 0
-                bar.set_postfix(valid_ppl=row["valid_ppl"], tok_s=row["tokens_per_s"])
-                say(json.dumps(row))
-                save_state(work, model, opt, meta)
             if step >= a.steps:
                 break
         else:
             meta["epoch"] += 1
             meta["batch_in_epoch"] = 0
     bar.close()
+    if world > 1:   # DDP keeps the copies equal; say so, from their weights
+        sums: list = [None] * world
+        dist.all_gather_object(sums, (weights_checksum(model), my_tokens))
+        say(f"{world} processes hold identical weights: {len({c for c, _ in sums}) == 1} "
+            f"(checksums {[c for c, _ in sums]}); target tokens computed by each: {[n for _, n in sums]}")
+        dist.destroy_process_group()
+        if not main_process:
+            return 0
 
     # 4. export fp16 and evaluate what was exported
     model.eval()
