@@ -3,6 +3,8 @@
     python -m s2s.bench --json
 
 greedy_ms_p50 / beam5_ms_p50: one 20-word sentence, batch 1, attention captured, median
+(transformer_greedy_ms_p50 / transformer_beam5_ms_p50: the same for the first Transformer among
+the checkpoints, every layer's and head's attention captured)
 of --runs runs; batch_sentences_per_s: batched greedy over 1,000 sentences; load_s: loading
 every checkpoint; cells_ms_2000_chars: the full trace (every layer, cell state, hidden
 state and gate) of 2,000 characters by the first character-level model, median of 10;
@@ -227,10 +229,12 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     try:
         t = time.perf_counter()
-        charlms = []
+        charlms, transformers = [], []
         for info in list_checkpoints(a.checkpoints):
             if info.kind == "translation":
-                load_translator(info.path)
+                loaded = load_translator(info.path)
+                if info.arch == "transformer":
+                    transformers.append(loaded)
             elif info.kind == "charlm":
                 charlms.append(load_charlm(info.path))
         load_s = round(time.perf_counter() - t, 3)
@@ -244,6 +248,10 @@ def main(argv=None) -> int:
         "greedy_ms_p50": timed_ms(lambda: greedy(tr, SENTENCE_20), a.runs),
         "beam5_ms_p50": timed_ms(lambda: beam_search(tr, SENTENCE_20, width=5), a.runs),
     }
+    for t_tr in transformers[:1]:     # the shipped Transformer (config arch), the same sentence
+        out["transformer_model"] = t_tr.name
+        out["transformer_greedy_ms_p50"] = timed_ms(lambda: greedy(t_tr, SENTENCE_20), a.runs)
+        out["transformer_beam5_ms_p50"] = timed_ms(lambda: beam_search(t_tr, SENTENCE_20, width=5), a.runs)
     d = greedy(tr, SENTENCE_20)
     if isinstance(tr.model, Seq2Seq):             # the memory floor, measured in this run (see above)
         b = beam_search(tr, SENTENCE_20, width=5)

@@ -400,7 +400,7 @@ def state_heatmap(tokens: Sequence[str], states: np.ndarray, title: str, value_n
 # One colour per translation model, by its attention function (read from its config), on
 # every page: no two are shades of one hue, and the fixed-vector model is the neutral grey.
 ATTENTION_COLORS = {"none": "#7f7f7f", "dot": "#ff7f0e", "general": "#9467bd", "additive": "#1f77b4",
-                    "scaled-dot": "#2ca02c"}
+                    "scaled-dot": "#2ca02c", "transformer": "#d62728"}   # (a Transformer by its arch)
 
 
 def model_colors(attention_of: dict[str, str | None]) -> dict[str, str]:
@@ -737,4 +737,48 @@ def counterfactual_figure(source_tokens: Sequence[str], alpha_before: Sequence[f
                       legend=dict(orientation="h", x=0, y=1.2, font=dict(size=14)),
                       margin=dict(l=10, r=10, t=70, b=10))
     fig.update_annotations(font=dict(size=15))
+    return fig
+
+
+HEAD_KINDS = {"cross": ("cross-attention", "source (English)", "output (French)"),
+              "encoder": ("encoder self-attention", "source (English)", "source (English)"),
+              "decoder": ("decoder self-attention", "output (French)", "output (French)")}
+
+
+def heads_grid(weights: np.ndarray, x_tokens: Sequence[str], y_tokens: Sequence[str], kind: str = "cross",
+               selected: tuple[int, int] | None = None, width: int = 1200) -> go.Figure:
+    """Every layer x head of one attention kind as small heatmaps (BertViz's model view, for
+    an encoder-decoder): weights (layers, heads, len(y), len(x)), rows summing to 1; row l,
+    column h is layer l's head h. Tokens label the left column's rows and the bottom row's
+    columns (too small to read elsewhere; hover names them everywhere); `selected` (l, h)
+    is framed in red, the one shown enlarged beside it."""
+    from plotly.subplots import make_subplots
+
+    w = np.asarray(weights, dtype=float)
+    L, H = w.shape[:2]
+    name, x_title, y_title = HEAD_KINDS[kind]
+    xs, ys = [display_token(t) for t in x_tokens], [display_token(t) for t in y_tokens]
+    fig = make_subplots(rows=L, cols=H, horizontal_spacing=0.02, vertical_spacing=0.05,
+                        subplot_titles=[f"layer {l + 1} · head {h + 1}" for l in range(L) for h in range(H)])
+    hover = [[f"{ys[j]} ← {xs[i]}" for i in range(len(xs))] for j in range(len(ys))]
+    for l in range(L):
+        for h in range(H):
+            fig.add_trace(go.Heatmap(z=w[l, h], zmin=0, zmax=1, colorscale=PROJECTOR_SCALE, showscale=(l, h) == (0, 0),
+                                     colorbar=dict(title=dict(text="α"), thickness=12, len=0.6),
+                                     text=hover, hovertemplate=f"layer {l + 1} head {h + 1}<br>%{{text}}<br>α = %{{z:.3f}}"
+                                                               "<extra></extra>"), row=l + 1, col=h + 1)
+            fig.update_xaxes(showticklabels=l == L - 1, tickmode="array", tickvals=list(range(len(xs))), ticktext=xs,
+                             tickangle=-60, tickfont=dict(size=10), row=l + 1, col=h + 1)
+            fig.update_yaxes(showticklabels=h == 0, tickmode="array", tickvals=list(range(len(ys))), ticktext=ys,
+                             autorange="reversed", tickfont=dict(size=10), row=l + 1, col=h + 1)
+    if selected is not None:
+        l, h = selected
+        ref = "" if l * H + h == 0 else str(l * H + h + 1)
+        fig.add_shape(type="rect", xref=f"x{ref} domain", yref=f"y{ref} domain", x0=-0.02, x1=1.02, y0=-0.02, y1=1.02,
+                      line=dict(color="#d62728", width=3))
+    cell = max(140, min(260, (width - 120) // H))
+    fig.update_layout(height=60 + L * int(cell * min(1.0, max(0.45, len(ys) / max(len(xs), 1)))) + 90,
+                      margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="white",
+                      title=dict(text=f"{name}: {L} layers × {H} heads (x: {x_title}, y: {y_title})", font=dict(size=15)))
+    fig.update_annotations(font_size=12)
     return fig

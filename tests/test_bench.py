@@ -59,8 +59,9 @@ def test_floor_and_ratios(tiny_additive):
                             dict(step=1, finished=True), dict(step=1, finished=False)]) == [1, 2]
 
 
-def test_bench_prints_the_floor(tiny_additive, tmp_path):
-    """The JSON carries the floor's inputs and ratio = time / floor (its own figures)."""
+def test_bench_prints_the_floor(tiny_additive, untrained_translators, tmp_path):
+    """The JSON carries the floor's inputs and ratio = time / floor (its own figures), and
+    times a Transformer found among the checkpoints by its config."""
     import json
     import shutil
     import subprocess
@@ -68,6 +69,7 @@ def test_bench_prints_the_floor(tiny_additive, tmp_path):
     from conftest import ROOT
     zoo = tmp_path / "zoo"
     shutil.copytree(tiny_additive, zoo / tiny_additive.name)
+    shutil.copytree(untrained_translators["transformer"].path, zoo / "some-folder-name")
     p = subprocess.run([sys.executable, "-m", "s2s.bench", "--model", str(zoo / tiny_additive.name),
                         "--checkpoints", str(zoo), "--runs", "3", "--batch-sentences", "20", "--json"],
                        cwd=ROOT, capture_output=True, text=True, timeout=600)
@@ -83,6 +85,8 @@ def test_bench_prints_the_floor(tiny_additive, tmp_path):
     assert out["beam5_floor_ms"] >= 0.999 * one_row            # five rows a step read more than one
     assert set(out["greedy_parts_ms"]) == {"encode", "steps", "rest"}
     assert out["step_ms"] > 0 and out["step_floor_ms"] > 0
+    assert out["transformer_model"] == "transformer"     # its config's name, found by its arch
+    assert out["transformer_greedy_ms_p50"] > 0 and out["transformer_beam5_ms_p50"] > 0
 
 
 def test_browser_bench_summary_flags_the_actions_over_target():
