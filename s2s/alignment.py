@@ -403,7 +403,8 @@ def aer_table(gold: Sequence[GoldPair], models: Sequence[Translator],
                 "recall": round(s.recall, 4), "links": s.links}
     for tr in models:
         weights = [word_attention(tr, g.english, g.french) for g in gold]
-        kind = f"{tr.model.cfg.attention} attention"
+        kind = (f"{tr.model.cfg.attention} attention" if getattr(tr.model.cfg, "arch", "rnn") == "rnn" else
+                "Transformer: last layer's cross-attention, mean of the heads")
         for rule in ("argmax", DEFAULT_RULE):
             rows.append(row(tr.name, kind, rule, [links(w, rule) for w in weights]))
     if baseline_pairs is not None:

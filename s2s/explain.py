@@ -321,6 +321,10 @@ def _finite(v: float) -> float | None:
 def check_model(tr: Translator) -> None:
     if tr.model.cfg.attention == "none":
         raise InputError(f"{tr.name} has no attention to compare (a fixed-vector model): pick an attention model.")
+    if getattr(tr.model.cfg, "arch", "rnn") != "rnn":
+        raise InputError(f"{tr.name} is a Transformer: these attributions and counterfactuals step a recurrent "
+                         "decoder (one attention per step) and are not written for its layers and heads; "
+                         "pick a recurrent attention model.")
 
 
 def source_ids(tr: Translator, text: str) -> list[int]:
@@ -729,9 +733,9 @@ def _write_table(a: argparse.Namespace, argv: Sequence[str] | None) -> int:
     try:
         check_range("--limit", a.limit, 1, 100_000)
         pairs = read_pairs(a.test, a.limit, a.max_words)
-        infos = attention_checkpoints(a.models)
+        infos = [i for i in attention_checkpoints(a.models) if i.arch == "rnn"]   # (see check_model)
         if not infos:
-            raise InputError(f"no checkpoint with attention in {a.models or checkpoint_root()}")
+            raise InputError(f"no recurrent checkpoint with attention in {a.models or checkpoint_root()}")
         rows = [summarize(load_translator(i.path), pairs, a.ig_steps, a.seed) for i in infos]
     except (CheckpointError, InputError) as err:
         print(f"error: {err}", file=sys.stderr)
