@@ -56,7 +56,8 @@ st.caption("“You can't cram the meaning of a whole sentence into a single vect
 # models are chosen by what their configs say, never by folder name
 infos = {i.name: i for i in ui.translation_models() if i.error is None}
 fixed = [n for n, i in infos.items() if i.attention == "none"]
-attention_models = [n for n, i in infos.items() if i.has_attention]
+attention_models = [n for n, i in infos.items() if i.has_attention and i.arch == "rnn"]
+transformers = [n for n, i in infos.items() if i.arch == "transformer"]
 if not fixed or not attention_models:
     st.error("This page needs a model without attention (such as `checkpoints/en-fr-none`) and at least one "
              "attention model.")
@@ -66,9 +67,11 @@ with st.sidebar:
     st.markdown("### Compare")
     other = st.selectbox("Attention model", attention_models, key="bn_model",
                          index=attention_models.index(ui.DEFAULT_MODEL) if ui.DEFAULT_MODEL in attention_models else 0)
-models = [NONE, other]
-COLORS = model_colors({m: infos[m].attention for m in models})     # the same colour for a model in every chart
-for m in models:
+models = [NONE, other]             # side by side: the same recurrent model with and without attention
+# the length and cost views add the Transformer, when one is shipped: no recurrence at all
+measured = models + transformers[:1]
+COLORS = model_colors({m: infos[m].family for m in measured})     # the same colour for a model in every chart
+for m in measured:
     if ui.get_model(m) is None:
         st.stop()
 
@@ -116,7 +119,7 @@ c1, c2 = st.columns([3, 1])
 with c1:
     recomputed = st.session_state.get("bn_recomputed", {})
     rows = []
-    for m in models:
+    for m in measured:
         bins = recomputed.get(m) or infos[m].metrics.get("test", {}).get("test_long", {}).get("by_length", [])
         rows += [{"model": m, "words": (b["min_words"] + b["max_words"]) / 2, "BLEU": b["bleu"], "n": b["n"],
                   "bin": f"{b['min_words']}-{b['max_words']}"} for b in bins if b["bleu"] is not None]
@@ -141,9 +144,9 @@ with c1:
             pairs = read_pairs(held_out)[:int(n)]
             bar = st.progress(0.0, text="Translating…")
             out, skipped = {}, {}
-            for k, m in enumerate(models):
+            for k, m in enumerate(measured):
                 def progress(done, total, k=k, m=m):
-                    bar.progress((k + done / total) / len(models), text=f"{m}: {done}/{total}")
+                    bar.progress((k + done / total) / len(measured), text=f"{m}: {done}/{total}")
                 tr_m = ui.load_model(m)
                 # an input longer than the model's limit in its own pieces is left out, and said so
                 usable = [p for p in pairs if len(tr_m.tokenizer.encode(p[0])) <= MAX_SOURCE_TOKENS]
@@ -182,7 +185,7 @@ c1, c2 = st.columns([3, 1])
 with c1:
     k_max = st.slider("Sentences joined into one input", 1, len(STRESS_PAIRS), 4, key="bn_k")
     stress, notes = [], []
-    for m in models:
+    for m in measured:
         for k in range(1, k_max + 1):
             src, ref = joined_example(k)
             try:
@@ -204,8 +207,8 @@ with c1:
                                  colors=COLORS),
                     key="stress_chart")
     src, ref = joined_example(k_max)
-    cols = st.columns(2)
-    for col, m in zip(cols, models):
+    cols = st.columns(len(measured))
+    for col, m in zip(cols, measured):
         with col:
             mine = [x["_row"] for x in stress if x["model"] == m]
             if not mine:
@@ -224,7 +227,8 @@ with c2:
                 "the reference length).")
     else:
         explain("Up to this length the fixed-vector model holds up; push the slider further.")
-    explain(attention_verdict(other, [x["_row"] for x in stress if x["model"] == other]))
+    for m in measured[1:]:
+        explain(attention_verdict(m, [x["_row"] for x in stress if x["model"] == m]))
 
 # ------------------------------------------------------------------ what the decoder sees
 st.header("What the decoder sees")
@@ -256,7 +260,7 @@ with c1:
     if st.button("Measure again", key="bn_time_again"):
         timing_table.clear()
     try:
-        tdf = timing_table(tuple(ui.model_path(m) for m in models))
+        tdf = timing_table(tuple(ui.model_path(m) for m in measured))
         st.altair_chart(length_chart(tdf, "m·t", "ms", x_title="m · t (source pieces × output pieces)",
                                      y_title="decode time (ms, forced, batch 1)", colors=COLORS), key="cost_chart")
     except InputError as e:
@@ -266,7 +270,15 @@ with c1:
         st.markdown(f"For the input above: m = {len(d.source_tokens)} source pieces, t = {len(d.target_tokens)} output "
                     f"pieces, so the attention model computes **{len(d.source_tokens) * len(d.target_tokens):,} "
                     "attention weights**; the `none` model computes none.")
+    if len(measured) > 2 and views:
+        m, t = len(views[other].source_tokens), len(views[other].target_tokens)
+        tr_t = ui.load_model(measured[2]).model.cfg
+        st.markdown(f"The Transformer `{measured[2]}` ({tr_t.encoder_layers} + {tr_t.decoder_layers} layers × "
+                    f"{tr_t.heads} heads) computes, for the same m and t, m² = {m * m:,} encoder self-attention, "
+                    f"about t²/2 = {t * (t + 1) // 2:,} decoder self-attention and m·t = {m * t:,} cross-attention "
+                    "weights per head and layer.")
 with c2:
     explain("Attention scores every source position at every output step: O(m·t) work. The fixed vector costs "
-            "O(m + t). Measured here on the CPU: the gap grows with m·t, but at these lengths the recurrent "
-            "steps dominate, so attention costs only a little more per step.")
+            "O(m + t). A Transformer also lets every source piece attend to every other and every output piece "
+            "to the ones before it: O(m² + t² + m·t), but with no recurrence its layers run over all positions "
+            "at once. The chart shows what each costs here, on this machine's CPU, forced decoding at batch 1.")

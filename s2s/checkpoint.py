@@ -212,6 +212,12 @@ class CheckpointInfo:
         return self.model.get("attention") if self.kind == "translation" else None
 
     @property
+    def family(self) -> str | None:
+        """What a translation model is, in one word, for its colour and legend: "transformer",
+        or a recurrent model's attention function ("none" for the fixed-vector model)."""
+        return "transformer" if self.arch == "transformer" else self.attention
+
+    @property
     def has_attention(self) -> bool:
         """A usable translation model with attention (something to align and explain)."""
         return self.error is None and self.attention not in (None, "none")

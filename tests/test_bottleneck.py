@@ -195,3 +195,25 @@ def test_charts_colour_each_model_and_the_caption_follows_the_stress_run(zoo_env
     assert scale["range"][0] == ATTENTION_COLORS["none"] and len(set(scale["range"])) == 2
     text = " ".join(m.value for m in at.markdown)
     assert "stays flat" not in text and "chrF:" in text and "at 3 sentences" in text
+
+
+def test_length_stress_and_cost_views_add_the_transformer(zoo_env, tiny_transformer):
+    """A Transformer among the checkpoints (found by its config's arch, whatever its folder
+    is called) joins BLEU by length, the stress test and the cost chart in its own colour;
+    side by side stays the same recurrent model with and without attention."""
+    from s2s.figures import ATTENTION_COLORS
+    shutil.copytree(tiny_transformer, zoo_env / "some-transformer")
+    at = bottleneck_page()
+    at.slider(key="bn_k").set_value(2).run()
+    assert not at.exception
+    assert at.selectbox(key="bn_model").options == ["en-fr-additive"]       # the recurrent attention model
+    assert not [k for k in chart_keys(at) if "lp_some-transformer" in k]    # not side by side
+    specs = [json.dumps(json.loads(c.proto.spec)) for c in at.get("vega_lite_chart")]
+    # BLEU by length and the stress test (the tiny models spell letter by letter: the joined
+    # examples are too long in their pieces to time, so the cost chart is a warning here)
+    for field in ('"words"', '"source_words"'):
+        spec = next((x for x in specs if field in x), None)
+        assert spec is not None, (field, [x[:300] for x in specs])
+        assert ATTENTION_COLORS["transformer"] in spec and "some-transformer" in spec, field
+    text = " ".join(m.value for m in at.markdown)
+    assert "some-transformer" in text and "decoder self-attention" in text
