@@ -358,13 +358,16 @@ def test_table_command_scores_every_attention_model(untrained_translators, tmp_p
     assert code == 0, err
     table = json.loads(out.read_text())
     names = {r["model"] for r in table["rows"]}
-    assert names == {"dot", "general", "additive", "scaled-dot", "copy"}            # never the fixed-vector model
-    assert {r["rule"] for r in table["rows"]} == {"argmax", "grow-diag"} and len(table["rows"]) == 10
+    # every attention model, the Transformers too (by their head-mean cross-attention); never the fixed vector
+    assert names == {"dot", "general", "additive", "scaled-dot", "copy", "transformer", "transformer-copy"}
+    assert {r["rule"] for r in table["rows"]} == {"argmax", "grow-diag"} and len(table["rows"]) == 14
+    assert {r["kind"] for r in table["rows"] if r["model"] == "transformer"} == {
+        "Transformer: last layer's cross-attention, mean of the heads"}
     assert table["sentences"] == 3 and table["command"].startswith("python -m s2s.alignment --gold")
     want = run_main(["--model", str(root / "general"), "--gold", str(gold), "--rule", "argmax", "--json"], capsys)
     row = next(r for r in table["rows"] if r["model"] == "general" and r["rule"] == "argmax")
     assert row["aer"] == json.loads(want[1])["aer"]
-    assert all(0 <= r["aer"] <= 1 for r in table["rows"]) and printed.count("\n") == 10
+    assert all(0 <= r["aer"] <= 1 for r in table["rows"]) and printed.count("\n") == 14
 
 
 @pytest.mark.parametrize("args,message", [
