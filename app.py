@@ -6,6 +6,8 @@ from pathlib import Path
 
 import streamlit as st
 
+import ui
+
 # The icon is a file served by the app itself: a ":material/…" icon makes the browser fetch
 # the favicon from fonts.gstatic.com, and the app fetches nothing from the network.
 st.set_page_config(page_title="Seq2Seq Explorer", page_icon=str(Path(__file__).parent / "assets" / "icon.png"),
@@ -13,11 +15,16 @@ st.set_page_config(page_title="Seq2Seq Explorer", page_icon=str(Path(__file__).p
 # Less empty space above the title: on a 1280x720 projector every line counts.
 st.markdown("<style>.block-container{padding-top:2.2rem}</style>", unsafe_allow_html=True)
 
-pages = [   # in the lecture's order: gated cells and gradients first
+pages = [   # the lecture's outline first, then the pages in the lecture's order: gated cells and gradients first
+    st.Page("pages/start.py", title="Start here", icon=":material/school:", default=True),
     st.Page("pages/gradients.py", title="Gates & Gradients", icon=":material/trending_down:"),
-    st.Page("pages/translate.py", title="Translate & Align", icon=":material/translate:", default=True),
+    st.Page("pages/translate.py", title="Translate & Align", icon=":material/translate:"),
     st.Page("pages/bottleneck.py", title="Bottleneck", icon=":material/compress:"),
     st.Page("pages/alignment.py", title="Alignment & Explanation", icon=":material/compare_arrows:"),
     st.Page("pages/cells.py", title="Cell States", icon=":material/memory:"),
 ]
-st.navigation(pages).run()
+page = st.navigation(pages)
+# A page reads the URL's query string when the user arrives on it (a shared link, a link on
+# the start page), never on its later reruns, which keep what the user changed since.
+ui.note_arrival(page.url_path)
+page.run()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import streamlit as st
 import torch
+from streamlit.runtime.pages_manager import PagesManager     # internal: see run_through_app
 
 from s2s.checkpoint import (CheckpointError, CheckpointInfo, LanguageModel, Translator, checkpoint_root,
                             default_device, list_checkpoints, load_charlm, load_translator)
@@ -17,6 +18,21 @@ from s2s.checkpoint import (CheckpointError, CheckpointInfo, LanguageModel, Tran
 # One thread per request: batch-1 decoding gains little from more, and a shared server
 # with several users stays responsive when no request grabs every core.
 torch.set_num_threads(1)
+
+
+def run_through_app() -> None:
+    """Leave Streamlit's old multipage mode, and run the page again through app.py.
+
+    Until some session has run app.py (which calls st.navigation), a server started next to
+    a pages/ folder runs a deep link such as /translate?text=… as pages/translate.py alone:
+    file names in the sidebar, no wide layout, no start page. Called once per server process:
+    the first import of this module happens in its first run (which has no click to lose)."""
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+run_through_app()
 
 DEFAULT_MODEL = "en-fr-additive"
 
@@ -126,20 +142,44 @@ def escaped(text: str, size: str = "1.5rem") -> None:
                 unsafe_allow_html=True)
 
 
-def state_from_query(defaults: dict, ranges: dict, choices: dict) -> list[str]:
-    """Seed st.session_state from the URL query string once per session, so that a shared
-    link reproduces the view. Values are checked; bad ones are ignored with a note."""
-    if st.session_state.get("_from_query"):
+def note_arrival(page: str) -> None:
+    """Called on every run with the page about to run (app.py): when it is not the page of the
+    previous run, the user has just arrived, and the URL's query string is kept for it."""
+    if st.session_state.get("_page") != page:
+        st.session_state["_page"] = page
+        st.session_state["_arrival_query"] = st.query_params.to_dict()
+
+
+def arrival_query(page: str) -> dict[str, str]:
+    """The URL's query parameters if the user has just arrived on `page` (its URL path: a link
+    opened or a Start-here link followed), else {}. Read once: later reruns of the page keep
+    what the user changed since."""
+    if PagesManager.uses_pages_directory:    # run without app.py (AppTest runs a page so)
+        note_arrival(page)
+    return st.session_state.pop("_arrival_query", {})
+
+
+def tab_from_query(query: dict, key: str, labels: list[str]) -> None:
+    """Open the tab a link names (?tab=<its label>) by seeding the st.tabs key; call before
+    st.tabs. An unknown label is ignored."""
+    if query.get("tab") in labels:
+        st.session_state[key] = query["tab"]
+
+
+def state_from_query(query: dict, defaults: dict, ranges: dict, choices: dict) -> list[str]:
+    """Seed st.session_state from a link's query string (arrival_query), so that a shared link
+    reproduces the view: the settings the link names, the defaults for the rest. Without a link
+    the session keeps its own values. Values are checked; bad ones are ignored with a note."""
+    known = [k for k in query if k in defaults or k == "model"]
+    if not known:
         for key, default in defaults.items():   # a widget whose state was dropped comes back at its default
             st.session_state.setdefault(key, default)
         return []
-    st.session_state["_from_query"] = True
     notes = []
-    qp = st.query_params
     for key, default in defaults.items():
         value = default
-        if key in qp:
-            raw = qp[key]
+        if key in query:
+            raw = query[key]
             try:
                 value = type(default)(raw) if not isinstance(default, bool) else raw.lower() in ("1", "true", "yes")
                 if key in ranges and not (ranges[key][0] <= value <= ranges[key][1]):
@@ -147,9 +187,9 @@ def state_from_query(defaults: dict, ranges: dict, choices: dict) -> list[str]:
                 if key in choices and value not in choices[key]:
                     raise ValueError
             except ValueError:
-                notes.append(f"Ignored the link's {key}={raw[:40]!r}: out of range.")
+                notes.append(f"Ignored the link's {key}={code_span(raw[:40])}: not a valid value.")   # shown as text
                 value = default
-        st.session_state.setdefault(key, value)
-    if "model" in qp:
-        st.session_state.setdefault("model", qp["model"])
+        st.session_state[key] = value
+    if "model" in query:
+        st.session_state["model"] = query["model"]
     return notes

@@ -35,6 +35,7 @@ KIND_HELP = {"uniform": "every source piece weighted equally",
 METHOD_COLORS = {"grad × input": "#1f77b4", "integrated gradients": "#2ca02c", "leave-one-out": "#ff7f0e"}
 LONG = {"grad_x_input": "grad × input", "integrated_gradients": "integrated gradients",
         "leave_one_out": "leave-one-out"}
+TABS = ["Against human alignments", "Attention vs attribution"]
 EXAMPLE = "She has a big black dog."
 EXAMPLE_REFERENCE = "Elle a un gros chien noir."
 
@@ -71,6 +72,7 @@ def words_of(text: str, what: str) -> tuple[str, ...]:
 
 
 st.title("Alignment & Explanation")
+query = ui.arrival_query("alignment")       # read before any st.stop below, so it is never left for a later run
 st.caption("Attention is drawn as if it were an alignment and read as if it were an explanation. "
            "Here both are measured: against human word alignments, and against what actually drives the output.")
 
@@ -95,7 +97,8 @@ path = ui.model_path(name)
 for k in ("gold_source", "gold_pair", "rule", "explain_text", "explain_reference"):   # kept while a tab is closed
     if k in S:
         S[k] = S[k]
-tabs = st.tabs(["Against human alignments", "Attention vs attribution"], key="alignment_tab", on_change="rerun")
+ui.tab_from_query(query, "alignment_tab", TABS)     # a link may name the tab (?tab=Attention+vs+attribution)
+tabs = st.tabs(TABS, key="alignment_tab", on_change="rerun")
 
 # ------------------------------------------------------------------ gold alignments
 with tabs[0]:

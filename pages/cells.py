@@ -126,6 +126,8 @@ with st.sidebar:
     st.caption(f"Device: **{'CUDA GPU' if ui.default_device().type == 'cuda' else 'CPU'}**")
 
 tab_names = ["Colored text", "Find cells", "Gates", "Translation models"]
+# a link may name the tab (?tab=Find+cells); seeded first, as the passage controls depend on it
+ui.tab_from_query(ui.arrival_query("cells"), "cells_tab", tab_names if models else tab_names[3:])
 lm = None
 if models:
     try:

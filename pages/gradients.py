@@ -20,6 +20,7 @@ EXAMPLES = {"War and Peace": ROOT / "examples" / "war_and_peace_heldout.txt",   
             "Linux kernel": ROOT / "examples" / "kernel_heldout.c"}
 CELL_ORDER = {"rnn": 0, "gru": 1, "lstm": 2}
 CORPUS_NAMES = {"war-and-peace": "War and Peace", "linux-kernel": "Linux kernel"}
+TABS = ["Live: untrained cells", "Trained models", "LSTM memory", "Remembering across a gap", "Bits per character"]
 FAR = 50          # the distance the captions compare at: far enough to show vanishing, within the shortest text
 EQUATIONS = {
     "rnn": r"\text{RNN: } h_t = \tanh(W x_t + U h_{t-1}) \;\Rightarrow\; \frac{\partial h_t}{\partial h_{t-1}} = \mathrm{diag}(1 - h_t^2)\, U",
@@ -50,8 +51,8 @@ S = st.session_state
 for k in ("corpus", "passage_source", "passage_typed", "max_distance"):   # kept while their tab is closed
     if k in S:
         S[k] = S[k]
-tabs = st.tabs(["Live: untrained cells", "Trained models", "LSTM memory", "Remembering across a gap",
-                "Bits per character"], key="gradients_tab", on_change="rerun")
+ui.tab_from_query(ui.arrival_query("gradients"), "gradients_tab", TABS)     # a link may name the tab (?tab=Trained+models)
+tabs = st.tabs(TABS, key="gradients_tab", on_change="rerun")
 
 # ------------------------------------------------------------------ live demonstration
 with tabs[0]:

@@ -14,8 +14,8 @@ from s2s.align import argmax_alignment, mean_entropy, merge_to_words, word_spans
 from s2s.attention import SCORES, scaling_statistics
 from s2s.decode import Decoding, forced, translate
 from s2s.evaluate import bleu_breakdown
-from s2s.figures import (alignment_lines, attention_heatmap, beam_tree_figure, model_diagram, scaling_figure,
-                         token_bars)
+from s2s.figures import (alignment_lines, attention_heatmap, beam_tree_figure, matrix_heatmap, model_colors,
+                         model_diagram, scaling_figure, token_bars)
 from s2s.text import MAX_BEAM, MAX_CHARS, MAX_DECODE_LEN, InputError
 
 COURSE_SENTENCE = "The agreement on the European Economic Area was signed in August 1992."
@@ -33,10 +33,10 @@ SCALING_DIMS = [4, 16, 64, 256, 1024]     # query/key sizes for the "why sqrt(d)
 METHODS = {"greedy": "Greedy", "beam": "Beam search", "sample": "Sampling"}
 TABS = ["Step by step", "Beam tree", "Forced decoding", "Compare attention", "Alignment lines", "Attention emerges"]
 DEFAULTS = dict(text=EXAMPLES[0], method="greedy", beam=5, nbest=3, temp=1.0, topk=0, seed=0, maxlen=120,
-                view="words")
+                view="words", tab=TABS[0], reference="")     # all can come from the URL (?text=...&tab=Beam+tree)
 RANGES = dict(beam=(1, MAX_BEAM), nbest=(1, MAX_BEAM), temp=(0.1, 2.0), topk=(0, 200), seed=(0, 2**31 - 1),
               maxlen=(1, MAX_DECODE_LEN))
-CHOICES = dict(method=list(METHODS), view=["words", "pieces"])
+CHOICES = dict(method=list(METHODS), view=["words", "pieces"], tab=TABS)
 
 
 # Cached results are shared by every session of the server, so they keep only what this page
@@ -98,10 +98,12 @@ def explain_scores(d: Decoding, f: Decoding, reference: str) -> None:
         st.dataframe(tokens, hide_index=True, key="token_ranks")
 
 
-def heatmap(d: Decoding, words: bool, key: str, title: str | None = None, height: int | None = None):
+def heatmap(d: Decoding, words: bool, key: str, height: int | None = None, color: str | None = None):
+    """The attention heatmap; `color` shades it from white to a model's own colour instead."""
     src, tgt, a = view_of(d, words)
-    st.plotly_chart(attention_heatmap(src, tgt, a, title=title, height=height), key=key,
-                    config={"toImageButtonOptions": {"format": "png", "filename": "attention"}})
+    fig = (attention_heatmap(src, tgt, a, height=height) if color is None else
+           matrix_heatmap(src, tgt, a, colorscale=[[0, "#ffffff"], [1, color]], height=height))
+    st.plotly_chart(fig, key=key, config={"toImageButtonOptions": {"format": "png", "filename": "attention"}})
 
 
 def set_example():
@@ -110,44 +112,48 @@ def set_example():
 
 
 # ------------------------------------------------------------------ input
-st.title("Translate & Align")
-st.caption("Type an English sentence and watch an encoder-decoder translate it to French: which source "
-           "words each output word attends to, step by step.")
-for note in ui.state_from_query(DEFAULTS, RANGES, CHOICES):
+# Compact, so that on a 1280 x 720 projector the translation and the heatmap are on the first
+# screen after Translate: the examples beside the title, the text box without a label line,
+# the decoding settings folded beside the method. (Not in an st.popover: a popover mounts its
+# widgets only when opened, and these then showed their minimum, not the values the URL set.)
+head, pick = st.columns([3, 2], vertical_alignment="bottom")
+head.title("Translate & Align", help="Type an English sentence and watch an encoder-decoder translate it to French: "
+                                     "which source words each output word attends to, step by step.")
+for note in ui.state_from_query(ui.arrival_query("translate"), DEFAULTS, RANGES, CHOICES):
     st.info(note)
 name = ui.model_picker()
 tr = ui.get_model(name) if name else None
 if tr is None:
     st.stop()
 
-st.selectbox("Ready examples", EXAMPLES, index=None, key="example", on_change=set_example,
-             format_func=lambda e: EXAMPLE_LABELS.get(e, e), placeholder="Pick an example sentence…")
-with st.form("input"):
+pick.selectbox("Ready examples", EXAMPLES, index=None, key="example", on_change=set_example,
+               format_func=lambda e: EXAMPLE_LABELS.get(e, e), placeholder="Pick an example sentence…")
+with st.form("input", border=False):
     # no max_chars: the browser would silently refuse a longer paste; s2s says what to change
-    st.text_area("English text", key="text", height=80,
-                 help=f"Up to {MAX_CHARS:,} characters: one or a few sentences.")
-    c1, c2 = st.columns([4, 1], vertical_alignment="bottom")
-    c1.radio("Decoding", list(METHODS), key="method", format_func=METHODS.get, horizontal=True)
-    submitted = c2.form_submit_button("Translate", type="primary", width="stretch")
-    with st.expander("Decoding settings: beam width, n-best, temperature, top-k, seed, max length"):
-        c1, c2, c3, c4 = st.columns(4)
-        c1.slider("Beam width", 1, MAX_BEAM, key="beam", help="Beam search only")
-        c1.slider("N-best shown", 1, MAX_BEAM, key="nbest", help="Beam search only; at most the beam width")
-        c2.slider("Temperature", 0.1, 2.0, step=0.05, key="temp", help="Sampling only: <1 sharpens, >1 flattens")
-        c2.number_input("Top-k (0 = all)", 0, 200, key="topk", help="Sampling only")
-        c3.number_input("Seed", 0, 2**31 - 1, key="seed", help="Sampling only: the same seed gives the same sample")
-        c4.slider("Max length (pieces)", 1, MAX_DECODE_LEN, key="maxlen")
+    st.text_area("English text", key="text", height=68, label_visibility="collapsed",
+                 placeholder=f"Type English text: one or a few sentences, up to {MAX_CHARS:,} characters.")
+    c1, c2, c3 = st.columns([4, 2.6, 1.4])     # top-aligned: an opened settings panel grows downwards
+    c1.radio("Decoding", list(METHODS), key="method", format_func=METHODS.get, horizontal=True,
+             label_visibility="collapsed")
+    with c2.expander("Decoding settings", icon=":material/tune:"):
+        st.slider("Beam width", 1, MAX_BEAM, key="beam", help="Beam search only")
+        st.slider("N-best shown", 1, MAX_BEAM, key="nbest", help="Beam search only; at most the beam width")
+        st.slider("Temperature", 0.1, 2.0, step=0.05, key="temp", help="Sampling only: <1 sharpens, >1 flattens")
+        st.number_input("Top-k (0 = all)", 0, 200, key="topk", help="Sampling only")
+        st.number_input("Seed", 0, 2**31 - 1, key="seed", help="Sampling only: the same seed gives the same sample")
+        st.slider("Max length (pieces)", 1, MAX_DECODE_LEN, key="maxlen")
+    submitted = c3.form_submit_button("Translate", type="primary", width="stretch")
 
 S = st.session_state
 settings = dict(method=S.method, beam=S.beam, nbest=S.nbest, temp=float(S.temp), topk=int(S.topk),
                 seed=int(S.seed), maxlen=S.maxlen)
 if submitted:
-    st.query_params.from_dict({"model": name, "text": S.text, "view": S.view,
+    st.query_params.from_dict({"model": name, "text": S.text, "view": S.view, "tab": S.get("tab", TABS[0]),
                                **{k: str(v) for k, v in settings.items()}})
 # Streamlit forgets the state of a widget that a run does not draw: a closed tab's widgets, and
 # the words/pieces control when a warning below stops the page. Keep their values for the run
 # that draws them again.
-for k in ("view", "delay", "reference", "probe"):
+for k in ("view", "tab", "delay", "reference", "probe"):
     if k in S:
         S[k] = S[k]
 if S.get("view") not in CHOICES["view"]:      # None once its selected option is clicked again
@@ -159,11 +165,14 @@ except InputError as e:
     st.stop()
 
 # ------------------------------------------------------------------ result
-st.markdown("**French**")
-ui.escaped(d.translation or "(empty output)")
-stopped = "" if d.target_tokens[-1] == "</s>" else " · stopped at the max length"
-st.caption(f"{METHODS[S.method]} · {len(d.target_tokens)} pieces · log p = {d.log_prob:.2f} · "
-           f"decoded in {ms:.0f} ms on {tr.device.type.upper()}{stopped}")
+out, toggle = st.columns([3, 2])
+with out:
+    ui.escaped(d.translation or "(empty output)")
+    stopped = "" if d.target_tokens[-1] == "</s>" else " · stopped at the max length"
+    st.caption(f"French · {METHODS[S.method]} · {len(d.target_tokens)} pieces · log p = {d.log_prob:.2f} · "
+               f"decoded in {ms:.0f} ms on {tr.device.type.upper()}{stopped}")
+words = toggle.segmented_control("Show tokens as", ["words", "pieces"], key="view",
+                                 format_func={"words": "Whole words", "pieces": "Subword pieces"}.get) == "words"
 if S.method == "sample" and S.temp > 1.0:
     st.caption(f"Sampling at temperature {S.temp:.2f} > 1 flattens softmax(logits / T): unlikely pieces are drawn "
                "more often than the model's own probabilities say, so odd words are expected. T < 1 sharpens.")
@@ -179,19 +188,12 @@ if unknown:
                f"{'are' if len(unknown) > 1 else 'is'} not in this model's vocabulary and read as `<unk>`, a "
                "symbol it learned almost nothing about, so expect odd output: "
                + " ".join(ui.code_span(ch) for ch in unknown[:20]) + (" …" if len(unknown) > 20 else ""))
-if S.method == "beam" and d.nbest:
-    st.dataframe(pd.DataFrame([{"rank": i + 1, "translation": h.translation, "log p": round(h.log_prob, 3),
-                                "score (log p / lp)": round(h.score, 3)} for i, h in enumerate(d.nbest)]),
-                 hide_index=True, width="stretch")
-
 if d.attention is None:
     st.info("This model has **no attention**: its decoder sees one fixed vector (the final encoder state) at "
             "every step, so there is no alignment to draw. The **Bottleneck** page puts it beside an attention "
             "model on the same sentence.")
     st.page_link("pages/bottleneck.py", label="Open the Bottleneck page", icon=":material/compress:")
-words = st.segmented_control("Show tokens as", ["words", "pieces"], key="view",
-                             format_func={"words": "Whole words", "pieces": "Subword pieces"}.get) == "words"
-if d.attention is not None:
+else:
     heatmap(d, words, "heatmap")
     src, tgt, a = view_of(d, words)
     frame = pd.DataFrame(a, index=tgt, columns=src)
@@ -200,6 +202,10 @@ if d.attention is not None:
     c2.download_button("Attention as JSON", json.dumps({"source_tokens": src, "target_tokens": tgt,
                                                          "attention": np.round(a, 6).tolist()}, ensure_ascii=False),
                        "attention.json", "application/json")
+if S.method == "beam" and d.nbest:      # below the heatmap: the first screen shows the translation and its alignment
+    st.dataframe(pd.DataFrame([{"rank": i + 1, "translation": h.translation, "log p": round(h.log_prob, 3),
+                                "score (log p / lp)": round(h.score, 3)} for i, h in enumerate(d.nbest)]),
+                 hide_index=True, width="stretch")
 
 # Only the open tab runs (on_change="rerun"): a class of 30 re-running every tab's decodes
 # and figures on each click would waste the shared CPU on views nobody is looking at.
@@ -316,6 +322,8 @@ with tabs[3]:
         if len(shown) < len(SCORES):
             st.caption("No model in checkpoints/ with " + ", ".join(f"{s}" for s in SCORES if s not in shown)
                        + " attention.")
+        # each model in its own colour, the one it has on every page (s2s.figures.ATTENTION_COLORS)
+        colors = model_colors({by_attention[s]: s for s in shown})
         cols = st.columns(2)
         for k, score in enumerate(shown):
             with cols[k % 2]:
@@ -325,9 +333,11 @@ with tabs[3]:
                 except Exception as e:   # a missing or broken checkpoint must not break the page
                     st.warning(f"{other}: {e}")
                     continue
-                st.markdown(f"**{score}** · entropy {mean_entropy(od.attention):.2f}")
+                color = colors[other]       # a constant from s2s.figures, never user text
+                st.markdown(f"<span style='color:{color};font-size:1.4em;line-height:1'>■</span> "
+                            f"**{score}** · entropy {mean_entropy(od.attention):.2f}", unsafe_allow_html=True)
                 ui.escaped(od.translation, size="1.05rem")
-                heatmap(od, words, f"cmp_{score}", height=320 + 14 * len(od.target_tokens))
+                heatmap(od, words, f"cmp_{score}", height=320 + 14 * len(od.target_tokens), color=color)
                 src, tgt, a = view_of(od, words)
                 st.caption("Argmax alignment: " + " · ".join(f"{t}→{s}" for t, s, _ in argmax_alignment(src, tgt, a)))
         with st.expander("Why does scaled-dot divide by √d?"):

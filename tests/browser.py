@@ -71,7 +71,9 @@ def browser():
 HEATMAP = "[class*='st-key-heatmap'] .js-plotly-plot, .stPlotlyChart .js-plotly-plot"
 
 
-def open_app(b, url: str, width: int = 1400, height: int = 1000, path: str = ""):
+def open_app(b, url: str, width: int = 1400, height: int = 1000, path: str = "/translate"):
+    """A new tab on `path` (the Translate page unless said: the app itself opens on Start
+    here), once a chart is drawn."""
     page = b.new_page(viewport={"width": width, "height": height})
     page.goto(url + path)
     page.wait_for_selector(".js-plotly-plot", timeout=90_000)

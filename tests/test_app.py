@@ -25,16 +25,20 @@ def zoo(tmp_path_factory, tiny_additive, tiny_none, untrained_translators):
     return root
 
 
+def translate_page(timeout: float = 60, **query) -> AppTest:
+    """The whole app opened at /translate?query (the app itself opens on Start here; AppTest
+    resolves a page through app.py's navigation only after a first run)."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout).run()
+    for k, v in query.items():
+        at.query_params[k] = v
+    at.switch_page("pages/translate.py")
+    return at.run()
+
+
 @pytest.fixture
 def app(zoo, monkeypatch):
     monkeypatch.setenv("S2S_CHECKPOINTS", str(zoo))
-
-    def make(**query) -> AppTest:
-        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-        for k, v in query.items():
-            at.query_params[k] = v
-        return at.run()
-    return make
+    return translate_page
 
 
 def chart(at, key):
@@ -292,6 +296,20 @@ def test_compare_attention_functions(app):
     assert "Argmax alignment" in page
 
 
+def test_compare_attention_gives_each_model_its_colour_on_every_page(app):
+    """The colour of s2s.figures.ATTENTION_COLORS, as on the Bottleneck page: in the heading
+    and as the top of the heatmap's colour scale."""
+    from s2s.figures import ATTENTION_COLORS
+    at = open_tab(submit(app(), text="a b c"), "Compare attention")
+    headings = [m.value for m in at.markdown if "· entropy" in m.value]
+    assert len(headings) == 4
+    for score in ("dot", "general", "additive", "scaled-dot"):
+        color = ATTENTION_COLORS[score]
+        assert any(f"color:{color}" in h and f"**{score}**" in h for h in headings)
+        assert chart(at, f"cmp_{score}")["data"][0]["colorscale"][-1][1] == color
+    assert len({ATTENTION_COLORS[s] for s in ("dot", "general", "additive", "scaled-dot")}) == 4
+
+
 def test_alignment_lines_and_training_trace(app):
     at = open_tab(app(), "Alignment lines")
     assert chart(at, "lines") is not None
@@ -307,7 +325,7 @@ def test_a_broken_checkpoint_is_reported_and_the_others_work(zoo, tmp_path, monk
     (tmp_path / "zoo" / "en-fr-broken" / "config.json").write_text("{")
     (tmp_path / "zoo" / "en-fr-dot" / "model.safetensors").write_bytes(b"truncated")
     monkeypatch.setenv("S2S_CHECKPOINTS", str(tmp_path / "zoo"))
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    at = translate_page()
     assert not at.exception
     assert any("en-fr-broken" in w.value for w in at.sidebar.warning)
     assert chart(at, "heatmap") is not None
@@ -321,7 +339,7 @@ def test_a_broken_checkpoint_is_reported_and_the_others_work(zoo, tmp_path, monk
                     reason="needs the shipped checkpoints")
 def test_shipped_models_smoke(monkeypatch):
     monkeypatch.delenv("S2S_CHECKPOINTS", raising=False)
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90).run()
+    at = translate_page(timeout=90)
     assert not at.exception
     assert chart(at, "heatmap") is not None
     at = submit(at, text="I went to the lecture.")

@@ -35,6 +35,17 @@ def chrome():
         yield b
 
 
+def nav_link(page, name: str):
+    """A page's link in the sidebar (the start page links to the same pages, tab by tab)."""
+    return page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name=name)
+
+
+def keep(page, tmp_path, name: str) -> None:
+    """A screenshot, copied to /tmp/NAME when S2S_KEEP_SCREENSHOTS is set (to look at)."""
+    page.screenshot(path=str(tmp_path / name))
+    shutil.copy(tmp_path / name, f"/tmp/{name}") if os.environ.get("S2S_KEEP_SCREENSHOTS") else None
+
+
 def test_type_a_sentence_and_see_the_heatmap(server, chrome, tmp_path):
     page = open_app(chrome, server)
     text, last = ("Where is the nearest train station?", "station?") if SHIPPED else ("a b c d e f", "f")
@@ -51,6 +62,55 @@ def test_type_a_sentence_and_see_the_heatmap(server, chrome, tmp_path):
         menu = page.locator("[data-testid='stMainMenuPopover']").inner_text()
         print("menu:", menu.replace("\n", " | "))
         assert "Clear cache" not in menu and "Rerun" not in menu and "Developer" not in menu
+
+
+@pytest.mark.parametrize("width,height", [(1280, 720), (1400, 1000)])
+def test_translation_and_heatmap_are_on_the_first_screen(server, chrome, tmp_path, width, height):
+    """On a projector (1280 x 720, default zoom), after Translate the translation and the
+    heatmap are on the first screen: all of it for an output of up to 9 words."""
+    page = open_app(chrome, server, width, height)
+    text, last = ("Where is the nearest train station?", "station?") if SHIPPED else ("a b c d e f", "f")
+    translate_in_page(page, text, last)
+    page.wait_for_timeout(500)                       # the chart settles at its final size
+    out = page.locator(".s2s-text").first.bounding_box()
+    box = page.locator(".st-key-heatmap .js-plotly-plot").bounding_box()
+    keep(page, tmp_path, f"translate_{width}x{height}.png")
+    assert 0 < out["y"] and out["y"] + out["height"] <= box["y"]          # the translation, then the heatmap
+    assert box["y"] < height - 300                                        # the heatmap's top, and
+    rows = page.evaluate("document.querySelector('.st-key-heatmap .js-plotly-plot').data[0].y.length")
+    assert rows > 9 or box["y"] + box["height"] <= height                 # all of it, as long as it is
+    assert exceptions(page) == []
+
+
+def test_the_start_page_links_open_their_page_with_the_example_set(server, chrome, tmp_path):
+    page = chrome.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(server)                                          # the app opens on Start here
+    page.wait_for_selector("text=Vanishing gradients and gates", timeout=90_000)
+    last = page.get_by_text("coming: a Transformer page").bounding_box()
+    assert last["y"] + last["height"] <= 720                   # the whole outline on a projector's screen
+    assert page.get_by_role("link", name="Transformer").count() == 0
+    keep(page, tmp_path, "start_1280x720.png")
+    page.get_by_role("link", name="Translate & Align › Beam tree").click()
+    page.wait_for_selector(".st-key-beam_tree .js-plotly-plot", timeout=90_000)
+    assert "/translate?" in page.url and "tab=Beam+tree" in page.url
+    assert page.get_by_role("textbox", name="English text").input_value() == "I think it's going to rain tomorrow."
+    assert page.get_by_role("radio", name="Beam search").is_checked()
+    assert page.locator("[role='tab'][aria-selected='true']").inner_text() == "Beam tree"
+    keep(page, tmp_path, "start_link_beam_tree.png")
+    # back to the outline, and another link to the same page: read on this arrival too
+    nav_link(page, "Start here").click()
+    page.get_by_role("link", name="Translate & Align › Forced decoding").click()
+    page.wait_for_selector(".st-key-forced_heatmap .js-plotly-plot", timeout=90_000)
+    assert page.locator("[role='tab'][aria-selected='true']").inner_text() == "Forced decoding"
+    assert page.get_by_role("textbox", name="English text").input_value() == "I went to the lecture."
+    assert page.get_by_role("textbox", name="Reference (French)").input_value() == "Je suis allé au cours."
+    assert page.get_by_role("radio", name="Greedy").is_checked()
+    # and a link to another page's second tab
+    nav_link(page, "Start here").click()
+    page.get_by_role("link", name="Alignment › Attention vs attribution").click()
+    page.wait_for_selector("text=Counterfactual attention at one step", timeout=120_000)
+    assert page.locator("[role='tab'][aria-selected='true']").inner_text() == "Attention vs attribution"
+    assert exceptions(page) == []
 
 
 def test_user_html_is_never_rendered_as_markup(server, chrome):
@@ -97,10 +157,10 @@ def test_the_app_fetches_nothing_from_the_network(server, chrome):
     page = chrome.new_page(viewport={"width": 1400, "height": 1000})
     urls = []
     page.on("request", lambda r: urls.append(r.url))
-    page.goto(server)
-    page.wait_for_selector(".js-plotly-plot", timeout=90_000)
-    for name in ("Bottleneck", "Cell States"):
-        page.get_by_role("link", name=name).click()
+    page.goto(server)                                  # Start here
+    page.wait_for_selector("text=Vanishing gradients and gates", timeout=90_000)
+    for name in ("Translate & Align", "Bottleneck", "Cell States"):
+        nav_link(page, name).click()
         page.wait_for_load_state("networkidle")
     page.wait_for_timeout(1000)
     elsewhere = [u for u in urls if not u.startswith((server, "data:", "blob:"))]
@@ -109,7 +169,7 @@ def test_the_app_fetches_nothing_from_the_network(server, chrome):
 
 def test_a_shared_link_reproduces_the_view(server, chrome):
     text = "She has a big black dog." if SHIPPED else "a b c"
-    page = open_app(chrome, server, path="/?method=beam&beam=3&nbest=2&text=" + text.replace(" ", "+"))
+    page = open_app(chrome, server, path="/translate?method=beam&beam=3&nbest=2&text=" + text.replace(" ", "+"))
     page.wait_for_selector("[data-testid='stDataFrame']", timeout=60_000)   # the n-best table of beam search
     assert page.get_by_role("textbox", name="English text").input_value() == text
     assert exceptions(page) == []
@@ -118,7 +178,7 @@ def test_a_shared_link_reproduces_the_view(server, chrome):
 @pytest.mark.skipif(not SHIPPED, reason="the Bottleneck page needs en-fr-none and an attention model")
 def test_bottleneck_page_draws_its_charts(server, chrome):
     page = open_app(chrome, server)                    # through the app, so st.navigation names the pages
-    page.get_by_role("link", name="Bottleneck").click()
+    nav_link(page, "Bottleneck").click()
     page.wait_for_selector("text=What the decoder sees", timeout=90_000)
     page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 6", timeout=90_000)
     page.wait_for_function("document.querySelectorAll('[data-testid=\"stVegaLiteChart\"], .vega-embed').length >= 3",
@@ -147,7 +207,7 @@ def cells_server(tmp_path_factory, tiny_charlm, tiny_additive):
 
 def test_cells_page_colors_text_and_escapes_it(cells_server, chrome, tmp_path):
     page = open_app(chrome, cells_server)
-    page.get_by_role("link", name="Cell States").click()
+    nav_link(page, "Cell States").click()
     page.wait_for_selector(".s2s-cells span[title]", timeout=90_000)
     assert page.locator(".s2s-cells span").count() > 150
     assert page.locator(".s2s-cells span").first.get_attribute("title").startswith("tanh(c) = ")
@@ -190,8 +250,9 @@ def test_gates_and_gradients_page_draws_its_figures(gradients_server, chrome, tm
     page.goto(gradients_server)
     page.wait_for_selector('[data-testid="stSidebarNav"] a >> text=Translate & Align', timeout=90_000)
     nav = page.locator('[data-testid="stSidebarNav"] a').all_inner_texts()
-    assert nav[0].strip().endswith("Gates & Gradients")                    # the lecture's first topic comes first
-    page.get_by_role("link", name="Gates & Gradients").click()
+    assert nav[0].strip().endswith("Start here")                           # the outline, then
+    assert nav[1].strip().endswith("Gates & Gradients")                    # the lecture's first topic
+    nav_link(page, "Gates & Gradients").click()
     page.wait_for_selector("text=Recurrent weights' spectral radius", timeout=60_000)
     page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 1", timeout=60_000)
     assert plot_traces(page) == 5                  # RNN, GRU, LSTM and the two gate products
@@ -217,7 +278,7 @@ def test_alignment_and_explanation_page(server, chrome, tmp_path):
     page = chrome.new_page(viewport={"width": 1280, "height": 720})
     page.goto(server)
     page.wait_for_selector('[data-testid="stSidebarNav"] a >> text=Alignment & Explanation', timeout=90_000)
-    page.get_by_role("link", name="Alignment & Explanation").click()
+    nav_link(page, "Alignment & Explanation").click()
     page.wait_for_selector(".js-plotly-plot >> text=gold Sure", timeout=90_000)
     assert page.get_by_text("AER (this pair)").count() == 1
     names = page.evaluate("document.querySelectorAll('.js-plotly-plot')[0].data.map(t => t.name || '')")

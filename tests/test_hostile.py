@@ -48,7 +48,7 @@ def outcome_ok(at, name: str) -> None:
 
 @pytest.mark.parametrize("name", HOSTILE)
 def test_translate_page(zoo_env, name):
-    at = app_page()
+    at = app_page("pages/translate.py")
     at.text_area(key="text").set_value(HOSTILE[name])
     outcome_ok(click(at, "Translate"), name)
 

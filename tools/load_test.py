@@ -48,6 +48,7 @@ DOES = ["reads a book", "drinks coffee", "walks to school", "sings a song", "coo
         "plays the piano", "watches the birds", "buys some bread", "cleans the kitchen"]
 WHEN = ["every morning", "on Sundays", "after work", "before breakfast", "in the garden", "at night", "in winter",
         "with a smile", "near the river", "every day"]
+PAGE = "translate"   # the page's URL path (/translate): the app opens on Start here
 PAGE_MAX_LEN = 120   # the Translate page's default max length (pages/translate.py DEFAULTS)
 TRANSLATION = re.compile(r"<div class='s2s-text'[^>]*>(.*?)</div>", re.S)
 
@@ -102,7 +103,7 @@ class Tab:
     async def open(self) -> None:
         self.ws = await websockets.connect(self.url.replace("http://", "ws://") + "/_stcore/stream",
                                            subprotocols=["streamlit"], max_size=2**26, open_timeout=self.timeout)
-        await self._run(ClientState(query_string=urllib.parse.urlencode({"model": self.model})))
+        await self._run(ClientState(query_string=urllib.parse.urlencode({"model": self.model}), page_name=PAGE))
         if not (self.text_id and self.submit_id):
             raise RuntimeError("the Translate page has no English text box or Translate button")
 
@@ -116,7 +117,7 @@ class Tab:
         widgets = WidgetStates(widgets=[WidgetState(id=self.text_id, string_value=text),
                                         WidgetState(id=self.submit_id, trigger_value=True)])
         return await self._run(ClientState(query_string=urllib.parse.urlencode({"model": self.model}),
-                                           widget_states=widgets))
+                                           page_name=PAGE, widget_states=widgets))
 
     async def _run(self, state: ClientState):
         t0 = time.perf_counter()

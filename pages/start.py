@@ -1,0 +1,84 @@
+"""Start here: the lecture's outline, each topic with what to look at and a link that opens
+the right page and tab with an example already set (through the page's query parameters).
+
+The page is layout only: every link's target reads its parameters with ui.arrival_query.
+"""
+from typing import NamedTuple
+
+import streamlit as st
+
+import ui
+
+
+class Link(NamedTuple):
+    page: str                # a page registered in app.py
+    label: str               # "Page › tab", as the page names them
+    query: dict              # what the page reads from the URL (tab labels verbatim)
+    icon: str
+
+
+class Topic(NamedTuple):
+    title: str
+    look: str                # one sentence: what to look at (never a result: the page measures those)
+    links: tuple[Link, ...]
+    coming: str = ""         # for a topic whose page does not exist yet: said instead of a link
+
+
+def translate(tab: str, text: str, **settings) -> Link:
+    """A Translate & Align link: the default model, greedy unless said otherwise."""
+    return Link("pages/translate.py", f"Translate & Align › {tab}",
+                {"model": ui.DEFAULT_MODEL, "text": text, "method": "greedy", "tab": tab, **settings},
+                ":material/translate:")
+
+
+OUTLINE = [
+    Topic("Vanishing gradients and gates",
+          "Move ρ and the forget-gate bias: how much gradient do an RNN, a GRU and an LSTM keep T − t steps back?",
+          (Link("pages/gradients.py", "Gates & Gradients › Live: untrained cells", {"tab": "Live: untrained cells"},
+                ":material/trending_down:"),)),
+    Topic("The encoder-decoder",
+          "Replay the decoder writing French piece by piece: its attention and its likeliest next tokens at each step.",
+          (translate("Step by step", "I went to the lecture."),)),
+    Topic("Decoding: greedy, beam search, sampling",
+          "Beam search of width 5: the n-best list with scores, and every hypothesis the beam kept at each step.",
+          (translate("Beam tree", "I think it's going to rain tomorrow.", method="beam", beam="5", nbest="3"),)),
+    Topic("BLEU and perplexity",
+          "A reference forced through the model: log p, perplexity (the Shannon game), token ranks, BLEU from "
+          "n-gram counts.",
+          (translate("Forced decoding", "I went to the lecture.", reference="Je suis allé au cours."),)),
+    Topic("The bottleneck",
+          "A fixed vector beside attention on the same input: BLEU by length, a stress test, what the decoder reads.",
+          (Link("pages/bottleneck.py", "Bottleneck", {}, ":material/compress:"),)),
+    Topic("Attention and its scoring functions",
+          "One sentence through dot, general, additive and scaled-dot attention; below them, why scaled-dot "
+          "divides by √d.",
+          (translate("Compare attention", "She has a big black dog."),)),
+    Topic("Alignment and explanation",
+          "Attention's links against human word alignments (AER); then attention beside gradient attributions.",
+          (Link("pages/alignment.py", "Alignment › Against human alignments", {"tab": "Against human alignments"},
+                ":material/compare_arrows:"),
+           Link("pages/alignment.py", "Alignment › Attention vs attribution", {"tab": "Attention vs attribution"},
+                ":material/compare_arrows:"))),
+    Topic("Interpretable cells",
+          "A character model reads a passage, each character shaded by one cell; *Find cells* ranks the cells by "
+          "feature.",
+          (Link("pages/cells.py", "Cell States › Colored text", {"tab": "Colored text"}, ":material/memory:"),)),
+    Topic("Self-attention and the Transformer",
+          "Attention without recurrence: every position attends to every other, in several heads at once.",
+          (), coming="coming: a Transformer page and model"),
+]
+
+st.title("Start here")
+st.caption("The lecture in order. Each link opens the page and tab with an example already set; the sidebar "
+           "reaches every page at any time.")
+# one row per topic, the sentence in small type and the rows close together: the whole
+# outline fits a 1280 x 720 projector
+with st.container(gap="xsmall"):
+    for n, topic in enumerate(OUTLINE, 1):
+        left, right = st.columns([3, 2], vertical_alignment="center")
+        left.markdown(f"**{n}. {topic.title}** · :small[{topic.look}]")
+        with right:
+            for link in topic.links:
+                st.page_link(link.page, label=link.label, icon=link.icon, query_params=link.query)
+            if topic.coming:
+                st.caption(topic.coming)

@@ -1,0 +1,150 @@
+"""AppTest: the Start here page (the lecture's outline) and the query parameters its links
+set, on tiny checkpoints made by the tests."""
+import shutil
+from urllib.parse import parse_qsl
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from conftest import ROOT
+from test_app import chart
+
+# The lecture's outline, in order: (topic, the page and tab each link opens); None: no page yet
+OUTLINE = [
+    ("Vanishing gradients and gates", [("gradients", "Live: untrained cells")]),
+    ("The encoder-decoder", [("translate", "Step by step")]),
+    ("Decoding: greedy, beam search, sampling", [("translate", "Beam tree")]),
+    ("BLEU and perplexity", [("translate", "Forced decoding")]),
+    ("The bottleneck", [("bottleneck", None)]),
+    ("Attention and its scoring functions", [("translate", "Compare attention")]),
+    ("Alignment and explanation", [("alignment", "Against human alignments"),
+                                   ("alignment", "Attention vs attribution")]),
+    ("Interpretable cells", [("cells", "Colored text")]),
+    ("Self-attention and the Transformer", None),
+]
+TAB_KEYS = {"translate": "tab", "gradients": "gradients_tab", "alignment": "alignment_tab", "cells": "cells_tab"}
+LINKS = [(page, tab) for _, links in OUTLINE for page, tab in links or []]
+
+
+@pytest.fixture(scope="module")
+def zoo(tmp_path_factory, tiny_additive, tiny_none, untrained_translators, charlm_trio):
+    """The five translation models' names and three character models."""
+    root = tmp_path_factory.mktemp("start_zoo")
+    shutil.copytree(tiny_additive, root / "en-fr-additive")
+    shutil.copytree(tiny_none, root / "en-fr-none")
+    for att in ("dot", "general", "scaled-dot"):
+        shutil.copytree(untrained_translators[att].path, root / f"en-fr-{att}")
+    for cell, path in charlm_trio.items():
+        shutil.copytree(path, root / f"charlm-tiny-{cell}")
+    return root
+
+
+@pytest.fixture
+def env(zoo, monkeypatch):
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(zoo))
+    return zoo
+
+
+def start() -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def links(at) -> list[tuple[str, str, dict]]:
+    """(target page, label, query parameters) of every page link, in order."""
+    return [(p.proto.page, p.proto.label, dict(parse_qsl(p.proto.query_string))) for p in at.get("page_link")]
+
+
+def follow(page: str, query: dict) -> AppTest:
+    """What a click on a page link does: the target page, run with the link's query string."""
+    at = start()          # AppTest resolves a page through app.py's navigation only after a first run
+    for k, v in query.items():
+        at.query_params[k] = v
+    at.switch_page(f"pages/{page}.py")
+    return at.run()
+
+
+def test_the_app_opens_on_the_outline_in_the_lectures_order(env):
+    at = start()
+    assert at.title[0].value == "Start here"
+    topics = [m.value for m in at.markdown if m.value.startswith("**")]
+    assert len(topics) == len(OUTLINE)
+    for n, (topic, (title, _)) in enumerate(zip(topics, OUTLINE), 1):
+        assert topic.startswith(f"**{n}. {title}** · "), topic
+        assert len(topic.split(" · ", 1)[1]) > 40            # one sentence on what to look at
+    app = (ROOT / "app.py").read_text()
+    assert app.index("pages/start.py") < min(app.index(f"pages/{p}.py") for p in TAB_KEYS)   # first in the navigation
+
+
+def test_links_open_existing_pages_and_tabs_and_missing_pages_are_not_linked(env):
+    at = start()
+    got = links(at)
+    assert [(page, q.get("tab")) for page, _, q in got] == LINKS
+    app = (ROOT / "app.py").read_text()
+    for page, label, query in got:
+        assert (ROOT / "pages" / f"{page}.py").is_file() and f'"pages/{page}.py"' in app   # a registered page
+        if query.get("tab"):
+            assert label.endswith(f"› {query['tab']}")       # the label names the tab it opens
+        if page == "translate":                              # an example set: text, model and decoding
+            assert query["text"] and query["model"] == "en-fr-additive" and query["method"] in ("greedy", "beam")
+    # the Transformer has no page yet: said so, and not linked
+    assert not any("transformer" in page.lower() or "Transformer" in label for page, label, _ in got)
+    assert any(c.value.startswith("coming: ") and "Transformer" in c.value for c in at.caption)
+
+
+@pytest.mark.parametrize("page,tab", LINKS, ids=[f"{p}-{t}" for p, t in LINKS])
+def test_each_link_opens_its_page_with_the_tab_and_example_set(env, page, tab):
+    query = next(q for p, _, q in links(start()) if p == page and q.get("tab") == tab)
+    at = follow(page, query)
+    assert not at.exception, at.exception
+    if tab is not None:
+        assert at.session_state[TAB_KEYS[page]] == tab
+    if page == "translate":
+        assert at.title[0].value == "Translate & Align"
+        assert at.text_area(key="text").value == query["text"]
+        assert at.radio(key="method").value == query["method"]
+        assert chart(at, "heatmap") is not None
+        shows = {"Step by step": "step_attn", "Beam tree": "beam_tree", "Forced decoding": "forced_heatmap",
+                 "Compare attention": "cmp_scaled-dot"}[tab]
+        assert chart(at, shows) is not None, f"the {tab} tab did not draw"     # only the open tab runs
+        if tab == "Beam tree":
+            assert at.slider(key="beam").value == int(query["beam"]) and len(at.dataframe[0].value) == 3
+        if tab == "Forced decoding":
+            assert at.text_input(key="reference").value == query["reference"]
+    elif page == "gradients":
+        assert chart(at, "untrained") is not None
+    elif page == "alignment":
+        heading = {"Against human alignments": "Every model on the test set",
+                   "Attention vs attribution": "Counterfactual attention at one step"}[tab]
+        assert [s.value for s in at.subheader][0] == heading
+    elif page == "cells":
+        assert at.get("html"), "the colored text"
+    elif page == "bottleneck":
+        assert at.title[0].value.startswith("The bottleneck")
+
+
+def test_a_link_is_read_on_arrival_only(env):
+    """Later reruns keep what the user changed, though the link's parameters are still in the
+    URL. (A second arrival on the same page with a new link is the browser test's: AppTest runs
+    a switched-to page without app.py, which notes arrivals in a real session.)"""
+    query = next(q for p, _, q in links(start()) if q.get("tab") == "Beam tree")
+    at = follow("translate", query)
+    at.session_state["tab"] = "Step by step"
+    at.segmented_control(key="view").set_value("pieces")
+    at.run()
+    assert at.session_state["tab"] == "Step by step" and at.segmented_control(key="view").value == "pieces"
+    assert at.radio(key="method").value == "beam"                 # from the link, still
+    at.text_area(key="text").set_value("a b c")
+    [b for b in at.button if b.label == "Translate"][0].click()
+    at.run()
+    assert at.session_state["tab"] == "Step by step" and at.text_area(key="text").value == "a b c"
+
+
+def test_a_bad_tab_in_a_link_is_ignored(env):
+    at = follow("gradients", {"tab": "no such tab"})
+    assert not at.exception and at.session_state["gradients_tab"] == "Live: untrained cells"
+    at = follow("translate", {"tab": "<b>Nope</b>", "text": "a b"})
+    assert not at.exception and at.session_state["tab"] == "Step by step"
+    note = [i.value for i in at.info if "Ignored the link's tab" in i.value]
+    assert note and "`<b>Nope</b>`" in note[0]          # the link's text shown as code, never as markup
