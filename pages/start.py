@@ -25,7 +25,7 @@ class Topic(NamedTuple):
 
 
 def translate(tab: str, text: str, **settings) -> Link:
-    """A Translate & Align link: the default model, greedy unless said otherwise."""
+    """A Translate & Align link: the default model, greedy, unless said otherwise."""
     return Link("pages/translate.py", f"Translate & Align › {tab}",
                 {"model": ui.DEFAULT_MODEL, "text": text, "method": "greedy", "tab": tab, **settings},
                 ":material/translate:")
@@ -63,10 +63,14 @@ OUTLINE = [
           "A character model reads a passage, each character shaded by one cell; *Find cells* ranks the cells by "
           "feature.",
           (Link("pages/cells.py", "Cell States › Colored text", {"tab": "Colored text"}, ":material/memory:"),)),
-    Topic("Self-attention and the Transformer",
-          "Attention without recurrence: every position attends to every other, in several heads at once.",
-          (), coming="coming: a Transformer page and model"),
 ]
+# The last topic links to a Transformer's heads when checkpoints/ has one (read from the configs)
+transformers = [i.name for i in ui.translation_models() if i.error is None and i.arch == "transformer"]
+OUTLINE.append(Topic(
+    "Self-attention and the Transformer",
+    "Attention without recurrence: every layer × head of cross-attention and of encoder and decoder self-attention.",
+    (translate("Heads", "She has a big black dog.", model=transformers[0]),) if transformers else (),
+    coming="" if transformers else "coming: a trained Transformer (none in checkpoints/ yet)"))
 
 st.title("Start here")
 st.caption("The lecture in order. Each link opens the page and tab with an example already set; the sidebar "

@@ -12,10 +12,10 @@ import streamlit as st
 import ui
 from s2s.align import argmax_alignment, mean_entropy, merge_to_words, word_spans
 from s2s.attention import SCORES, scaling_statistics
-from s2s.decode import Decoding, forced, translate
+from s2s.decode import Decoding, attention_heads, attention_of, forced, translate
 from s2s.evaluate import bleu_breakdown
-from s2s.figures import (alignment_lines, attention_heatmap, beam_tree_figure, matrix_heatmap, model_colors,
-                         model_diagram, scaling_figure, token_bars)
+from s2s.figures import (alignment_lines, attention_heatmap, beam_tree_figure, heads_grid, head_of_trace,
+                         matrix_heatmap, model_colors, model_diagram, scaling_figure, token_bars)
 from s2s.text import MAX_BEAM, MAX_CHARS, MAX_DECODE_LEN, InputError
 
 COURSE_SENTENCE = "The agreement on the European Economic Area was signed in August 1992."
@@ -31,7 +31,10 @@ EXAMPLE_LABELS = {COURSE_SENTENCE: COURSE_SENTENCE + "  (the lecture's slide; a 
                                    "Area\" is in none of the 159,086 Tatoeba training pairs)"}
 SCALING_DIMS = [4, 16, 64, 256, 1024]     # query/key sizes for the "why sqrt(d)" view
 METHODS = {"greedy": "Greedy", "beam": "Beam search", "sample": "Sampling"}
-TABS = ["Step by step", "Beam tree", "Forced decoding", "Compare attention", "Alignment lines", "Attention emerges"]
+TABS = ["Step by step", "Beam tree", "Forced decoding", "Compare attention", "Alignment lines", "Heads",
+        "Attention emerges"]
+HEAD_KINDS = {"cross": "Cross-attention: output → source", "encoder": "Encoder self-attention: source → source",
+              "decoder": "Decoder self-attention: output → earlier output"}
 DEFAULTS = dict(text=EXAMPLES[0], method="greedy", beam=5, nbest=3, temp=1.0, topk=0, seed=0, maxlen=120,
                 view="words", tab=TABS[0], reference="")     # all can come from the URL (?text=...&tab=Beam+tree)
 RANGES = dict(beam=(1, MAX_BEAM), nbest=(1, MAX_BEAM), temp=(0.1, 2.0), topk=(0, 200), seed=(0, 2**31 - 1),
@@ -66,11 +69,14 @@ def scaling_cached(n_keys: int) -> dict:
     return scaling_statistics(SCALING_DIMS, n_keys=n_keys, samples=500)
 
 
-def view_of(d: Decoding, words: bool) -> tuple[list[str], list[str], np.ndarray]:
-    """The attention matrix as pieces or merged into whole words."""
-    if words:
-        return merge_to_words(d.source_tokens, d.target_tokens, d.attention)
-    return d.source_tokens, d.target_tokens, d.attention
+def as_words(x: list[str], y: list[str], a: np.ndarray, words: bool) -> tuple[list[str], list[str], np.ndarray]:
+    """A (len(y) x len(x)) attention matrix as pieces, or merged into whole words."""
+    return merge_to_words(x, y, a) if words else (list(x), list(y), a)
+
+
+def view_of(d: Decoding, words: bool, attention: np.ndarray | None = None) -> tuple[list[str], list[str], np.ndarray]:
+    """The (target x source) attention, d.attention unless another is given, as pieces or words."""
+    return as_words(d.source_tokens, d.target_tokens, d.attention if attention is None else attention, words)
 
 
 def explain_scores(d: Decoding, f: Decoding, reference: str) -> None:
@@ -98,12 +104,27 @@ def explain_scores(d: Decoding, f: Decoding, reference: str) -> None:
         st.dataframe(tokens, hide_index=True, key="token_ranks")
 
 
-def heatmap(d: Decoding, words: bool, key: str, height: int | None = None, color: str | None = None):
-    """The attention heatmap; `color` shades it from white to a model's own colour instead."""
-    src, tgt, a = view_of(d, words)
-    fig = (attention_heatmap(src, tgt, a, height=height) if color is None else
-           matrix_heatmap(src, tgt, a, colorscale=[[0, "#ffffff"], [1, color]], height=height))
+def heatmap(d: Decoding, words: bool, key: str, height: int | None = None, color: str | None = None,
+            attention: np.ndarray | None = None, title: str | None = None):
+    """The attention heatmap (d.attention unless another is given); `color` shades it from
+    white to a model's own colour instead."""
+    src, tgt, a = view_of(d, words, attention)
+    fig = (attention_heatmap(src, tgt, a, height=height, title=title) if color is None else
+           matrix_heatmap(src, tgt, a, colorscale=[[0, "#ffffff"], [1, color]], height=height, title=title))
     st.plotly_chart(fig, key=key, config={"toImageButtonOptions": {"format": "png", "filename": "attention"}})
+
+
+def head_label(layer: int, head: int | None, layers: int, heads: int) -> str:
+    return (f"layer {layer + 1}" + (" (last)" if layer == layers - 1 else "") + " · "
+            + (f"mean of {heads} heads" if head is None else f"head {head + 1}"))
+
+
+def pick_head(layers: int, heads: int) -> None:
+    """A click on one of the Heads grid's small heatmaps enlarges it."""
+    points = S.heads_grid.selection.points if S.get("heads_grid") else []
+    picked = head_of_trace(int(points[0]["curve_number"]), layers, heads) if points else None
+    if picked:
+        S.heads_layer, S.heads_head = picked
 
 
 def set_example():
@@ -188,14 +209,29 @@ if unknown:
                f"{'are' if len(unknown) > 1 else 'is'} not in this model's vocabulary and read as `<unk>`, a "
                "symbol it learned almost nothing about, so expect odd output: "
                + " ".join(ui.code_span(ch) for ch in unknown[:20]) + (" …" if len(unknown) > 20 else ""))
+shown, title = d.attention, None        # what the heatmap shows: for a Transformer, the layer and head chosen
 if d.attention is None:
     st.info("This model has **no attention**: its decoder sees one fixed vector (the final encoder state) at "
             "every step, so there is no alignment to draw. The **Bottleneck** page puts it beside an attention "
             "model on the same sentence.")
     st.page_link("pages/bottleneck.py", label="Open the Bottleneck page", icon=":material/compress:")
 else:
-    heatmap(d, words, "heatmap")
-    src, tgt, a = view_of(d, words)
+    if d.cross_attention is not None:     # a Transformer: any layer's cross-attention, one head or their mean
+        L, H = d.cross_attention.shape[:2]
+        if not (0 <= S.get("tf_layer", L - 1) < L) or S.get("tf_head") not in (None, *range(H)):
+            S.tf_layer, S.tf_head = L - 1, None          # another Transformer's choice, out of this one's range
+        c1, c2 = toggle.columns(2)
+        layer = c1.selectbox("Layer", range(L), index=L - 1, key="tf_layer",
+                             format_func=lambda l: f"{l + 1}" + (" (last)" if l == L - 1 else ""))
+        head = c2.selectbox("Head", [None, *range(H)], key="tf_head",
+                            format_func=lambda h: f"mean of {H}" if h is None else f"{h + 1}")
+        shown, title = attention_of(d, layer, head), "cross-attention, " + head_label(layer, head, L, H)
+    heatmap(d, words, "heatmap", attention=shown)      # untitled: the Layer and Head boxes above say which
+    if d.cross_attention is not None:
+        st.caption(f"A Transformer has {L} layers × {H} heads of cross-attention. The mean of the last layer's heads "
+                   "is the matrix its copy mechanism uses and the one other views show; the **Heads** tab draws "
+                   "every layer and head, and its encoder and decoder self-attention.")
+    src, tgt, a = view_of(d, words, shown)
     frame = pd.DataFrame(a, index=tgt, columns=src)
     c1, c2, _ = st.columns([1, 1, 2])
     c1.download_button("Attention as CSV", frame.to_csv().encode("utf-8"), "attention.csv", "text/csv")
@@ -312,22 +348,28 @@ with tabs[2]:
 # ------------------------------------------------------------------ compare attention
 with tabs[3]:
     if tabs[3].open:
-        st.caption("The same input through the four attention functions (greedy). Entropy is the mean over output "
-                   "tokens of −Σ α log α (nats): 0 means each output token looks at one source token.")
-        by_attention = {}                  # one model per scoring function, read from the configs
+        by_attention, transformers = {}, []   # one recurrent model per scoring function, read from the configs
         for info in ui.translation_models():
-            if info.error is None and info.attention in SCORES:
+            if info.error is None and info.arch == "rnn" and info.attention in SCORES:
                 by_attention.setdefault(info.attention, info.name)
+            elif info.error is None and info.arch == "transformer":
+                transformers.append(info.name)
         shown = [s for s in SCORES if s in by_attention]
         if len(shown) < len(SCORES):
             st.caption("No model in checkpoints/ with " + ", ".join(f"{s}" for s in SCORES if s not in shown)
                        + " attention.")
-        # each model in its own colour, the one it has on every page (s2s.figures.ATTENTION_COLORS)
-        colors = model_colors({by_attention[s]: s for s in shown})
+        st.caption("The same input through the recurrent models' attention functions"
+                   + (" and the Transformer (its last layer's cross-attention, the mean of its heads)" if transformers
+                      else "") + ", greedy. Entropy is the mean over output tokens of −Σ α log α (nats): 0 means "
+                   "each output token looks at one source token.")
+        # (label, model, family): each model in its own colour, the one it has on every page
+        panels = [(score, by_attention[score], score) for score in shown] + \
+                 [(f"Transformer ({t})" if len(transformers) > 1 else "Transformer", t, "transformer")
+                  for t in transformers]
+        colors = model_colors({other: family for _, other, family in panels})
         cols = st.columns(2)
-        for k, score in enumerate(shown):
+        for k, (score, other, family) in enumerate(panels):
             with cols[k % 2]:
-                other = by_attention[score]
                 try:
                     od, _ = decode_cached(ui.model_path(other), S.text, "greedy", 1, 1, 1.0, 0, 0, S.maxlen)
                 except Exception as e:   # a missing or broken checkpoint must not break the page
@@ -337,7 +379,8 @@ with tabs[3]:
                 st.markdown(f"<span style='color:{color};font-size:1.4em;line-height:1'>■</span> "
                             f"**{score}** · entropy {mean_entropy(od.attention):.2f}", unsafe_allow_html=True)
                 ui.escaped(od.translation, size="1.05rem")
-                heatmap(od, words, f"cmp_{score}", height=320 + 14 * len(od.target_tokens), color=color)
+                heatmap(od, words, f"cmp_{family if family != 'transformer' else other}",
+                        height=320 + 14 * len(od.target_tokens), color=color)
                 src, tgt, a = view_of(od, words)
                 st.caption("Argmax alignment: " + " · ".join(f"{t}→{s}" for t, s, _ in argmax_alignment(src, tgt, a)))
         with st.expander("Why does scaled-dot divide by √d?"):
@@ -357,15 +400,58 @@ with tabs[4]:
         if d.attention is None:
             st.info("No attention in this model.")
         else:
-            st.caption("Each line joins an output token to a source token; its opacity is the attention weight.")
-            src, tgt, a = view_of(d, words)
+            st.caption("Each line joins an output token to a source token; its opacity is the attention weight."
+                       + (f" Shown: the heatmap's {title}." if title else ""))
+            src, tgt, a = view_of(d, words, shown)
             st.plotly_chart(alignment_lines(src, tgt, a), key="lines")
 
-# ------------------------------------------------------------------ training trace
+# ------------------------------------------------------------------ heads (a Transformer's)
 with tabs[5]:
     if tabs[5].open:
+        if d.cross_attention is None:
+            others = [i.name for i in ui.translation_models() if i.error is None and i.arch == "transformer"]
+            st.info("Heads belong to a Transformer. A recurrent model has one attention distribution per output "
+                    "step: the heatmap above. " + (f"Choose {' or '.join(others)} under Translation model to see "
+                                                   "its layers × heads." if others else
+                                                   "There is no Transformer in checkpoints/."))
+        else:
+            kind = st.radio("Attention", list(HEAD_KINDS), format_func=HEAD_KINDS.get, horizontal=True,
+                            key="heads_kind", label_visibility="collapsed")
+            x, y, w = attention_heads(d, kind)
+            if words:      # each head's matrix merged into words, as the heatmap above
+                merged = [[as_words(x, y, w[l, h], True) for h in range(w.shape[1])] for l in range(w.shape[0])]
+                x, y = merged[0][0][:2]
+                w = np.array([[m[2] for m in row] for row in merged])
+            L, H = w.shape[:2]
+            if not (0 <= S.get("heads_layer", -1) < L and 0 <= S.get("heads_head", -1) < H):   # the last layer first
+                S.heads_layer, S.heads_head = L - 1, 0
+            grid, big = st.columns([3, 2])
+            with big:
+                c1, c2 = st.columns(2)
+                layer = c1.selectbox("Layer", range(L), key="heads_layer", format_func=lambda l: str(l + 1))
+                head = c2.selectbox("Head", range(H), key="heads_head", format_func=lambda h: str(h + 1))
+                name = HEAD_KINDS[kind].split(":")[0]
+                fig = matrix_heatmap(x, y, w[layer, head], x_title="source (English)" if kind != "decoder" else
+                                     "earlier output (decoder input)", y_title="source (English)" if kind == "encoder"
+                                     else "output (French)", title=f"{name}, layer {layer + 1} · head {head + 1}",
+                                     height=max(360, 150 + 24 * len(y)))
+                st.plotly_chart(fig, key="head_enlarged")
+                st.caption(f"Mean entropy of this head: {mean_entropy(w[layer, head]):.2f} nats "
+                           f"(0: each row on one token; uniform over {len(x)} tokens: {np.log(len(x)):.2f}).")
+            with grid:
+                st.plotly_chart(heads_grid(w, x, y, kind, selected=(layer, head), width=760), key="heads_grid",
+                                on_select=lambda: pick_head(L, H), selection_mode="points")
+                st.caption("Every layer (rows) × head (columns). Click a small map, or choose its layer and head, "
+                           "to enlarge it. Each head has its own projections W_Q, W_K, W_V of size "
+                           f"{tr.config['model']['d_model'] // H}: softmax((x W_Q)(x' W_K)ᵀ / √d_k)."
+                           + (" Decoder self-attention is causal: a step reads only the pieces before it."
+                              if kind == "decoder" else ""))
+
+# ------------------------------------------------------------------ training trace
+with tabs[6]:
+    if tabs[6].open:
         trace = tr.metrics.get("trace")
-        if not trace or tr.model.scorer is None:
+        if not trace or d.attention is None:
             st.info("This model has no attention trace.")
         else:
             probes = trace["probes"]

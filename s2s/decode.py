@@ -71,6 +71,43 @@ class Decoding:
         return out
 
 
+HEAD_KINDS = ("cross", "encoder", "decoder")     # a Transformer's three kinds of attention
+
+
+def attention_heads(d: Decoding, kind: str = "cross") -> tuple[list[str], list[str], np.ndarray] | None:
+    """A Transformer's attention of one kind with the tokens on its axes: (x tokens, y tokens,
+    weights (layers, heads, len(y), len(x))), each row a distribution over x. None for a
+    recurrent model (it has one matrix, d.attention).
+
+        cross     y = the target pieces, x = the source pieces (what the RNN's attention is)
+        encoder   y = x = the source pieces
+        decoder   y = the target pieces, x = the decoder's inputs <s>, y_1 .. y_(T-1): step j
+                  reads the pieces before the one it writes (causal: 0 above the diagonal)
+    """
+    if kind not in HEAD_KINDS:
+        raise ValueError(f"unknown attention kind {kind!r}: one of {', '.join(HEAD_KINDS)}")
+    weights = {"cross": d.cross_attention, "encoder": d.encoder_self_attention,
+               "decoder": d.decoder_self_attention}[kind]
+    if weights is None:
+        return None
+    x = {"cross": d.source_tokens, "encoder": d.source_tokens,
+         "decoder": ["<s>"] + d.target_tokens[:-1]}[kind]
+    y = d.source_tokens if kind == "encoder" else d.target_tokens
+    return list(x), list(y), weights
+
+
+def attention_of(d: Decoding, layer: int | None = None, head: int | None = None) -> np.ndarray | None:
+    """The (target x source) attention to show: a recurrent model's d.attention, or one of a
+    Transformer's cross-attentions, layer `layer` (0-based, None: the last) and head `head`
+    (None: the mean over heads, alpha_ji = 1/H sum_h alpha^h_ji, still a distribution per row).
+    With neither given it is d.attention itself."""
+    heads = attention_heads(d, "cross")
+    if heads is None or (layer is None and head is None):
+        return d.attention
+    w = heads[2][-1 if layer is None else layer]          # (H, T, S)
+    return w.mean(0) if head is None else w[head]
+
+
 @dataclass
 class Hypothesis:
     translation: str

@@ -461,21 +461,35 @@ def scaling_figure(stats: dict) -> go.Figure:
 
 def model_diagram(cfg: dict, parameters: int | None = None) -> go.Figure:
     """The encoder-decoder of a translation checkpoint drawn with its real sizes (from its
-    config: vocabulary, embedding, encoder and decoder sizes, cell, attention function)."""
-    V, E, H, cell = cfg["vocab_size"], cfg["emb_dim"], cfg["hidden"], cfg["cell"].upper()
-    att = cfg["attention"]
-    if att == "none":
-        reads = f"c = [h→_m ; h←_1]: the final encoder state ({H}), the same at every step"
+    config: vocabulary, embedding, encoder and decoder sizes, cell, attention function; for
+    a Transformer, layers, heads and feed-forward size)."""
+    V = cfg["vocab_size"]
+    if cfg.get("arch") == "transformer":
+        d, H, ffn = cfg["d_model"], cfg["heads"], cfg["ffn"]
+        copy = " + copy from α (head mean)" if cfg.get("copy") else ""
+        enc = [("source pieces x_1..x_m", "#f0f0f0"),
+               (f"√d E x + positions: {V:,} × {d} (shared)", "#c7e9b4"),
+               (f"{cfg['encoder_layers']} × [self-attention, {H} heads of {d // H} ; FFN {d}→{ffn}→{d}]", "#a1dab4")]
+        dec = [("previous pieces y_1..y_(j−1)", "#f0f0f0"),
+               (f"√d E y + positions ({d})", "#c7e9b4"),
+               (f"{cfg['decoder_layers']} layers, each: causal self-attention over y_≤j, {H} heads", "#a1dab4"),
+               (f"then cross-attention over the encoder, {H} heads ; FFN {d}→{ffn}→{d}", "#fee391"),
+               (f"p(y_j) = softmax(E z_j) over {V:,} pieces (E tied){copy}", "#f0f0f0")]
     else:
-        reads = f"attention ({att}): α_j = softmax(e_·j), c_j = Σ_i α_ij h_i ({H})"
-    enc = [("source pieces x_1..x_m", "#f0f0f0"),
-           (f"embedding E: {V:,} × {E} (shared)", "#c7e9b4"),
-           (f"bidirectional {cell} encoder: 2 × {H // 2} → h_i ({H})", "#a1dab4")]
-    dec = [(f"previous piece y_(j−1) and h̃_(j−1): [E y ; h̃] ({2 * E})", "#f0f0f0"),
-           (f"{cell} decoder: s_j ({H})", "#a1dab4"),
-           (reads, "#fee391" if att != "none" else "#fdae6b"),
-           (f"h̃_j = tanh(W_c [c_j ; s_j]) ({E})", "#c7e9b4"),
-           (f"p(y_j) = softmax(E h̃_j + b) over {V:,} pieces (E tied)", "#f0f0f0")]
+        E, H, cell = cfg["emb_dim"], cfg["hidden"], cfg["cell"].upper()
+        att = cfg["attention"]
+        if att == "none":
+            reads = f"c = [h→_m ; h←_1]: the final encoder state ({H}), the same at every step"
+        else:
+            reads = f"attention ({att}): α_j = softmax(e_·j), c_j = Σ_i α_ij h_i ({H})"
+        enc = [("source pieces x_1..x_m", "#f0f0f0"),
+               (f"embedding E: {V:,} × {E} (shared)", "#c7e9b4"),
+               (f"bidirectional {cell} encoder: 2 × {H // 2} → h_i ({H})", "#a1dab4")]
+        dec = [(f"previous piece y_(j−1) and h̃_(j−1): [E y ; h̃] ({2 * E})", "#f0f0f0"),
+               (f"{cell} decoder: s_j ({H})", "#a1dab4"),
+               (reads, "#fee391" if att != "none" else "#fdae6b"),
+               (f"h̃_j = tanh(W_c [c_j ; s_j]) ({E})", "#c7e9b4"),
+               (f"p(y_j) = softmax(E h̃_j + b) over {V:,} pieces (E tied)", "#f0f0f0")]
     shapes, notes = [], []
 
     def box(x: float, y: float, w: float, text: str, color: str) -> None:
@@ -494,7 +508,8 @@ def model_diagram(cfg: dict, parameters: int | None = None) -> go.Figure:
         box(3.4, k * 1.0, 3.6, text, color)
         if k:
             arrow(3.4, k - 1 + 0.32, 3.4, k - 0.32)
-    arrow(1.3, 2.0, 1.6, 2.0)        # the encoder states feed what the decoder reads
+    # the encoder states feed what the decoder reads: its attention (a Transformer's cross-attention)
+    arrow(1.3, 2.0, 1.6, 3.0 if cfg.get("arch") == "transformer" else 2.0)
     title = "The selected model" + (f": {parameters:,} parameters" if parameters else "")
     return figure([], shapes=shapes, annotations=notes, title=title, height=420, showlegend=False,
                   xaxis=dict(visible=False, range=[-1.4, 5.3]), yaxis=dict(visible=False, range=[-0.6, 4.6]),
@@ -751,7 +766,11 @@ def heads_grid(weights: np.ndarray, x_tokens: Sequence[str], y_tokens: Sequence[
     an encoder-decoder): weights (layers, heads, len(y), len(x)), rows summing to 1; row l,
     column h is layer l's head h. Tokens label the left column's rows and the bottom row's
     columns (too small to read elsewhere; hover names them everywhere); `selected` (l, h)
-    is framed in red, the one shown enlarged beside it."""
+    is framed in red, the one shown enlarged beside it.
+
+    Over each small map lies a grid of invisible markers, one per cell, carrying its hover
+    text: a heatmap cannot be selected by a click in plotly, a marker can, so a click reports
+    the marker's trace, L*H + l*H + h for layer l's head h (`head_of_trace`)."""
     from plotly.subplots import make_subplots
 
     w = np.asarray(weights, dtype=float)
@@ -764,13 +783,19 @@ def heads_grid(weights: np.ndarray, x_tokens: Sequence[str], y_tokens: Sequence[
     for l in range(L):
         for h in range(H):
             fig.add_trace(go.Heatmap(z=w[l, h], zmin=0, zmax=1, colorscale=PROJECTOR_SCALE, showscale=(l, h) == (0, 0),
-                                     colorbar=dict(title=dict(text="α"), thickness=12, len=0.6),
-                                     text=hover, hovertemplate=f"layer {l + 1} head {h + 1}<br>%{{text}}<br>α = %{{z:.3f}}"
-                                                               "<extra></extra>"), row=l + 1, col=h + 1)
+                                     colorbar=dict(title=dict(text="α"), thickness=12, len=0.6), hoverinfo="skip"),
+                          row=l + 1, col=h + 1)
             fig.update_xaxes(showticklabels=l == L - 1, tickmode="array", tickvals=list(range(len(xs))), ticktext=xs,
                              tickangle=-60, tickfont=dict(size=10), row=l + 1, col=h + 1)
             fig.update_yaxes(showticklabels=h == 0, tickmode="array", tickvals=list(range(len(ys))), ticktext=ys,
                              autorange="reversed", tickfont=dict(size=10), row=l + 1, col=h + 1)
+    jj, ii = np.meshgrid(range(len(ys)), range(len(xs)), indexing="ij")
+    for l in range(L):
+        for h in range(H):
+            fig.add_trace(go.Scatter(x=ii.ravel(), y=jj.ravel(), mode="markers", showlegend=False,
+                                     marker=dict(size=14, opacity=0, symbol="square"), customdata=w[l, h].ravel(),
+                                     text=np.array(hover).ravel(), hovertemplate=f"layer {l + 1} head {h + 1}<br>"
+                                     "%{text}<br>α = %{customdata:.3f}<extra></extra>"), row=l + 1, col=h + 1)
     if selected is not None:
         l, h = selected
         ref = "" if l * H + h == 0 else str(l * H + h + 1)
@@ -779,6 +804,14 @@ def heads_grid(weights: np.ndarray, x_tokens: Sequence[str], y_tokens: Sequence[
     cell = max(140, min(260, (width - 120) // H))
     fig.update_layout(height=60 + L * int(cell * min(1.0, max(0.45, len(ys) / max(len(xs), 1)))) + 90,
                       margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="white",
-                      title=dict(text=f"{name}: {L} layers × {H} heads (x: {x_title}, y: {y_title})", font=dict(size=15)))
+                      title=dict(text=f"{name}: {L} layers × {H} heads", font=dict(size=15)))
     fig.update_annotations(font_size=12)
+    fig.update_layout(clickmode="event+select", dragmode=False)
     return fig
+
+
+def head_of_trace(trace: int, layers: int, heads: int) -> tuple[int, int] | None:
+    """(layer, head) of a heads_grid trace (a click's curve number), or None if it is none of them."""
+    if not 0 <= trace < 2 * layers * heads:     # L*H heatmaps, then L*H grids of markers
+        return None
+    return divmod(trace % (layers * heads), heads)

@@ -1,4 +1,5 @@
 """A real headless Chromium driving `streamlit run app.py` through the main flows."""
+import json
 import os
 import shutil
 from pathlib import Path
@@ -295,4 +296,44 @@ def test_alignment_and_explanation_page(server, chrome, tmp_path):
     assert counts[:3] == [4, 3, 4]                 # four maps; tau for three methods; alpha and p before/after
     page.screenshot(path=str(tmp_path / "explain.png"), full_page=True)
     shutil.copy(tmp_path / "explain.png", "/tmp/alignment_explain.png") if keep else None
+    assert exceptions(page) == []
+
+
+@pytest.fixture(scope="module")
+def transformer_server(tmp_path_factory, tiny_additive, tiny_transformer):
+    """The app with a Transformer: the shipped one if there, else the tiny one, beside an RNN."""
+    shipped = any(json.loads(p.read_text()).get("model", {}).get("arch") == "transformer"
+                  for p in (ROOT / "checkpoints").glob("*/config.json"))
+    env = {}
+    if not shipped:
+        zoo = tmp_path_factory.mktemp("transformer_zoo")
+        shutil.copytree(tiny_additive, zoo / "en-fr-additive")
+        shutil.copytree(tiny_transformer, zoo / "en-fr-transformer")
+        env["S2S_CHECKPOINTS"] = str(zoo)
+    with streamlit_server(env) as url:
+        yield url
+
+
+def test_the_heads_view_enlarges_the_head_clicked(transformer_server, chrome, tmp_path):
+    """Translate › Heads on a 1280 x 720 projector: every layer x head drawn small; a click on
+    one enlarges it beside the grid."""
+    page = chrome.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(transformer_server + "/translate?model=en-fr-transformer&text=a+b+c+d+e&tab=Heads")
+    page.wait_for_selector(".st-key-heads_grid .js-plotly-plot", timeout=90_000)
+    page.wait_for_timeout(500)
+    title = ".st-key-head_enlarged .gtitle"
+    layers, heads = page.evaluate("(() => { const t = document.querySelector('.st-key-heads_grid .js-plotly-plot')"
+                                  ".layout.title.text; const m = t.match(/(\\d+) layers × (\\d+) heads/);"
+                                  " return [+m[1], +m[2]]; })()")
+    assert page.locator(title).text_content().endswith(f"layer {layers} · head 1")     # the last layer first
+    grid = page.locator(".st-key-heads_grid")
+    grid.scroll_into_view_if_needed()
+    keep(page, tmp_path, "heads_1280x720.png")
+    # the grid's second map (layer 1, head 2): click the middle of its plot area
+    area = grid.locator(".nsewdrag").nth(1).bounding_box()
+    page.mouse.click(area["x"] + area["width"] / 2, area["y"] + area["height"] / 2)
+    page.wait_for_function(f"document.querySelector('{title}').textContent.endsWith('layer 1 · head 2')",
+                           timeout=30_000)
+    assert page.get_by_role("tab", name="Heads").get_attribute("aria-selected") == "true"
+    keep(page, tmp_path, "heads_clicked_1280x720.png")
     assert exceptions(page) == []

@@ -148,3 +148,19 @@ def test_a_bad_tab_in_a_link_is_ignored(env):
     assert not at.exception and at.session_state["tab"] == "Step by step"
     note = [i.value for i in at.info if "Ignored the link's tab" in i.value]
     assert note and "`<b>Nope</b>`" in note[0]          # the link's text shown as code, never as markup
+
+
+def test_with_a_transformer_the_last_topic_links_to_its_heads(zoo, tiny_transformer, tmp_path, monkeypatch):
+    """The Transformer topic links to Translate › Heads on the Transformer found by its config
+    (whatever its folder is called), and the link opens that view."""
+    shutil.copytree(zoo, tmp_path / "zoo", symlinks=True)
+    shutil.copytree(tiny_transformer, tmp_path / "zoo" / "my-attention-is-all-i-need")
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(tmp_path / "zoo"))
+    at = start()
+    assert not any(c.value.startswith("coming: ") for c in at.caption)
+    page, label, query = links(at)[-1]
+    assert (page, label) == ("translate", "Translate & Align › Heads")
+    assert query["model"] == "my-attention-is-all-i-need" and query["tab"] == "Heads"
+    at = follow("translate", query)
+    assert not at.exception, at.exception
+    assert at.session_state["tab"] == "Heads" and chart(at, "heads_grid") is not None

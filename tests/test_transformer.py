@@ -9,7 +9,8 @@ from torch import nn
 
 from s2s import translate as translate_cli
 from s2s.checkpoint import CheckpointError, list_checkpoints, load_translator
-from s2s.decode import beam_search, forced, greedy, sample
+from s2s.decode import attention_heads, attention_of, beam_search, forced, greedy, sample
+from s2s.figures import head_of_trace, heads_grid
 from s2s.tokenizer import BOS, PAD
 from s2s.transformer import MultiHeadAttention, Transformer, TransformerConfig, sinusoidal_positions
 
@@ -89,6 +90,43 @@ def test_decoding_carries_every_layer_and_head(untrained_translators, name):
         assert np.allclose(np.triu(d.decoder_self_attention, 1), 0.0)      # no step saw its future
         assert np.allclose(d.attention, d.cross_attention[-1].mean(0), atol=1e-5)
         assert d.cells is None and d.states.shape == (T, tr.model.cfg.d_model)
+
+
+def test_attention_heads_and_attention_of_name_their_axes(untrained_translators):
+    """The pages' one door to a Transformer's attentions: each kind with the tokens on its
+    axes, and the (target x source) matrix of any layer and head, or their mean."""
+    d = greedy(untrained_translators["transformer"], "a b c d", max_len=6)
+    L, H, T, S = d.cross_attention.shape
+    x, y, w = attention_heads(d, "cross")
+    assert (x, y) == (d.source_tokens, d.target_tokens) and w.shape == (L, H, T, S)
+    x, y, w = attention_heads(d, "encoder")
+    assert x == y == d.source_tokens and w.shape == (L, H, S, S)
+    x, y, w = attention_heads(d, "decoder")       # step j reads <s>, y_1 .. y_(j-1): what it was fed
+    assert x == ["<s>"] + d.target_tokens[:-1] and y == d.target_tokens and w.shape == (L, H, T, T)
+    with pytest.raises(ValueError, match="unknown attention kind"):
+        attention_heads(d, "sideways")
+    assert attention_of(d) is d.attention
+    assert np.allclose(attention_of(d, None, None), d.cross_attention[-1].mean(0), atol=1e-3)   # fp16 weights
+    assert np.allclose(attention_of(d, 0, 2), d.cross_attention[0, 2])
+    assert np.allclose(attention_of(d, 1, None), d.cross_attention[1].mean(0))
+    assert np.allclose(attention_of(d, 0, None).sum(1), 1.0, atol=1e-5)     # a mean of distributions is one
+    rnn = greedy(untrained_translators["additive"], "a b c", max_len=5)
+    assert attention_heads(rnn, "cross") is None and attention_of(rnn, 0, 1) is rnn.attention
+
+
+def test_heads_grid_draws_every_head_and_a_click_names_it():
+    rng = np.random.default_rng(0)
+    w = rng.dirichlet(np.ones(5), size=(3, 4, 6))          # (L, H, y, x): rows sum to 1
+    fig = heads_grid(w, list("abcde"), list("uvwxyz"), "cross", selected=(2, 1))
+    assert len(fig.data) == 2 * 3 * 4                       # a heatmap and its clickable markers per head
+    for k in range(12):
+        l, h = divmod(k, 4)
+        assert np.allclose(fig.data[k].z, w[l, h])
+        assert np.allclose(np.asarray(fig.data[12 + k].customdata), w[l, h].ravel())
+        assert head_of_trace(k, 3, 4) == head_of_trace(12 + k, 3, 4) == (l, h)
+    assert head_of_trace(24, 3, 4) is None and head_of_trace(-1, 3, 4) is None
+    assert [s.line.color for s in fig.layout.shapes] == ["#d62728"]       # the selected head is framed
+    assert fig.layout.shapes[0].xref == "x10 domain"                       # layer 3, head 2: subplot 10
 
 
 def test_recurrent_decodings_have_no_transformer_fields(untrained_translators):

@@ -1,0 +1,138 @@
+"""AppTest: a Transformer on the Translate page. Its heatmap shows any layer and head of its
+cross-attention, the Heads tab every layer x head of its three attentions, and every other
+tab works for it as for the recurrent models; a recurrent model's Heads tab says where heads are."""
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+from s2s.align import merge_to_words
+from s2s.checkpoint import load_translator
+from s2s.decode import attention_heads, attention_of, translate
+from s2s.figures import ATTENTION_COLORS
+from test_app import _widget, array, chart, open_tab, submit, texts, translate_page
+
+TEXT = "a b c d e"
+
+
+@pytest.fixture(scope="module")
+def zoo(tmp_path_factory, tiny_additive, tiny_none, tiny_transformer, untrained_translators):
+    root = tmp_path_factory.mktemp("heads_zoo")
+    shutil.copytree(tiny_additive, root / "en-fr-additive")
+    shutil.copytree(tiny_none, root / "en-fr-none")
+    for att in ("dot", "general", "scaled-dot"):
+        shutil.copytree(untrained_translators[att].path, root / f"en-fr-{att}")
+    shutil.copytree(tiny_transformer, root / "en-fr-transformer")
+    return root
+
+
+@pytest.fixture
+def transformer(zoo, monkeypatch):
+    """The Translate page on the Transformer, TEXT translated (greedy), and the same decoding
+    made directly with s2s."""
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(zoo))
+    at = submit(translate_page(model="en-fr-transformer"), text=TEXT, view="pieces")
+    assert not at.exception, at.exception
+    d = translate(load_translator(zoo / "en-fr-transformer"), TEXT, "greedy", max_len=120)
+    return at, d
+
+
+def z(spec: dict, trace: int = 0) -> np.ndarray:
+    return array(spec["data"][trace]["z"]).astype(float)
+
+
+def test_the_heatmap_shows_any_layer_and_head(transformer):
+    at, d = transformer
+    L, H = d.cross_attention.shape[:2]
+    assert _widget(at, "tf_layer").value == L - 1 and _widget(at, "tf_head").value is None   # the last layer's mean
+    assert np.allclose(z(chart(at, "heatmap")), d.attention, atol=1e-4)
+    assert f"{L} layers × {H} heads" in texts(at)
+    _widget(at, "tf_layer").set_value(0)
+    _widget(at, "tf_head").set_value(2)
+    at.run()
+    assert np.allclose(z(chart(at, "heatmap")), attention_of(d, 0, 2), atol=1e-4)
+    at = open_tab(at, "Alignment lines")                     # the lines follow the choice
+    assert "layer 1 · head 3" in texts(at)
+    assert not at.exception
+
+
+def test_the_heads_tab_draws_every_head_and_enlarges_the_one_chosen(transformer):
+    at, d = transformer
+    at = open_tab(at, "Heads")
+    x, y, w = attention_heads(d, "cross")
+    L, H = w.shape[:2]
+    grid = chart(at, "heads_grid")
+    assert len(grid["data"]) == 2 * L * H                     # each head's map and its clickable markers
+    for k in range(L * H):
+        assert np.allclose(z(grid, k), w[divmod(k, H)], atol=1e-4)
+    assert (_widget(at, "heads_layer").value, _widget(at, "heads_head").value) == (L - 1, 0)
+    big = chart(at, "head_enlarged")
+    assert np.allclose(z(big), w[L - 1, 0], atol=1e-4)
+    assert f"layer {L} · head 1" in big["layout"]["title"]["text"]
+    _widget(at, "heads_layer").set_value(0)
+    _widget(at, "heads_head").set_value(1)
+    at.run()
+    big = chart(at, "head_enlarged")
+    assert np.allclose(z(big), w[0, 1], atol=1e-4) and "layer 1 · head 2" in big["layout"]["title"]["text"]
+    assert "Mean entropy of this head" in texts(at)
+
+    _widget(at, "heads_kind").set_value("decoder").run()      # causal: no step reads a later piece
+    x, y, w = attention_heads(d, "decoder")
+    big = chart(at, "head_enlarged")
+    assert np.allclose(z(big), w[0, 1], atol=1e-4) and np.allclose(np.triu(z(big), 1), 0.0)
+    assert big["layout"]["xaxis"]["ticktext"][0] in ("<s>", "&lt;s&gt;")      # the first input, escaped for plotly
+    assert "causal" in texts(at)
+    _widget(at, "heads_kind").set_value("encoder").run()
+    assert z(chart(at, "head_enlarged")).shape == (len(d.source_tokens),) * 2
+    assert not at.exception
+
+
+def test_heads_in_whole_words_are_merged_like_the_heatmap(transformer):
+    at, d = transformer
+    at = open_tab(at, "Heads")
+    _widget(at, "view").set_value("words").run()
+    x, y, w = attention_heads(d, "cross")
+    L, H = w.shape[:2]
+    _, _, merged = merge_to_words(x, y, w[L - 1, 0])
+    assert np.allclose(z(chart(at, "head_enlarged")), merged, atol=1e-4)
+
+
+def test_a_recurrent_models_heads_tab_points_to_the_transformer(zoo, monkeypatch):
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(zoo))
+    at = open_tab(translate_page(model="en-fr-additive"), "Heads")
+    assert any("Heads belong to a Transformer" in i.value and "en-fr-transformer" in i.value for i in at.info)
+    assert chart(at, "heads_grid") is None and not at.exception
+
+
+def test_compare_puts_the_transformer_beside_the_four_recurrent_scorers(transformer):
+    at, _ = transformer
+    at = open_tab(at, "Compare attention")
+    headings = [m.value for m in at.markdown if "· entropy" in m.value]
+    assert len(headings) == 5
+    # scaled-dot is the recurrent model's; the Transformer has its own panel in its own colour
+    assert chart(at, "cmp_scaled-dot") is not None and chart(at, "cmp_en-fr-transformer") is not None
+    assert any("**Transformer**" in h and f"color:{ATTENTION_COLORS['transformer']}" in h for h in headings)
+    assert chart(at, "cmp_en-fr-transformer")["data"][0]["colorscale"][-1][1] == ATTENTION_COLORS["transformer"]
+    assert "the mean of its heads" in texts(at)
+
+
+def test_every_other_tab_works_for_the_transformer(transformer):
+    at, d = transformer
+    at = open_tab(at, "Step by step")
+    assert len(array(chart(at, "step_attn")["data"][0]["x"])) == len(d.source_tokens)
+    at = open_tab(at, "Forced decoding")
+    _widget(at, "reference").set_value("e d c b a")
+    [b for b in at.button if b.label == "Score this translation"][0].click()
+    at.run()
+    assert chart(at, "forced_heatmap") is not None and "log p(reference)" in texts(at)
+    at = open_tab(submit(at, method="beam"), "Beam tree")
+    assert chart(at, "beam_tree") is not None
+    at = open_tab(at, "Attention emerges")
+    _widget(at, "trace_step").set_value(0)
+    at.run()
+    assert "after 0 training steps" in chart(at, "trace_heatmap")["layout"]["title"]["text"]
+    notes = " | ".join(a["text"] for a in chart(at, "model_diagram")["layout"]["annotations"] if a.get("text"))
+    assert "causal self-attention" in notes and "cross-attention over the encoder" in notes
+    assert not at.exception
