@@ -87,7 +87,7 @@ def test_the_start_page_links_open_their_page_with_the_example_set(server, chrom
     page = chrome.new_page(viewport={"width": 1280, "height": 720})
     page.goto(server)                                          # the app opens on Start here
     page.wait_for_selector("text=Vanishing gradients and gates", timeout=90_000)
-    last = page.get_by_text("coming: a Transformer page").bounding_box()
+    last = page.get_by_text("coming: a trained Transformer").bounding_box()
     assert last["y"] + last["height"] <= 720                   # the whole outline on a projector's screen
     assert page.get_by_role("link", name="Transformer").count() == 0
     keep(page, tmp_path, "start_1280x720.png")
