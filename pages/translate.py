@@ -111,7 +111,7 @@ def heatmap(d: Decoding, words: bool, key: str, height: int | None = None, color
     src, tgt, a = view_of(d, words, attention)
     fig = (attention_heatmap(src, tgt, a, height=height, title=title) if color is None else
            matrix_heatmap(src, tgt, a, colorscale=[[0, "#ffffff"], [1, color]], height=height, title=title))
-    st.plotly_chart(fig, key=key, config={"toImageButtonOptions": {"format": "png", "filename": "attention"}})
+    st.plotly_chart(fig, key=key, config=PNG)
 
 
 def head_label(layer: int, head: int | None, layers: int, heads: int) -> str:
@@ -125,6 +125,9 @@ def pick_head(layers: int, heads: int) -> None:
     picked = head_of_trace(int(points[0]["curve_number"]), layers, heads) if points else None
     if picked:
         S.heads_layer, S.heads_head = picked
+
+
+PNG = {"toImageButtonOptions": {"format": "png", "filename": "attention"}}
 
 
 def set_example():
@@ -192,8 +195,16 @@ with out:
     stopped = "" if d.target_tokens[-1] == "</s>" else " · stopped at the max length"
     st.caption(f"French · {METHODS[S.method]} · {len(d.target_tokens)} pieces · log p = {d.log_prob:.2f} · "
                f"decoded in {ms:.0f} ms on {tr.device.type.upper()}{stopped}")
-words = toggle.segmented_control("Show tokens as", ["words", "pieces"], key="view",
-                                 format_func={"words": "Whole words", "pieces": "Subword pieces"}.get) == "words"
+view_box, play_box = toggle.columns([3, 2], vertical_alignment="center")
+words = view_box.segmented_control("Show tokens as", ["words", "pieces"], key="view", label_visibility="collapsed",
+                                   help="Subword pieces are what the model reads and writes; a whole word's source "
+                                        "weights are summed, its output rows averaged",
+                                   format_func={"words": "Whole words", "pieces": "Pieces"}.get) == "words"
+# ▶ Play redraws the heatmap below one output step at a time: on the first screen, where the
+# class is looking (the Step by step tab replays it too, further down)
+play = d.attention is not None and play_box.button(
+    "▶ Play", key="play_main", width="stretch", help="Replay the decoder filling in the heatmap, one output piece a step "
+                                             "(seconds per step: the Step by step tab)")
 if S.method == "sample" and S.temp > 1.0:
     st.caption(f"Sampling at temperature {S.temp:.2f} > 1 flattens softmax(logits / T): unlikely pieces are drawn "
                "more often than the model's own probabilities say, so odd words are expected. T < 1 sharpens.")
@@ -226,7 +237,7 @@ else:
         head = c2.selectbox("Head", [None, *range(H)], key="tf_head",
                             format_func=lambda h: f"mean of {H}" if h is None else f"{h + 1}")
         shown, title = attention_of(d, layer, head), "cross-attention, " + head_label(layer, head, L, H)
-    heatmap(d, words, "heatmap", attention=shown)      # untitled: the Layer and Head boxes above say which
+    slot = st.empty()       # the heatmap, untitled (the Layer and Head boxes say which); ▶ Play animates it
     if d.cross_attention is not None:
         st.caption(f"A Transformer has {L} layers × {H} heads of cross-attention. The mean of the last layer's heads "
                    "is the matrix its copy mechanism uses and the one other views show; the **Heads** tab draws "
@@ -238,6 +249,17 @@ else:
     c2.download_button("Attention as JSON", json.dumps({"source_tokens": src, "target_tokens": tgt,
                                                          "attention": np.round(a, 6).tolist()}, ensure_ascii=False),
                        "attention.json", "application/json")
+    final = attention_heatmap(src, tgt, a)
+    if play:
+        def show_step(j: int, partial: Decoding) -> None:
+            ps, pt, pa = view_of(partial, words, attention_of(partial, *((layer, head) if title else (None, None))))
+            blank = max(0, len(tgt) - len(pt))      # rows still to come: empty, so the matrix fills in row by row
+            pa = np.vstack([pa, np.full((blank, pa.shape[1]), np.nan)])
+            slot.plotly_chart(attention_heatmap(ps, pt + [""] * blank, pa, height=final.layout.height),
+                              key=f"main_live{j}")
+            time.sleep(S.get("delay", 0.4))
+        forced(tr, S.text, reference_ids=d.target_ids, on_step=show_step)
+    slot.plotly_chart(final, key="heatmap", config=PNG)
 if S.method == "beam" and d.nbest:      # below the heatmap: the first screen shows the translation and its alignment
     st.dataframe(pd.DataFrame([{"rank": i + 1, "translation": h.translation, "log p": round(h.log_prob, 3),
                                 "score (log p / lp)": round(h.score, 3)} for i, h in enumerate(d.nbest)]),

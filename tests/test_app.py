@@ -7,6 +7,8 @@ the real checkpoints too.
 import base64
 import json
 import shutil
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -197,9 +199,29 @@ def test_step_slider_and_live_decoding(app):
     assert "Step **1** of 4 words" in texts(at)
     assert chart(at, "step_attn") is not None and chart(at, "step_top") is not None
     _widget(at, "delay").set_value(0.0)
-    [b for b in at.button if "Play decoding" in b.label][0].click()
+    at.button(key="play").click()
     at.run()
     assert not at.exception and chart(at, "live3") is not None   # one frame per decoder step
+
+
+def test_play_fills_in_the_heatmap_on_the_first_screen(app, monkeypatch):
+    """▶ Play beside the heatmap redraws the heatmap itself one step at a time (one pause per
+    output piece), then leaves the whole matrix."""
+    at = submit(app(), text="a b c")
+    final = chart(at, "heatmap")
+    frames, sleep = [], time.sleep
+
+    def page_sleep(seconds):        # AppTest runs the page in this process, and polls with sleeps of its own
+        if sys._getframe(1).f_code.co_filename.endswith("translate.py"):
+            frames.append(seconds)
+        else:
+            sleep(seconds)
+    monkeypatch.setattr("time.sleep", page_sleep)
+    at.button(key="play_main").click()
+    at.run()
+    assert not at.exception
+    assert len(frames) == len(array(final["data"][0]["y"])) == 4 and set(frames) == {0.4}   # a b c </s>
+    assert np.allclose(array(chart(at, "heatmap")["data"][0]["z"]), array(final["data"][0]["z"]))
 
 
 def test_forced_decoding_scores_a_reference(app):

@@ -83,6 +83,25 @@ def test_translation_and_heatmap_are_on_the_first_screen(server, chrome, tmp_pat
     assert exceptions(page) == []
 
 
+def test_play_animates_the_heatmap_on_the_first_screen(server, chrome, tmp_path):
+    """On a projector, ▶ Play fills in the heatmap the class is looking at, row by row."""
+    page = open_app(chrome, server, 1280, 720)
+    text, last = ("Where is the nearest train station?", "station?") if SHIPPED else ("a b c d e f", "f")
+    translate_in_page(page, text, last)
+    rows = page.evaluate("document.querySelector('.st-key-heatmap .js-plotly-plot').data[0].y.length")
+    page.get_by_role("button", name="▶ Play", exact=True).click()
+    frame = "[class*='st-key-main_live'] .js-plotly-plot"
+    page.wait_for_selector(frame, timeout=30_000)
+    # the frame keeps the final matrix's rows, those still to come empty
+    shown = page.evaluate(f"document.querySelector(\"{frame}\").layout.yaxis.ticktext.filter(t => t !== '').length")
+    box = page.locator(frame).bounding_box()
+    keep(page, tmp_path, "play_1280x720.png")
+    assert 1 <= shown < rows and box["y"] < 720 - 200         # a partial matrix, where the heatmap was
+    page.wait_for_selector(".st-key-heatmap .js-plotly-plot", timeout=60_000)   # and the whole one at the end
+    assert page.evaluate("document.querySelector('.st-key-heatmap .js-plotly-plot').data[0].y.length") == rows
+    assert exceptions(page) == []
+
+
 def test_the_start_page_links_open_their_page_with_the_example_set(server, chrome, tmp_path):
     page = chrome.new_page(viewport={"width": 1280, "height": 720})
     page.goto(server)                                          # the app opens on Start here
@@ -140,7 +159,7 @@ def test_a_pasted_chapter_gets_a_message_and_the_view_choice_stays(server, chrom
     """A 20,000-character paste reaches the server and gets a message (a browser-side
     length cap would refuse it silently); the words/pieces choice survives the refusal."""
     page = open_app(chrome, server)
-    page.get_by_role("radio", name="Subword pieces").click()
+    page.get_by_role("radio", name="Pieces").click()
     page.wait_for_function("[...document.querySelectorAll('.js-plotly-plot .xtick text')]"
                            ".some(e => e.textContent.startsWith('▁'))", timeout=30_000)
     page.get_by_role("textbox", name="English text").fill("The cat sleeps. " * 1250)
@@ -148,7 +167,7 @@ def test_a_pasted_chapter_gets_a_message_and_the_view_choice_stays(server, chrom
     page.get_by_text("the limit is 1,000").wait_for(timeout=30_000)
     text, word = ("Where is the nearest train station?", "▁station") if SHIPPED else ("a b c d e f", "▁f")
     translate_in_page(page, text, word)                  # still in pieces
-    assert page.get_by_role("radio", name="Subword pieces").get_attribute("aria-checked") == "true"
+    assert page.get_by_role("radio", name="Pieces").get_attribute("aria-checked") == "true"
     assert exceptions(page) == []
 
 
