@@ -123,13 +123,18 @@ def copy_scores(tr: Translator, lines: Sequence[CopyLine], beam: int = 1) -> dic
             "names": kept["name"][1], "numbers": kept["number"][1], "beam": beam}
 
 
-def loop_rate(tr: Translator, sources: Sequence[str]) -> dict:
-    """How often greedy decoding never ends: the share of `sources` whose translation runs
-    to the length limit (2 x source pieces + 10) without producing </s>, which on these
-    inputs means the decoder repeats itself."""
-    _, stopped = greedy_batch_stopped(tr, sources)
+def loop_rate(tr: Translator, sources: Sequence[str], beam: int = 1) -> dict:
+    """How often decoding never ends: the share of `sources` whose translation runs to the
+    length limit (2 x source pieces + 10) without producing </s>, which on these inputs
+    means the decoder repeats itself. Greedy, or beam search of width `beam` (its best
+    hypothesis by log p / lp(|y|): a beam ends early when `beam` hypotheses have finished)."""
+    if beam == 1:
+        stopped = greedy_batch_stopped(tr, sources)[1]
+    else:
+        stopped = [d.target_tokens[-1:] == ["</s>"] for d in beam_search_batch(tr, sources, width=beam)]
     loops = sum(not s for s in stopped)
-    return {"loops": loops, "n": len(sources), "share": round(loops / len(sources), 4) if sources else None}
+    return {"loops": loops, "n": len(sources), "share": round(loops / len(sources), 4) if sources else None,
+            "beam": beam}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -139,7 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--text-file", help="plain text, for character-level models (bits per character)")
     p.add_argument("--copy-test", help="kind<TAB>english<TAB>french<TAB>tokens TSV: the share of names and numbers kept")
     p.add_argument("--loops", action="store_true",
-                   help="with --test: the share of 20-60-word sources whose greedy decoding runs to the length limit")
+                   help="with --test: the share of 20-60-word sources whose decoding (greedy, or --beam N) runs to the "
+                        "length limit")
     p.add_argument("--beam", type=int, default=1, help="beam width (1 = greedy, batched)")
     p.add_argument("--limit", type=int, default=0, help="only the first N pairs, or characters with --text-file (0 = all)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -157,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = evaluate_pairs(tr, pairs, a.beam)
         result["perplexity"] = round(perplexity(tr, pairs), 3)
         if a.loops:
-            result["loops"] = loop_rate(tr, [s for s, _ in pairs if 20 <= len(s.split()) <= 60])
+            result["loops"] = loop_rate(tr, [s for s, _ in pairs if 20 <= len(s.split()) <= 60], a.beam)
     except (CheckpointError, InputError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -171,7 +177,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"  {r['min_words']:>2}-{r['max_words']:<2} words  n {r['n']:>5}  BLEU {r['bleu']:.2f}")
         if "loops" in result:
             lp = result["loops"]
-            print(f"greedy decodings of 20-60-word sources that run to the length limit: {lp['loops']} of {lp['n']}")
+            how = "greedy decodings" if a.beam == 1 else f"beam-{a.beam} decodings"
+            print(f"{how} of 20-60-word sources that run to the length limit: {lp['loops']} of {lp['n']}")
     return 0
 
 

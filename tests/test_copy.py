@@ -16,7 +16,7 @@ from s2s.data import (TATOEBA_PERSONS, Augmenter, augment_pairs, copy_test_lines
 from s2s.data import can_copy as can_copy_
 from s2s.decode import greedy_batch_stopped
 from s2s.evaluate import copy_scores, loop_rate
-from s2s.tokenizer import UNK, Tokenizer, add_characters, train_tokenizer
+from s2s.tokenizer import EOS, UNK, Tokenizer, add_characters, train_tokenizer
 from conftest import ROOT, reversal_pairs, write_tsv
 
 NAMES = {"first": ["Olga", "Priya", "Łukasz", "Søren", "Anaïs", "Yann", "Émile", "Dmitri"],
@@ -259,7 +259,25 @@ def test_copy_scores_and_loops_on_a_tiny_model(tiny_additive):
     outs, stopped = greedy_batch_stopped(tr, ["a b c", "d e f g h"])
     assert outs == ["c b a", "h g f e d"] and stopped == [True, True]
     assert greedy_batch_stopped(tr, ["a b c d e f"], max_len=2)[1] == [False]
-    assert loop_rate(tr, ["a b c", "d e f"]) == {"loops": 0, "n": 2, "share": 0.0}
+    assert loop_rate(tr, ["a b c", "d e f"]) == {"loops": 0, "n": 2, "share": 0.0, "beam": 1}
+    assert loop_rate(tr, ["a b c", "d e f"], beam=3) == {"loops": 0, "n": 2, "share": 0.0, "beam": 3}
+
+
+def test_a_decoder_that_never_stops_counts_as_a_loop_greedy_and_beam(untrained_translators, monkeypatch):
+    """A model that never writes </s> (its score forced to -inf) loops on every input, both ways."""
+    import s2s.decode as decode
+    tr = untrained_translators["additive"]
+    step = tr.model.decode_step
+
+    def never_eos(*args, **kw):
+        st = step(*args, **kw)
+        st.logits[..., EOS] = float("-inf")
+        return st
+    monkeypatch.setattr(tr.model, "decode_step", never_eos)
+    for beam in (1, 3):
+        r = loop_rate(tr, ["a b c", "d e"], beam=beam)
+        assert (r["loops"], r["share"], r["beam"]) == (2, 1.0, beam)
+    assert decode.greedy_batch_stopped(tr, ["a b"])[1] == [False]
 
 
 def run(*args):
