@@ -32,8 +32,6 @@ def run_through_app() -> None:
         st.rerun()
 
 
-run_through_app()
-
 DEFAULT_MODEL = "en-fr-additive"
 
 
@@ -193,3 +191,8 @@ def state_from_query(query: dict, defaults: dict, ranges: dict, choices: dict) -
     if "model" in query:
         st.session_state["model"] = query["model"]
     return notes
+
+
+# Last, once everything above is defined: the rerun it may raise ends this import, and a
+# module left half-defined by it would break every page that imports it later.
+run_through_app()

@@ -356,3 +356,18 @@ def test_the_heads_view_enlarges_the_head_clicked(transformer_server, chrome, tm
     assert page.get_by_role("tab", name="Heads").get_attribute("aria-selected") == "true"
     keep(page, tmp_path, "heads_clicked_1280x720.png")
     assert exceptions(page) == []
+
+
+def test_a_link_opened_after_the_start_page_works(tmp_path_factory, tiny_additive, tiny_none, chrome):
+    """A fresh server: the start page first, then a shared /translate link loaded in the same
+    tab. (The first run reruns through app.py; the module that does it must be whole after.)"""
+    zoo = tmp_path_factory.mktemp("fresh_zoo")
+    shutil.copytree(tiny_additive, zoo / "en-fr-additive")
+    shutil.copytree(tiny_none, zoo / "en-fr-none")
+    with streamlit_server({"S2S_CHECKPOINTS": str(zoo)}) as url:
+        page = chrome.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(url)
+        page.wait_for_selector('[data-testid="stSidebarNav"] a', timeout=90_000)
+        page.goto(url + "/translate?text=a+b+c")
+        page.wait_for_selector(".st-key-heatmap .js-plotly-plot", timeout=90_000)
+        assert exceptions(page) == []       # (it runs in Streamlit's old multipage mode: see ui.run_through_app)
