@@ -186,3 +186,14 @@ def trio_env(tmp_path, charlm_trio, monkeypatch):
         shutil.copytree(path, tmp_path / f"charlm-tiny-{cell}")
     monkeypatch.setenv("S2S_CHECKPOINTS", str(tmp_path))
     return tmp_path
+
+
+def five_translators(root: Path, tiny_additive: Path, tiny_none: Path, untrained: dict) -> Path:
+    """A checkpoints folder with the five shipped names: the tiny trained additive and none
+    models, untrained dot, general and scaled-dot ones. Pages then run as on the real zoo."""
+    shutil.copytree(tiny_additive, root / "en-fr-additive")
+    shutil.copytree(tiny_none, root / "en-fr-none")
+    for att in ("dot", "general", "scaled-dot"):
+        shutil.copytree(untrained[att].path, root / f"en-fr-{att}")
+    return root
+

@@ -14,16 +14,13 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT
+from conftest import ROOT, five_translators
 
 
 @pytest.fixture(scope="module")
 def zoo(tmp_path_factory, tiny_additive, tiny_none, untrained_translators):
     root = tmp_path_factory.mktemp("zoo")
-    shutil.copytree(tiny_additive, root / "en-fr-additive")
-    shutil.copytree(tiny_none, root / "en-fr-none")
-    for att in ("dot", "general", "scaled-dot"):
-        shutil.copytree(untrained_translators[att].path, root / f"en-fr-{att}")
+    five_translators(root, tiny_additive, tiny_none, untrained_translators)
     return root
 
 

@@ -7,7 +7,7 @@ import shutil
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, five_translators
 from s2s.align import merge_to_words
 from s2s.checkpoint import load_translator
 from s2s.decode import attention_heads, attention_of, translate
@@ -20,10 +20,7 @@ TEXT = "a b c d e"
 @pytest.fixture(scope="module")
 def zoo(tmp_path_factory, tiny_additive, tiny_none, tiny_transformer, untrained_translators):
     root = tmp_path_factory.mktemp("heads_zoo")
-    shutil.copytree(tiny_additive, root / "en-fr-additive")
-    shutil.copytree(tiny_none, root / "en-fr-none")
-    for att in ("dot", "general", "scaled-dot"):
-        shutil.copytree(untrained_translators[att].path, root / f"en-fr-{att}")
+    five_translators(root, tiny_additive, tiny_none, untrained_translators)
     shutil.copytree(tiny_transformer, root / "en-fr-transformer")
     return root
 

@@ -6,7 +6,7 @@ from urllib.parse import parse_qsl
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT
+from conftest import ROOT, five_translators
 from test_app import chart
 
 # The lecture's outline, in order: (topic, the page and tab each link opens); None: no page yet
@@ -30,10 +30,7 @@ LINKS = [(page, tab) for _, links in OUTLINE for page, tab in links or []]
 def zoo(tmp_path_factory, tiny_additive, tiny_none, untrained_translators, charlm_trio):
     """The five translation models' names and three character models."""
     root = tmp_path_factory.mktemp("start_zoo")
-    shutil.copytree(tiny_additive, root / "en-fr-additive")
-    shutil.copytree(tiny_none, root / "en-fr-none")
-    for att in ("dot", "general", "scaled-dot"):
-        shutil.copytree(untrained_translators[att].path, root / f"en-fr-{att}")
+    five_translators(root, tiny_additive, tiny_none, untrained_translators)
     for cell, path in charlm_trio.items():
         shutil.copytree(path, root / f"charlm-tiny-{cell}")
     return root
