@@ -8,6 +8,8 @@ import streamlit as st
 
 import ui
 
+ui.run_through_app()     # a link's first run in Streamlit's old multipage mode: rerun through app.py
+
 # The icon is a file served by the app itself: a ":material/…" icon makes the browser fetch
 # the favicon from fonts.gstatic.com, and the app fetches nothing from the network.
 st.set_page_config(page_title="Seq2Seq Explorer", page_icon=str(Path(__file__).parent / "assets" / "icon.png"),

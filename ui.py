@@ -6,6 +6,7 @@ what is already loaded. Everything that computes lives in s2s/.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import streamlit as st
@@ -21,13 +22,21 @@ torch.set_num_threads(1)
 
 
 def run_through_app() -> None:
-    """Leave Streamlit's old multipage mode, and run the page again through app.py.
+    """Leave Streamlit's old multipage mode, and run this session's page again through app.py.
 
     Until some session has run app.py (which calls st.navigation), a server started next to
     a pages/ folder runs a deep link such as /translate?text=… as pages/translate.py alone:
-    file names in the sidebar, no wide layout, no start page. Called once per server process:
-    the first import of this module happens in its first run (which has no click to lose)."""
-    if PagesManager.uses_pages_directory:
+    file names in the sidebar, no wide layout, no start page, the link's query ignored. The
+    switch is one flag for the whole server, but a session whose first run began before the
+    flag flipped (a second tab, or a link opened while the first run still imports torch) is
+    in the old mode too, so every run checks its own call stack: Streamlit's old mode runs the
+    page from `_mpa_v1`. app.py and every page call this first; the rerun costs nothing (it
+    happens before anything is drawn)."""
+    frame, old_mode = sys._getframe(1), False
+    while frame is not None and not old_mode:
+        old_mode = frame.f_code.co_name == "_mpa_v1" and "streamlit" in frame.f_code.co_filename
+        frame = frame.f_back
+    if PagesManager.uses_pages_directory or old_mode:
         PagesManager.uses_pages_directory = False
         st.rerun()
 
@@ -191,8 +200,3 @@ def state_from_query(query: dict, defaults: dict, ranges: dict, choices: dict) -
     if "model" in query:
         st.session_state["model"] = query["model"]
     return notes
-
-
-# Last, once everything above is defined: the rerun it may raise ends this import, and a
-# module left half-defined by it would break every page that imports it later.
-run_through_app()

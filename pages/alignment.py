@@ -17,6 +17,8 @@ from s2s.explain import EPSILON, KINDS, METHODS, SHORT, counterfactual, explain
 from s2s.figures import attribution_grid, counterfactual_figure, gold_alignment_figure, tau_figure
 from s2s.text import InputError, clean_text
 
+ui.run_through_app()     # a link's first run in Streamlit's old multipage mode: rerun through app.py
+
 ROOT = Path(__file__).resolve().parent.parent
 TRIAL = ROOT / "examples" / "hansards_trial"
 # the full gold standard is not in the repository; the test set is offered where it exists

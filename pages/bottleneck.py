@@ -15,6 +15,8 @@ from s2s.evaluate import bleu, chrf, evaluate_pairs
 from s2s.figures import context_scatter, length_chart, matrix_heatmap, model_colors, token_bars
 from s2s.text import MAX_CHARS, MAX_SOURCE_TOKENS, InputError
 
+ui.run_through_app()     # a link's first run in Streamlit's old multipage mode: rerun through app.py
+
 # test_long.tsv as `python -m s2s.data` writes it, shipped in examples/ so that Recompute works
 # on a fresh machine (the split is deterministic: the same file as data/tatoeba/test_long.tsv)
 HELD_OUT = Path(__file__).resolve().parent.parent / "examples" / "test_long.tsv"

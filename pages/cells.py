@@ -15,6 +15,8 @@ from s2s.decode import encode_source, greedy
 from s2s.figures import cell_traces_figure, colored_text_html, saturation_scatter, state_heatmap, token_bars
 from s2s.text import MAX_PASSAGE_CHARS, MAX_SAMPLE_CHARS, InputError, clean_passage
 
+ui.run_through_app()     # a link's first run in Streamlit's old multipage mode: rerun through app.py
+
 EXAMPLE_DIR = Path(__file__).resolve().parent.parent / "examples"
 EXAMPLES = {
     "audit_match_class_bits (Linux, kernel/auditfilter.c: the course's snippet)": "audit_match_class_bits.c",

@@ -14,6 +14,8 @@ from s2s.figures import (CELL_NAMES, gradient_flow_figure, memory_gap_figure, me
 from s2s.gradients import DEMO_DEFAULTS, DEMO_RANGES, GradientFlow, gradient_flow, untrained_flow
 from s2s.text import MAX_PASSAGE_CHARS, InputError, clean_passage
 
+ui.run_through_app()     # a link's first run in Streamlit's old multipage mode: rerun through app.py
+
 ROOT = Path(__file__).resolve().parent.parent
 GAP_RESULTS = ROOT / "results" / "memory_gap.json"
 EXAMPLES = {"War and Peace": ROOT / "examples" / "war_and_peace_heldout.txt",     # test parts: never trained on

@@ -9,6 +9,8 @@ import streamlit as st
 
 import ui
 
+ui.run_through_app()     # a link's first run in Streamlit's old multipage mode: rerun through app.py
+
 
 class Link(NamedTuple):
     page: str                # a page registered in app.py

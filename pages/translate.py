@@ -18,6 +18,8 @@ from s2s.figures import (alignment_lines, attention_heatmap, beam_tree_figure, h
                          matrix_heatmap, model_colors, model_diagram, scaling_figure, token_bars)
 from s2s.text import MAX_BEAM, MAX_CHARS, MAX_DECODE_LEN, InputError
 
+ui.run_through_app()     # a link's first run in Streamlit's old multipage mode: rerun through app.py
+
 COURSE_SENTENCE = "The agreement on the European Economic Area was signed in August 1992."
 EXAMPLES = [      # the first opens the page: adjectives reorder ("big black dog" -> "gros chien noir")
     "She has a big black dog.",

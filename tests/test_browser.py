@@ -368,6 +368,16 @@ def test_a_link_opened_after_the_start_page_works(tmp_path_factory, tiny_additiv
         page = chrome.new_page(viewport={"width": 1280, "height": 720})
         page.goto(url)
         page.wait_for_selector('[data-testid="stSidebarNav"] a', timeout=90_000)
-        page.goto(url + "/translate?text=a+b+c")
+        page.goto(url + "/translate?text=a+b+c")          # while the first run may still import torch
         page.wait_for_selector(".st-key-heatmap .js-plotly-plot", timeout=90_000)
-        assert exceptions(page) == []       # (it runs in Streamlit's old multipage mode: see ui.run_through_app)
+        assert exceptions(page) == []
+        # through app.py (ui.run_through_app), not Streamlit's old multipage mode: the pages' titles
+        # in the sidebar, not their file names, and the link's text applied
+        nav = page.locator('[data-testid="stSidebarNav"] a')
+        assert "Translate & Align" in " ".join(nav.all_inner_texts())
+        assert page.get_by_role("textbox", name="English text").input_value() == "a b c"
+        second = chrome.new_page(viewport={"width": 1280, "height": 720})      # another session, same server
+        second.goto(url + "/translate?text=c+b")
+        second.wait_for_selector(".st-key-heatmap .js-plotly-plot", timeout=90_000)
+        assert second.get_by_role("textbox", name="English text").input_value() == "c b"
+        assert "Translate & Align" in " ".join(second.locator('[data-testid="stSidebarNav"] a').all_inner_texts())
