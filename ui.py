@@ -31,7 +31,12 @@ def run_through_app() -> None:
     flag flipped (a second tab, or a link opened while the first run still imports torch) is
     in the old mode too, so every run checks its own call stack: Streamlit's old mode runs the
     page from `_mpa_v1`. app.py and every page call this first; the rerun costs nothing (it
-    happens before anything is drawn)."""
+    happens before anything is drawn). Only a session's first run is rerun: it has no click
+    to lose, and once the flag is off every later run of every session goes through app.py.
+    (AppTest sets the flag again before each run; its later runs keep their clicks.)"""
+    if st.session_state.get("_through_app"):
+        return
+    st.session_state["_through_app"] = True
     frame, old_mode = sys._getframe(1), False
     while frame is not None and not old_mode:
         old_mode = frame.f_code.co_name == "_mpa_v1" and "streamlit" in frame.f_code.co_filename

@@ -50,8 +50,9 @@ def explain(text: str):
     st.markdown(f"<div style='font-size:0.95rem;color:#444'>{text}</div>", unsafe_allow_html=True)
 
 
-st.title("The bottleneck: with and without attention")
-st.caption("“You can't cram the meaning of a whole sentence into a single vector.” The `none` model reads one "
+st.title("The bottleneck")     # one line at 1280 px: the results must reach the first screen of a projector
+st.caption("With and without attention. “You can't cram the meaning of a whole sentence into a single vector.” "
+           "The `none` model reads one "
            "fixed vector, the final encoder state, at every step; an attention model reads a new weighted average "
            "of all encoder states at each step. Everything else about the two models is identical.")
 
@@ -81,10 +82,11 @@ for m in measured:
 st.header("Side by side")
 default_src, default_ref = joined_example(3)
 with st.form("bn_input"):
-    text = st.text_area("English text", default_src, key="bn_text",
+    text = st.text_area("English text", default_src, key="bn_text", height=68,      # two lines: compact
                         help=f"Up to {MAX_CHARS:,} characters: a few sentences.")
-    reference = st.text_input("Reference translation (optional, for BLEU and chrF)", default_ref, key="bn_ref")
-    st.form_submit_button("Translate with both", type="primary")
+    c1, c2 = st.columns([4, 1], vertical_alignment="bottom")
+    reference = c1.text_input("Reference translation (optional, for BLEU and chrF)", default_ref, key="bn_ref")
+    c2.form_submit_button("Translate with both", type="primary", width="stretch")
 # the example's reference says nothing about a text the user typed: score only a matching pair
 scored = reference.strip() and not (reference == default_ref and text != default_src)
 results = {}

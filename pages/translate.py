@@ -326,7 +326,8 @@ with tabs[0]:
 with tabs[1]:
     if tabs[1].open:
         if S.method != "beam":
-            st.info("Choose **Beam search** in the decoding settings and press Translate to see its tree.")
+            st.info("Choose **Beam search** (beside Greedy, under the text) and press Translate to see its tree; "
+                    "its width is under Decoding settings.")
         else:
             st.caption("Every hypothesis the beam kept at every step. Bold paths are the final n-best, the darkest "
                        "is the winner; red dots are finished hypotheses (they emitted </s>). A finished hypothesis leaves the "

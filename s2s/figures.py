@@ -109,14 +109,16 @@ def token_bars(tokens: Sequence[str], values: Sequence[float], value_title: str,
                   textposition="auto", hovertext=labels,
                   hovertemplate="%{hovertext}: %{" + ("x" if horizontal else "y") + ":" + value_format
                   + "}<extra></extra>")
-    token_axis = dict(tickmode="array", tickvals=pos, ticktext=labels,
-                      tickfont=dict(size=14 if horizontal or len(tokens) <= 25 else 10))
+    # Vertical bars: labels stand upright (-90 degrees), so neighbours never overlap as long as
+    # the font is no taller than a bar is wide; half a column at 1280 px is ~380 px wide.
+    size = 14 if horizontal or len(tokens) <= 20 else 11 if len(tokens) <= 30 else 9
+    token_axis = dict(tickmode="array", tickvals=pos, ticktext=labels, tickfont=dict(size=size))
     value_axis = dict(title=dict(text=value_title), range=list(value_range) if value_range else None)
     if horizontal:
         axes = dict(yaxis=dict(autorange="reversed", **token_axis), xaxis=value_axis)
         height = height or max(220, 60 + 28 * len(tokens))
     else:
-        axes = dict(xaxis=dict(tickangle=-60, **token_axis), yaxis=value_axis)
+        axes = dict(xaxis=dict(tickangle=-90, **token_axis), yaxis=value_axis)
         height = height or 320
     return figure([bars], height=height, margin=dict(l=10, r=10, t=10, b=40), **axes)
 

@@ -111,6 +111,9 @@ def test_beam_search_shows_nbest_and_tree(app):
     assert list(table["rank"]) == [1, 2, 3] and table["translation"][0] == "c b a"
     assert chart(at, "beam_tree") is None                   # hidden tabs don't run
     assert chart(open_tab(at, "Beam tree"), "beam_tree") is not None
+    greedy = open_tab(submit(app(), text="a b c"), "Beam tree")      # no tree: the hint names the radio where it is
+    assert chart(greedy, "beam_tree") is None
+    assert any("**Beam search** (beside Greedy" in i.value for i in greedy.info)
 
 
 def test_sampling_is_reproducible_with_its_seed(app):

@@ -10,6 +10,7 @@ from s2s.bottleneck import (STRESS_PAIRS, StressRow, cosine_similarity, first_fa
                             repetition_rate, stress_row)
 from s2s.checkpoint import load_translator
 from s2s.decode import greedy
+from s2s.figures import token_bars
 
 
 def test_joined_examples_grow_to_about_sixty_words():
@@ -217,3 +218,13 @@ def test_length_stress_and_cost_views_add_the_transformer(zoo_env, tiny_transfor
         assert ATTENTION_COLORS["transformer"] in spec and "some-transformer" in spec, field
     text = " ".join(m.value for m in at.markdown)
     assert "some-transformer" in text and "decoder self-attention" in text
+
+
+def test_long_log_p_bars_stand_their_labels_upright_and_small():
+    """Many pieces along x: labels at -90 degrees, in a font no taller than half a column at
+    1280 px gives each bar, so rotated neighbours never overlap."""
+    short = token_bars(list("abcde"), [-0.1] * 5, "log p", horizontal=False)
+    long = token_bars([f"▁w{i}" for i in range(36)], [-0.5] * 36, "log p", horizontal=False)
+    assert short.layout.xaxis.tickangle == long.layout.xaxis.tickangle == -90
+    assert long.layout.xaxis.tickfont.size <= 380 / 36 < short.layout.xaxis.tickfont.size
+    assert len(long.layout.xaxis.ticktext) == 36                       # every piece labelled, none dropped
