@@ -21,15 +21,19 @@ from s2s.text import MAX_BEAM, MAX_CHARS, MAX_DECODE_LEN, InputError
 ui.run_through_app()     # a link's first run in Streamlit's old multipage mode: rerun through app.py
 
 COURSE_SENTENCE = "The agreement on the European Economic Area was signed in August 1992."
+COPY_SENTENCE = "Ngozi and Mateus are waiting for the bus."     # names in no training pair: copied
 EXAMPLES = [      # the first opens the page: adjectives reorder ("big black dog" -> "gros chien noir")
     "She has a big black dog.",
     "I went to the lecture.",
+    COPY_SENTENCE,
     "I think it's going to rain tomorrow.",
     "We should have left earlier, but we were waiting for my brother.",
     "My grandmother lives in a small house near the sea. She walks to the beach every morning.",
     COURSE_SENTENCE,
 ]
-EXAMPLE_LABELS = {COURSE_SENTENCE: COURSE_SENTENCE + "  (the lecture's slide; a failure case: \"European Economic "
+EXAMPLE_LABELS = {COPY_SENTENCE: COPY_SENTENCE + "  (two names no training pair has: the attention models copy "
+                                 "them, each French name attending to its English one)",
+                  COURSE_SENTENCE: COURSE_SENTENCE + "  (the lecture's slide; a failure case: \"European Economic "
                                    "Area\" is in none of the 159,086 Tatoeba training pairs)"}
 SCALING_DIMS = [4, 16, 64, 256, 1024]     # query/key sizes for the "why sqrt(d)" view
 METHODS = {"greedy": "Greedy", "beam": "Beam search", "sample": "Sampling"}

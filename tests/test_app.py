@@ -366,3 +366,23 @@ def test_shipped_models_smoke(monkeypatch):
     assert chart(at, "heatmap") is not None
     at = submit(at, text="I went to the lecture.")
     assert "cours" in translation(at) or "conférence" in translation(at)
+
+
+@pytest.mark.skipif(not (ROOT / "checkpoints" / "en-fr-additive" / "metrics.json").is_file(),
+                    reason="needs the shipped checkpoints")
+def test_the_copy_example_keeps_both_names_with_a_sharp_alignment(monkeypatch):
+    """The example of names no training pair has: both come out verbatim, and in the heatmap
+    each French name attends to its English one (the row's maximum, above one half)."""
+    monkeypatch.delenv("S2S_CHECKPOINTS", raising=False)
+    at = translate_page(timeout=90)
+    at.selectbox(key="example").set_value("Ngozi and Mateus are waiting for the bus.").run()
+    at = submit(at)
+    assert "Ngozi" in translation(at) and "Mateus" in translation(at)
+    fig = chart(at, "heatmap")
+    src = list(fig["layout"]["xaxis"]["ticktext"])
+    tgt = list(fig["layout"]["yaxis"]["ticktext"])
+    a = array(fig["data"][0]["z"]).astype(float)
+    for name in ("Ngozi", "Mateus"):
+        row = a[tgt.index(name)]
+        assert src[int(row.argmax())] == name and row.max() > 0.5
+
