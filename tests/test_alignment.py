@@ -71,14 +71,16 @@ def by_word(tok, words):
 
 def test_word_pieces_on_tricky_tokens_with_the_shipped_tokenizer():
     tok = Tokenizer(SHIPPED_SPM)
-    words = "aujourd' hui , l' homme ( C - 49 ) coûte 6,8 $ peut-être PT7 « oui » …".split()
+    words = "aujourd' hui , l' homme ( C - 49 ) coûte 6,8 $ peut-être PT7 « oui » … 漢 ☃x".split()
     got = dict(zip(words, by_word(tok, words)))
     assert got["aujourd'"] == ["▁aujourd", "'"] and got["hui"] == ["▁", "hui"]     # the "▁" goes with the next word
     assert got["l'"] == ["▁l", "'"] and got["homme"] == ["▁homme"]
     assert got[","] == ["▁", ","] and got["-"] == ["▁", "-"]
-    assert got["("] == got[")"] == got["$"] == ["▁", "<unk>"]                       # unknown to this vocabulary
-    assert got["6,8"] == ["▁", "<unk>", ",", "<unk>"]                               # so are 6, 7 and 8
-    assert got["PT7"] == ["▁P", "T", "<unk>"] and got["49"] == ["▁4", "9"]
+    # "(", ")", "$" and every digit are pieces since the copy fine-tune (tokenizer.add_characters)
+    assert got["("] == ["▁", "("] and got[")"] == ["▁", ")"] and got["$"] == ["▁", "$"]
+    assert got["6,8"] == ["▁", "6", ",", "8"]
+    assert got["PT7"] == ["▁P", "T", "7"] and got["49"] == ["▁4", "9"]
+    assert got["漢"] == ["▁", "<unk>"] and got["☃x"] == ["▁", "<unk>", "x"]        # unknown to this vocabulary
     assert got["peut-être"] == ["▁peut", "-", "être"]
     assert got["…"] == ["▁", ".", ".", "."]                                         # normalised to three dots
     # every piece of the sentence is owned, in order, by exactly the word it spells
