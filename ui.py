@@ -29,8 +29,8 @@ def run_through_app() -> None:
     file names in the sidebar, no wide layout, no start page, the link's query ignored. The
     switch is one flag for the whole server, but a session whose first run began before the
     flag flipped (a second tab, or a link opened while the first run still imports torch) is
-    in the old mode too, so every run checks its own call stack: Streamlit's old mode runs the
-    page from `_mpa_v1`. app.py and every page call this first; the rerun costs nothing (it
+    in the old mode too, so a session's first run checks its own call stack: Streamlit's old
+    mode runs the page from `_mpa_v1`. app.py and every page call this first; the rerun costs nothing (it
     happens before anything is drawn). Only a session's first run is rerun: it has no click
     to lose, and once the flag is off every later run of every session goes through app.py.
     (AppTest sets the flag again before each run; its later runs keep their clicks.)"""

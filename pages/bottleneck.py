@@ -52,9 +52,9 @@ def explain(text: str):
 
 st.title("The bottleneck")     # one line at 1280 px: the results must reach the first screen of a projector
 st.caption("With and without attention. “You can't cram the meaning of a whole sentence into a single vector.” "
-           "The `none` model reads one "
-           "fixed vector, the final encoder state, at every step; an attention model reads a new weighted average "
-           "of all encoder states at each step. Everything else about the two models is identical.")
+           "The `none` model reads one fixed vector, the final encoder state, at every step; an attention model "
+           "reads a new weighted average of all encoder states at each step. Everything else about the two models "
+           "is identical.")
 
 # models are chosen by what their configs say, never by folder name
 infos = {i.name: i for i in ui.translation_models() if i.error is None}

@@ -265,7 +265,6 @@ def test_copy_scores_and_loops_on_a_tiny_model(tiny_additive):
 
 def test_a_decoder_that_never_stops_counts_as_a_loop_greedy_and_beam(untrained_translators, monkeypatch):
     """A model that never writes </s> (its score forced to -inf) loops on every input, both ways."""
-    import s2s.decode as decode
     tr = untrained_translators["additive"]
     step = tr.model.decode_step
 
@@ -277,7 +276,7 @@ def test_a_decoder_that_never_stops_counts_as_a_loop_greedy_and_beam(untrained_t
     for beam in (1, 3):
         r = loop_rate(tr, ["a b c", "d e"], beam=beam)
         assert (r["loops"], r["share"], r["beam"]) == (2, 1.0, beam)
-    assert decode.greedy_batch_stopped(tr, ["a b"])[1] == [False]
+    assert greedy_batch_stopped(tr, ["a b"])[1] == [False]
 
 
 def run(*args):
