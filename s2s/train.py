@@ -23,7 +23,7 @@ Several processes train one model with DistributedDataParallel when started by t
     torchrun --nproc_per_node 2 -m s2s.train --data ... --out ...          (one machine)
     torchrun --nnodes 2 --node_rank 0|1 --master_addr HOST --nproc_per_node 4 -m s2s.train ...
 
-gloo on CPUs, NCCL on GPUs (bf16 autocast there). Every process builds the same batches in
+gloo on CPUs, NCCL on GPUs (bf16 autocast there; --bf16 on a CPU). Every process builds the same batches in
 the same order and takes its own shard of each (rows rank, rank + N, ...); DDP sums the
 gradients, so a step is the single-process step on the whole batch. Rank 0 alone logs,
 saves, traces and evaluates. A plain `python -m s2s.train` is rank 0 of 1, as before.
@@ -298,6 +298,9 @@ def main(argv=None) -> int:
     p.add_argument("--test-beam", type=int, default=5)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's default)")
+    p.add_argument("--bf16", action="store_true",
+                   help="bf16 autocast on the CPU too (on a GPU it is always on): matrix products "
+                        "about 2.8x faster on a CPU with AVX512-BF16; weights and optimizer stay fp32")
     p.add_argument("--no-eval", action="store_true", help="skip the final test evaluation")
     a = p.parse_args(argv)
 
@@ -377,7 +380,9 @@ def main(argv=None) -> int:
 
     model.train()
     net = DistributedDataParallel(model) if world > 1 else model     # the same model, gradients summed
-    bf16 = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else contextlib.nullcontext()
+    # bf16 products, fp32 weights, optimizer and loss (logits.float() below)
+    bf16 = (torch.autocast(device.type, dtype=torch.bfloat16) if device.type == "cuda" or a.bf16
+            else contextlib.nullcontext())
     bar = tqdm(total=a.steps, initial=meta["step"], desc=name, unit="step", dynamic_ncols=True,
                disable=not main_process)
     t_start, seconds0 = time.time(), meta["seconds"]
