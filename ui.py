@@ -6,19 +6,25 @@ what is already loaded. Everything that computes lives in s2s/.
 from __future__ import annotations
 
 import json
+import logging
+import os
 import sys
+import threading
 from pathlib import Path
 
 import streamlit as st
-import torch
 from streamlit.runtime.pages_manager import PagesManager     # internal: see run_through_app
 
+# The registry imports no torch: the start page draws while warm_up imports it (below).
 from s2s.checkpoint import (CheckpointError, CheckpointInfo, LanguageModel, Translator, checkpoint_root,
                             default_device, list_checkpoints, load_charlm, load_translator)
 
 # One thread per request: batch-1 decoding gains little from more, and a shared server
-# with several users stays responsive when no request grabs every core.
-torch.set_num_threads(1)
+# with several users stays responsive when no request grabs every core. torch reads this
+# when it is imported; a process that imported it already (a test run) is told directly.
+os.environ["OMP_NUM_THREADS"] = "1"
+if "torch" in sys.modules:
+    sys.modules["torch"].set_num_threads(1)
 
 
 def run_through_app() -> None:
@@ -79,6 +85,75 @@ def model_path(name: str) -> str:
     return str(checkpoint_root() / name)
 
 
+def warm_up() -> threading.Thread | None:
+    """Once per server process, in the background: import torch and what the pages compute
+    with, read the registry, load the default model and decode once (the first decode builds
+    its weight layouts, ~0.3 s a model here), then the same for every other translation model
+    (Compare attention, the Bottleneck page and a model switch use them), and last the
+    Bottleneck page's decode timings for its first view (decode_timing). The first page a
+    class sees is the start page, which needs none of this; by the time someone presses a
+    link, Translate finds it all in the caches (`tools/bench_browser.py`,
+    start_link_first_heatmap). Returns the thread that started, None if one already ran."""
+    global _warm_thread
+    with _warm_lock:
+        if _warm_thread is not None:
+            return None
+        _warm_thread = threading.Thread(target=_warm, args=(checkpoint_root(),), name="s2s-warm-up", daemon=True)
+    _warm_thread.start()
+    return _warm_thread
+
+
+_warm_lock, _warm_thread = threading.Lock(), None
+
+
+class _QuietWarmUp(logging.Filter):
+    """The warm-up runs outside any session, so the model's "Loading…" spinner has nowhere to
+    go and Streamlit logs "missing ScriptRunContext" for it; that is expected there."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return threading.current_thread().name != "s2s-warm-up"
+
+
+logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(_QuietWarmUp())
+
+
+def _warm(root: Path) -> None:
+    import pandas  # noqa: F401  (the pages' imports, in the order the Translate page makes them)
+    import s2s.decode
+    import s2s.figures  # noqa: F401
+    from s2s.text import InputError
+    infos = [i for i in checkpoints_in(str(root)) if i.kind == "translation" and i.error is None]
+    names = sorted((i.name for i in infos), key=lambda n: n != DEFAULT_MODEL)    # the default first
+    timed = ([i.name for i in infos if i.attention == "none"][:1] + [n for n in names if n == DEFAULT_MODEL]
+             + [i.name for i in infos if i.arch == "transformer"][:1])           # the Bottleneck page's first view
+    for name in names:         # for Translate, then Compare attention, the Bottleneck page, a model switch
+        try:
+            s2s.decode.greedy(load_path(str(root / name)), "Hello.")
+        except (CheckpointError, InputError, OSError):   # the page that opens it says what is wrong
+            pass
+    for name in timed:
+        try:
+            decode_timing(str(root / name))
+        except (CheckpointError, InputError, OSError):
+            pass
+
+
+@st.cache_data(max_entries=16, show_spinner=False)     # no session in warm_up's thread: the page shows one
+def decode_timing(path: str) -> list[dict]:
+    """The Bottleneck page's cost view: forced-decoding time of its joined examples, 1 to
+    len(STRESS_PAIRS) sentences, for one model; measured once per server (~0.4 s for the
+    fixed-vector model, ~3 s for the Transformer here, so warm_up measures the page's first
+    view in the background)."""
+    from s2s.bottleneck import STRESS_PAIRS, decode_ms, joined_example
+    tr, rows = load_path(path), []
+    for k in range(1, len(STRESS_PAIRS) + 1):
+        src, ref = joined_example(k)
+        m_len, t_len = len(tr.tokenizer.encode(src)) + 1, len(tr.tokenizer.encode(ref)) + 1
+        rows.append({"model": Path(path).name, "sentences": k, "m": m_len, "t": t_len, "m·t": m_len * t_len,
+                     "ms": round(decode_ms(tr, src, ref), 2)})
+    return rows
+
+
 def load_model(name: str) -> Translator:
     """A checkpoint by name, loaded once per server process (keyed by its full path)."""
     return load_path(model_path(name))
@@ -109,6 +184,19 @@ def model_label(info: CheckpointInfo) -> str:
     return f"{info.name}" + (f"  (BLEU {bleu:.1f})" if bleu is not None else "")
 
 
+def picker_help(usable: list[CheckpointInfo]) -> str:
+    """What the models on offer are, counted from their configs."""
+    recurrent = [i for i in usable if i.arch == "rnn"]
+    transformers = sum(i.arch == "transformer" for i in usable)
+    parts = []
+    if recurrent:
+        parts.append(f"{len(recurrent)} recurrent encoder-decoder{'s' if len(recurrent) > 1 else ''} "
+                     f"(attention: {', '.join(i.attention or 'none' for i in recurrent)})")
+    if transformers:
+        parts.append(f"{transformers} Transformer{'s' if transformers > 1 else ''}")
+    return " and ".join(parts) + ", English→French."
+
+
 def model_picker(key: str = "model") -> str | None:
     """Sidebar select box over the translation checkpoints; returns the chosen name."""
     usable = [i for i in translation_models() if i.error is None]
@@ -123,8 +211,7 @@ def model_picker(key: str = "model") -> str | None:
             st.session_state[key] = DEFAULT_MODEL if DEFAULT_MODEL in names else names[0]
         by_name = {i.name: i for i in usable}
         name = st.selectbox("Translation model", names, key=key, format_func=lambda n: model_label(by_name[n]),
-                            help="Five models trained identically on Tatoeba English→French; "
-                                 "they differ only in the attention function.")
+                            help=picker_help(usable))
         st.caption(by_name[name].description)
         device = default_device()
         st.caption(f"Device: **{'CUDA GPU' if device.type == 'cuda' else 'CPU'}**")

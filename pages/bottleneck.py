@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from s2s.bottleneck import (STRESS_PAIRS, cosine_similarity, decode_ms, first_failure, joined_example, pca_2d,
+from s2s.bottleneck import (STRESS_PAIRS, cosine_similarity, first_failure, joined_example, pca_2d,
                             stress_row)
 from s2s.data import read_pairs
 from s2s.decode import Decoding, greedy
@@ -29,21 +29,6 @@ def greedy_path(path: str, text: str) -> Decoding:
 
 def greedy_cached(model: str, text: str) -> Decoding:
     return greedy_path(ui.model_path(model), text)
-
-
-@st.cache_data(max_entries=16, show_spinner="Timing both models…")
-def timing_table(paths: tuple[str, ...]) -> pd.DataFrame:
-    """Forced-decoding time of the joined examples for each model (measured once per server)."""
-    rows = []
-    for path in paths:
-        tr = ui.load_path(path)
-        m = Path(path).name
-        for k in range(1, len(STRESS_PAIRS) + 1):
-            src, ref = joined_example(k)
-            m_len, t_len = len(tr.tokenizer.encode(src)) + 1, len(tr.tokenizer.encode(ref)) + 1
-            rows.append({"model": m, "sentences": k, "m": m_len, "t": t_len, "m·t": m_len * t_len,
-                         "ms": round(decode_ms(tr, src, ref), 2)})
-    return pd.DataFrame(rows)
 
 
 def explain(text: str):
@@ -262,9 +247,10 @@ st.header("Cost")
 c1, c2 = st.columns([3, 1])
 with c1:
     if st.button("Measure again", key="bn_time_again"):
-        timing_table.clear()
-    try:
-        tdf = timing_table(tuple(ui.model_path(m) for m in measured))
+        ui.decode_timing.clear()
+    try:     # measured once per server, and for the page's first view in the background (ui.warm_up)
+        with st.spinner("Timing the models…"):     # shown only if it takes over half a second
+            tdf = pd.DataFrame([row for m in measured for row in ui.decode_timing(ui.model_path(m))])
         st.altair_chart(length_chart(tdf, "m·t", "ms", x_title="m · t (source pieces × output pieces)",
                                      y_title="decode time (ms, forced, batch 1)", colors=COLORS), key="cost_chart")
     except InputError as e:

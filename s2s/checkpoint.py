@@ -10,6 +10,9 @@ kind is "translation" (model.py, or transformer.py when the model's "arch" is
 "transformer") or "charlm" (charlm.py).
 Weights are stored in fp16 to halve the size and loaded in fp32 (fp16 matmuls are slow
 on CPUs). Models go to CUDA when present, else the CPU.
+
+Reading the registry imports no torch (the models are imported when one is loaded): the app's
+first page lists the checkpoints while torch is still being imported in the background.
 """
 from __future__ import annotations
 
@@ -18,16 +21,18 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import torch
+from typing import TYPE_CHECKING
+
 from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
 
-from torch import nn
+if TYPE_CHECKING:       # torch and the models are imported where a model is loaded or saved
+    import torch
+    from torch import nn
 
-from .charlm import CharLM, CharLMConfig
-from .model import ModelConfig, Seq2Seq
-from .tokenizer import Tokenizer
-from .transformer import Transformer, TransformerConfig
+    from .charlm import CharLM
+    from .model import Seq2Seq
+    from .tokenizer import Tokenizer
+    from .transformer import Transformer
 
 ROOT = Path(__file__).resolve().parent.parent / "checkpoints"
 
@@ -42,6 +47,7 @@ class CheckpointError(RuntimeError):
 
 
 def default_device() -> torch.device:
+    import torch
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
@@ -83,12 +89,25 @@ class LanguageModel:
         return self.config.get("description", "")
 
 
-# A translation model's class by its config's "arch" (configs saved before there was a choice are "rnn").
-ARCHS = {"rnn": (ModelConfig, Seq2Seq), "transformer": (TransformerConfig, Transformer)}
+# A translation model's architecture, from its config's "arch" (configs saved before there was a choice are "rnn").
+ARCHS = ("rnn", "transformer")
+
+
+def arch_classes(arch: str) -> tuple[type, type]:
+    """(config class, model class) of a translation model's architecture."""
+    if arch == "transformer":
+        from .transformer import Transformer, TransformerConfig
+        return TransformerConfig, Transformer
+    from .model import ModelConfig, Seq2Seq
+    return ModelConfig, Seq2Seq
 
 
 def save_checkpoint(model: Seq2Seq | Transformer | CharLM, tokenizer_file: str | Path | None, out_dir: str | Path, name: str,
                     description: str, metrics: dict | None = None) -> Path:
+    import torch
+    from safetensors.torch import save_file
+
+    from .charlm import CharLM
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     weights = {k: v.detach().to("cpu", torch.float16).contiguous() for k, v in model.state_dict().items()}
@@ -114,6 +133,7 @@ def read_json(path: Path, what: str) -> dict:
 
 def load_translator(path: str | Path, device: torch.device | str | None = None) -> Translator:
     """Load a translation checkpoint folder, or raise CheckpointError naming it."""
+    from .tokenizer import Tokenizer
     path = Path(path)
     what, config, cfg = _read_config(path, "translation")
     if not (path / "spm.model").is_file():
@@ -124,13 +144,14 @@ def load_translator(path: str | Path, device: torch.device | str | None = None) 
         raise CheckpointError(f"{what}: tokenizer spm.model cannot be read ({e})") from None
     if len(tokenizer) != cfg.vocab_size:
         raise CheckpointError(f"{what}: tokenizer has {len(tokenizer)} pieces but the model expects {cfg.vocab_size}")
-    model = _load_weights(path, ARCHS[getattr(cfg, "arch", "rnn")][1](cfg), what, device)
+    model = _load_weights(path, arch_classes(getattr(cfg, "arch", "rnn"))[1](cfg), what, device)
     metrics = read_json(path / "metrics.json", what) if (path / "metrics.json").is_file() else {}
     return Translator(config.get("name", path.name), path, model, tokenizer, config, metrics)
 
 
 def load_charlm(path: str | Path, device: torch.device | str | None = None) -> LanguageModel:
     """Load a character-level language model folder, or raise CheckpointError naming it."""
+    from .charlm import CharLM, CharLMConfig
     path = Path(path)
     what, config, cfg = _read_config(path, "charlm", CharLMConfig)
     model = _load_weights(path, CharLM(cfg), what, device)
@@ -155,7 +176,7 @@ def _read_config(path: Path, kind: str, config_cls=None):
             arch = config["model"].get("arch", "rnn")
             if arch not in ARCHS:
                 raise ValueError(f"unknown arch {arch!r}; known: {', '.join(ARCHS)}")
-            config_cls = ARCHS[arch][0]
+            config_cls = arch_classes(arch)[0]
         return what, config, config_cls.from_dict(config["model"])
     except (KeyError, TypeError, ValueError) as e:
         raise CheckpointError(f"{what}: config.json does not describe a model ({e})") from None
@@ -164,6 +185,9 @@ def _read_config(path: Path, kind: str, config_cls=None):
 def _load_weights(path: Path, model: nn.Module, what: str, device) -> nn.Module:
     """Fill `model` from path/model.safetensors (fp16 on disk, fp32 in memory), checking
     that every tensor is there with the shape the config implies."""
+    from safetensors.torch import load_file
+
+    from .charlm import CharLM
     if not (path / "model.safetensors").is_file():
         raise CheckpointError(f"{what}: model.safetensors is missing")
     try:

@@ -386,3 +386,41 @@ def test_the_copy_example_keeps_both_names_with_a_sharp_alignment(monkeypatch):
         row = a[tgt.index(name)]
         assert src[int(row.argmax())] == name and row.max() > 0.5
 
+
+
+def test_warm_up_loads_every_model_once_in_the_background(zoo, monkeypatch):
+    """app.py calls ui.warm_up on every run: the first call, in a background thread, loads the
+    default model and then every other one into the shared cache and decodes once with each
+    (building its decode-time weights), so the first Translate press, Compare attention and a
+    model switch find them ready; later calls start nothing."""
+    import ui
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(zoo))
+    monkeypatch.setattr(ui, "_warm_thread", None)      # as in a fresh server process
+    ui.load_path.clear()
+    ui.decode_timing.clear()
+    import s2s.bottleneck
+    timed = []      # the tiny models' pieces are too fine to force-decode the long examples: count instead
+    monkeypatch.setattr(s2s.bottleneck, "decode_ms", lambda tr, *a, **k: timed.append(tr.path.name) or 1.0)
+    thread = ui.warm_up()
+    assert thread is not None and thread.name == "s2s-warm-up" and thread.daemon
+    thread.join(60)
+    assert not thread.is_alive()
+    assert ui.warm_up() is None
+    for name in ("en-fr-additive", "en-fr-dot", "en-fr-none"):    # the default, and every other model
+        tr = ui.load_path(str(zoo / name))               # a cache hit: the thread's model
+        assert tr.model._decode_cache is not None        # built by the thread's decode
+    # and the Bottleneck page's first cost view (the fixed-vector and the default model) is measured:
+    # reading it now times nothing
+    assert sorted(set(timed)) == ["en-fr-additive", "en-fr-none"]
+    monkeypatch.setattr(s2s.bottleneck, "decode_ms", lambda *a, **k: pytest.fail("timed again"))
+    for name in ("en-fr-none", "en-fr-additive"):
+        rows = ui.decode_timing(str(zoo / name))
+        assert [r["sentences"] for r in rows] == list(range(1, len(s2s.bottleneck.STRESS_PAIRS) + 1))
+        assert all(r["model"] == name and r["ms"] > 0 for r in rows)
+
+
+def test_the_model_pickers_help_counts_the_models_present(app):
+    """The help of the model picker says what is on offer, read from the configs, not a fixed sentence."""
+    at = app()
+    assert at.selectbox(key="model").help == ("5 recurrent encoder-decoders (attention: additive, dot, general, "
+                                              "none, scaled-dot), English→French.")

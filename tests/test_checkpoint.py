@@ -129,3 +129,17 @@ def _edit_config(d, **model):
     cfg = json.loads((d / "config.json").read_text())
     cfg["model"].update(model)
     (d / "config.json").write_text(json.dumps(cfg))
+
+
+def test_the_registry_and_the_app_glue_import_no_torch():
+    """The start page lists the models while ui.warm_up imports torch in the background, so
+    reading the registry (and importing ui, which the start page does) must not import it."""
+    import subprocess
+    import sys
+    from conftest import ROOT
+    code = ("import sys, ui; from s2s.checkpoint import list_checkpoints; rows = list_checkpoints(); "
+            "print(len(rows), 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    n, torch_imported = out.stdout.split()
+    assert int(n) >= 5 and torch_imported == "False"      # the shipped checkpoints, listed torch-free

@@ -11,6 +11,9 @@ on the page is drawn):
     cold_start                 from spawning the server to the Translate page's first heatmap
                                (the server's own URL first, as a student opens it, then
                                /translate: pages are reached by URL, whatever the default page)
+    start_link_first_heatmap   on another fresh server: the start page drawn and read for 3 s,
+                               then its first Translate & Align link, until that page's heatmap
+                               (what a class sees: the app warms up while the outline is read)
     translate_greedy, _beam    a new sentence (never asked before: no cache), Translate
     tab_<name>                 opening each tab of the Translate page (only the open tab runs)
     switch_model               another attention model in the sidebar, until its heatmap shows
@@ -104,6 +107,21 @@ def translate(page, text: str, last_word: str) -> float:
 def choose_model(page, name: str) -> None:
     page.locator('[data-testid="stSelectbox"]').filter(has_text="Translation model").locator("input").click()
     page.get_by_role("option", name=re.compile(rf"^{re.escape(name)}\b")).click()
+
+
+def start_link(b, url: str, read_s: float = 3.0) -> float:
+    """ms from clicking the start page's first Translate & Align link, `read_s` seconds after
+    the start page is drawn on a fresh server, until the Translate page's heatmap is drawn."""
+    page = b.new_page(viewport=VIEWPORT)
+    try:
+        goto(page, url)
+        page.wait_for_selector('[data-testid="stSidebarNav"] a', timeout=120_000)
+        page.wait_for_function(SETTLED, timeout=120_000)
+        time.sleep(read_s)
+        link = page.get_by_role("link", name=re.compile(r"^Translate & Align")).first
+        return timed(page, link.click, DRAWN, "heatmap")
+    finally:
+        page.close()
 
 
 def one_run(b, url: str, t_spawn: float, presses: int, offset: int, models: list[str], times: dict,
@@ -203,6 +221,11 @@ def main() -> int:
             t_spawn = time.perf_counter()
             with streamlit_server() as url:
                 errors += one_run(b, url, t_spawn, a.presses, run * (2 * a.presses + 2), models, times, failed)
+            with streamlit_server() as url:
+                try:
+                    times.setdefault("start_link_first_heatmap", []).append(round(start_link(b, url), 1))
+                except Exception as e:
+                    failed.append(f"start_link_first_heatmap: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
     print(json.dumps({**summary(times), "runs": a.runs, "viewport": f"{VIEWPORT['width']}x{VIEWPORT['height']}",
                       "exceptions": errors, "failed": failed}))
     return 0 if not errors and not failed else 1
