@@ -360,7 +360,7 @@ def test_finetune_adds_the_copy_gate_to_attention_models_only(tiny_additive, tin
         m = train_cli.finetune_model(base.model, base.model.cfg.vocab_size, dropout=0.0, copy=True).eval()
         assert m.cfg.copy is expect and (m.copy_gate is not None) is expect
         if expect:
-            assert float(torch.sigmoid(m.copy_gate.bias)) == pytest.approx(0.953, abs=1e-3)
+            assert float(torch.sigmoid(m.copy_gate.bias.detach())) == pytest.approx(0.953, abs=1e-3)
 
 
 def test_location_cue_marks_the_piece_after_the_one_just_read():
