@@ -98,7 +98,7 @@ def warm_up() -> threading.Thread | None:
     with _warm_lock:
         if _warm_thread is not None:
             return None
-        _warm_thread = threading.Thread(target=_warm, args=(checkpoint_root(),), name="s2s-warm-up", daemon=True)
+        _warm_thread = threading.Thread(target=_warm, name="s2s-warm-up", daemon=True)
     _warm_thread.start()
     return _warm_thread
 
@@ -117,41 +117,33 @@ class _QuietWarmUp(logging.Filter):
 logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(_QuietWarmUp())
 
 
-def _warm(root: Path) -> None:
+def _warm() -> None:
     import pandas  # noqa: F401  (the pages' imports, in the order the Translate page makes them)
     import s2s.decode
     import s2s.figures  # noqa: F401
+    from s2s.bottleneck import measured_models
     from s2s.text import InputError
-    infos = [i for i in checkpoints_in(str(root)) if i.kind == "translation" and i.error is None]
+    infos = [i for i in translation_models() if i.error is None]
     names = sorted((i.name for i in infos), key=lambda n: n != DEFAULT_MODEL)    # the default first
-    timed = ([i.name for i in infos if i.attention == "none"][:1] + [n for n in names if n == DEFAULT_MODEL]
-             + [i.name for i in infos if i.arch == "transformer"][:1])           # the Bottleneck page's first view
     for name in names:         # for Translate, then Compare attention, the Bottleneck page, a model switch
         try:
-            s2s.decode.greedy(load_path(str(root / name)), "Hello.")
+            s2s.decode.greedy(load_model(name), "Hello.")
         except (CheckpointError, InputError, OSError):   # the page that opens it says what is wrong
             pass
-    for name in timed:
+    for name in measured_models(infos, DEFAULT_MODEL) if DEFAULT_MODEL in names else []:   # its first view
         try:
-            decode_timing(str(root / name))
+            decode_timing(model_path(name))
         except (CheckpointError, InputError, OSError):
             pass
 
 
 @st.cache_data(max_entries=16, show_spinner=False)     # no session in warm_up's thread: the page shows one
 def decode_timing(path: str) -> list[dict]:
-    """The Bottleneck page's cost view: forced-decoding time of its joined examples, 1 to
-    len(STRESS_PAIRS) sentences, for one model; measured once per server (~0.4 s for the
-    fixed-vector model, ~3 s for the Transformer here, so warm_up measures the page's first
-    view in the background)."""
-    from s2s.bottleneck import STRESS_PAIRS, decode_ms, joined_example
-    tr, rows = load_path(path), []
-    for k in range(1, len(STRESS_PAIRS) + 1):
-        src, ref = joined_example(k)
-        m_len, t_len = len(tr.tokenizer.encode(src)) + 1, len(tr.tokenizer.encode(ref)) + 1
-        rows.append({"model": Path(path).name, "sentences": k, "m": m_len, "t": t_len, "m·t": m_len * t_len,
-                     "ms": round(decode_ms(tr, src, ref), 2)})
-    return rows
+    """The Bottleneck page's cost view for one model (s2s.bottleneck.timing_rows), measured
+    once per server: ~0.4 s for the fixed-vector model, ~3 s for the Transformer here, so
+    warm_up measures the page's first view in the background."""
+    from s2s.bottleneck import timing_rows
+    return timing_rows(load_path(path), Path(path).name)
 
 
 def load_model(name: str) -> Translator:

@@ -7,8 +7,8 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from s2s.bottleneck import (STRESS_PAIRS, cosine_similarity, first_failure, joined_example, pca_2d,
-                            stress_row)
+from s2s.bottleneck import (STRESS_PAIRS, cosine_similarity, first_failure, joined_example, measured_models,
+                            pca_2d, stress_row)
 from s2s.data import read_pairs
 from s2s.decode import Decoding, greedy
 from s2s.evaluate import bleu, chrf, evaluate_pairs
@@ -45,7 +45,6 @@ st.caption("With and without attention. “You can't cram the meaning of a whole
 infos = {i.name: i for i in ui.translation_models() if i.error is None}
 fixed = [n for n, i in infos.items() if i.attention == "none"]
 attention_models = [n for n, i in infos.items() if i.has_attention and i.arch == "rnn"]
-transformers = [n for n, i in infos.items() if i.arch == "transformer"]
 if not fixed or not attention_models:
     st.error("This page needs a model without attention (such as `checkpoints/en-fr-none`) and at least one "
              "attention model.")
@@ -57,7 +56,7 @@ with st.sidebar:
                          index=attention_models.index(ui.DEFAULT_MODEL) if ui.DEFAULT_MODEL in attention_models else 0)
 models = [NONE, other]             # side by side: the same recurrent model with and without attention
 # the length and cost views add the Transformer, when one is shipped: no recurrence at all
-measured = models + transformers[:1]
+measured = measured_models(list(infos.values()), other)
 COLORS = model_colors({m: infos[m].family for m in measured})     # the same colour for a model in every chart
 for m in measured:
     if ui.get_model(m) is None:

@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .checkpoint import Translator
+from .checkpoint import CheckpointInfo, Translator
 from .decode import Decoding, forced
 from .evaluate import bleu, chrf
 from .text import check_range
@@ -108,3 +108,23 @@ def decode_ms(tr: Translator, text: str, reference: str, runs: int = 3) -> float
         forced(tr, text, reference)
         times.append((time.perf_counter() - t) * 1000)
     return float(np.median(times))
+
+
+def timing_rows(tr: Translator, model: str) -> list[dict]:
+    """The cost view's rows for one model: for the first k = 1..len(STRESS_PAIRS) examples
+    joined, m source and t target pieces (with </s>), m*t, and decode_ms of the pair."""
+    rows = []
+    for k in range(1, len(STRESS_PAIRS) + 1):
+        src, ref = joined_example(k)
+        m, t = len(tr.tokenizer.encode(src)) + 1, len(tr.tokenizer.encode(ref)) + 1
+        rows.append({"model": model, "sentences": k, "m": m, "t": t, "m·t": m * t,
+                     "ms": round(decode_ms(tr, src, ref), 2)})
+    return rows
+
+
+def measured_models(infos: Sequence[CheckpointInfo], attention_model: str) -> list[str]:
+    """The models the bottleneck views put side by side, chosen by their configs: the first
+    fixed-vector model, `attention_model`, and the first Transformer if there is one."""
+    fixed = [i.name for i in infos if i.attention == "none"][:1]
+    transformers = [i.name for i in infos if i.arch == "transformer"][:1]
+    return fixed + [attention_model] + transformers
