@@ -300,7 +300,7 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's default)")
     p.add_argument("--bf16", action="store_true",
                    help="bf16 autocast on the CPU too (on a GPU it is always on): matrix products "
-                        "about 2.8x faster on a CPU with AVX512-BF16; weights and optimizer stay fp32")
+                        "much faster on a CPU with AVX512-BF16 (tools/bench_train_step.py); weights and optimizer stay fp32")
     p.add_argument("--no-eval", action="store_true", help="skip the final test evaluation")
     a = p.parse_args(argv)
 

@@ -102,3 +102,22 @@ def test_browser_bench_summary_flags_the_actions_over_target():
     assert out["ms_p50"] == {"cold_start": 4500, "translate_greedy": 400, "switch_model": 1100}
     assert out["ms_max"]["translate_greedy"] == 2500 and out["samples"]["cold_start"] == 3
     assert out["over_target"] == ["switch_model"]
+
+
+def test_train_step_bench_prints_each_setting_as_json():
+    """tools/bench_train_step.py, shrunk to one small step per setting: four settings (fp32 and
+    bf16, each with glibc's default allocator and with train_transformer.sh's), each in its own
+    process, and the product timed in both precisions."""
+    import json
+    import subprocess
+    import sys
+    from conftest import ROOT
+    out = subprocess.run([sys.executable, str(ROOT / "tools" / "bench_train_step.py"), "--steps", "1",
+                          "--max-tokens", "300"], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert set(got) == {"product_4000x256x1024_ms", "fp32_malloc_default", "fp32_malloc_kept",
+                        "bf16_malloc_default", "bf16_malloc_kept"}
+    assert set(got["product_4000x256x1024_ms"]) == {"float32", "bfloat16"}
+    for setting in ("fp32_malloc_default", "fp32_malloc_kept", "bf16_malloc_default", "bf16_malloc_kept"):
+        assert got[setting]["s_per_step"] > 0 and got[setting]["target_tokens_per_s"] > 0
