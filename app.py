@@ -16,7 +16,7 @@ st.set_page_config(page_title="Seq2Seq Explorer", page_icon=str(Path(__file__).p
                    layout="wide")
 # Less empty space above the title: on a 1280x720 projector every line counts.
 st.markdown("<style>.block-container{padding-top:2.2rem}</style>", unsafe_allow_html=True)
-ui.warm_up()          # once per server, in the background: torch, every model warmed, Bottleneck timings
+ui.warm_up()          # once per server, in the background: torch and every model loaded and warmed
 
 pages = [   # the lecture's outline first, then the pages in the lecture's order: gated cells and gradients first
     st.Page("pages/start.py", title="Start here", icon=":material/school:", default=True),

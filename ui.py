@@ -89,8 +89,7 @@ def warm_up() -> threading.Thread | None:
     """Once per server process, in the background: import torch and what the pages compute
     with, read the registry, load the default model and decode once (the first decode builds
     its weight layouts, ~0.3 s a model here), then the same for every other translation model
-    (Compare attention, the Bottleneck page and a model switch use them), and last the
-    Bottleneck page's decode timings for its first view (decode_timing). The first page a
+    (Compare attention, the Bottleneck page and a model switch use them). The first page a
     class sees is the start page, which needs none of this; by the time someone presses a
     link, Translate finds it all in the caches (`tools/bench_browser.py`,
     start_link_first_heatmap). Returns the thread that started, None if one already ran."""
@@ -121,7 +120,6 @@ def _warm() -> None:
     import pandas  # noqa: F401  (the pages' imports, in the order the Translate page makes them)
     import s2s.decode
     import s2s.figures  # noqa: F401
-    from s2s.bottleneck import measured_models
     from s2s.text import InputError
     infos = [i for i in translation_models() if i.error is None]
     names = sorted((i.name for i in infos), key=lambda n: n != DEFAULT_MODEL)    # the default first
@@ -130,18 +128,14 @@ def _warm() -> None:
             s2s.decode.greedy(load_model(name), "Hello.")
         except (CheckpointError, InputError, OSError):   # the page that opens it says what is wrong
             pass
-    for name in measured_models(infos, DEFAULT_MODEL) if DEFAULT_MODEL in names else []:   # its first view
-        try:
-            decode_timing(model_path(name))
-        except (CheckpointError, InputError, OSError):
-            pass
 
 
-@st.cache_data(max_entries=16, show_spinner=False)     # no session in warm_up's thread: the page shows one
+@st.cache_data(max_entries=16, show_spinner=False)     # the page shows its own spinner
 def decode_timing(path: str) -> list[dict]:
     """The Bottleneck page's cost view for one model (s2s.bottleneck.timing_rows), measured
-    once per server: ~0.4 s for the fixed-vector model, ~3 s for the Transformer here, so
-    warm_up measures the page's first view in the background."""
+    once per server (~0.4 s for the fixed-vector model, ~3 s for the Transformer here). Not
+    measured by warm_up: timed in the background, beside a page's own work, the times showed
+    that contention instead of each model's cost."""
     from s2s.bottleneck import timing_rows
     return timing_rows(load_path(path), Path(path).name)
 

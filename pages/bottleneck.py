@@ -247,7 +247,7 @@ c1, c2 = st.columns([3, 1])
 with c1:
     if st.button("Measure again", key="bn_time_again"):
         ui.decode_timing.clear()
-    try:     # measured once per server, and for the page's first view in the background (ui.warm_up)
+    try:     # measured once per server, on its first view
         with st.spinner("Timing the models…"):     # shown only if it takes over half a second
             tdf = pd.DataFrame([row for m in measured for row in ui.decode_timing(ui.model_path(m))])
         st.altair_chart(length_chart(tdf, "m·t", "ms", x_title="m · t (source pieces × output pieces)",

@@ -397,9 +397,8 @@ def test_warm_up_loads_every_model_once_in_the_background(zoo, monkeypatch):
     monkeypatch.setenv("S2S_CHECKPOINTS", str(zoo))
     monkeypatch.setattr(ui, "_warm_thread", None)      # as in a fresh server process
     ui.load_path.clear()
-    ui.decode_timing.clear()
     import s2s.bottleneck
-    timed = []      # the tiny models' pieces are too fine to force-decode the long examples: count instead
+    timed = []
     monkeypatch.setattr(s2s.bottleneck, "decode_ms", lambda tr, *a, **k: timed.append(tr.path.name) or 1.0)
     thread = ui.warm_up()
     assert thread is not None and thread.name == "s2s-warm-up" and thread.daemon
@@ -409,14 +408,9 @@ def test_warm_up_loads_every_model_once_in_the_background(zoo, monkeypatch):
     for name in ("en-fr-additive", "en-fr-dot", "en-fr-none"):    # the default, and every other model
         tr = ui.load_path(str(zoo / name))               # a cache hit: the thread's model
         assert tr.model._decode_cache is not None        # built by the thread's decode
-    # and the Bottleneck page's first cost view (the fixed-vector and the default model) is measured:
-    # reading it now times nothing
-    assert sorted(set(timed)) == ["en-fr-additive", "en-fr-none"]
-    monkeypatch.setattr(s2s.bottleneck, "decode_ms", lambda *a, **k: pytest.fail("timed again"))
-    for name in ("en-fr-none", "en-fr-additive"):
-        rows = ui.decode_timing(str(zoo / name))
-        assert [r["sentences"] for r in rows] == list(range(1, len(s2s.bottleneck.STRESS_PAIRS) + 1))
-        assert all(r["model"] == name and r["ms"] > 0 for r in rows)
+    # and it times nothing: the Bottleneck page's cost view is measured by the page, alone (timed
+    # beside other work, it showed the contention, not the models)
+    assert timed == []
 
 
 def test_the_model_pickers_help_counts_the_models_present(app):
