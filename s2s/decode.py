@@ -9,6 +9,10 @@ the attention matrix (target x source) and the decoder state of every step.
     forced       y_j = the reference's j-th token (teacher forcing): how the model aligns
                  and scores a given pair
 
+Greedy and beam search can block repeated n-grams (`no_repeat=n`, Paulus et al. 2018):
+a token that would complete an n-gram the hypothesis already contains gets probability
+0, so a decoder that has lost its place cannot loop on the same words to the length limit.
+
 The encoder runs once per sentence, and so do the attention keys (Memory).
 """
 from __future__ import annotations
@@ -21,7 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from .checkpoint import Translator
-from .text import (MAX_BEAM, MAX_DECODE_LEN, MAX_SOURCE_TOKENS, MAX_TOP_K, TEMPERATURE_RANGE,
+from .text import (MAX_BEAM, MAX_DECODE_LEN, MAX_NO_REPEAT, MAX_SOURCE_TOKENS, MAX_TOP_K, TEMPERATURE_RANGE,
                    InputError, check_range, clean_text)
 from .tokenizer import BOS, EOS, PAD
 
@@ -119,6 +123,30 @@ class Hypothesis:
 
 def length_penalty(length: int, alpha: float) -> float:
     return ((5 + length) / 6) ** alpha
+
+
+def repeated_ngram_mask(prefix: torch.Tensor, n: int, vocab: int) -> torch.Tensor | None:
+    """(R, j) token prefixes -> (R, V) True where the next token would repeat an n-gram:
+    y is blocked after y_<j iff (y_{j-n+1}, ..., y_{j-1}, y) occurs in y_<j already.
+    None when nothing can be blocked yet (n < 1 means off; a prefix shorter than n)."""
+    R, j = prefix.shape
+    if n < 1 or j < n:
+        return None
+    if n == 1:
+        seen = prefix
+    else:   # windows of n-1 tokens that a token follows, compared with the last n-1 tokens
+        windows = prefix[:, :j - 1].unfold(1, n - 1, 1)                     # (R, j-n+1, n-1)
+        match = (windows == prefix[:, None, j - n + 1:]).all(-1)             # (R, j-n+1)
+        seen = prefix[:, n - 1:].masked_fill(~match, -1)                    # the tokens that followed
+    mask = torch.zeros(R, vocab + 1, dtype=torch.bool, device=prefix.device)
+    mask.scatter_(1, torch.where(seen < 0, vocab, seen), True)              # column V collects "none"
+    return mask[:, :vocab]
+
+
+def block_repeats(logp: torch.Tensor, prefix: torch.Tensor, n: int) -> torch.Tensor:
+    """`logp` (R, V) with the tokens that would repeat an n-gram of `prefix` at -inf."""
+    mask = repeated_ngram_mask(prefix, n, logp.size(-1))
+    return logp if mask is None else logp.masked_fill(mask, float("-inf"))
 
 
 def encode_source(tr: Translator, text: str) -> list[int]:
@@ -225,9 +253,17 @@ def _stack(rows: list[torch.Tensor]) -> np.ndarray:
     return torch.stack(rows).float().cpu().numpy()
 
 
-def greedy(tr: Translator, text: str, max_len: int | None = None, on_step=None) -> Decoding:
+def greedy(tr: Translator, text: str, max_len: int | None = None, on_step=None, no_repeat: int = 0) -> Decoding:
     src = encode_source(tr, text)
-    return _left_to_right(tr, src, lambda j, logp: int(logp.argmax()), _max_len(len(src), max_len), on_step)
+    check_range("No-repeat n-gram size", no_repeat, 0, MAX_NO_REPEAT)
+    chosen: list[int] = []
+
+    def choose(j, logits):
+        best = int(block_repeats(logits[None].float(), torch.tensor([chosen], dtype=torch.long), no_repeat)[0].argmax())
+        chosen.append(best)
+        return best
+
+    return _left_to_right(tr, src, choose, _max_len(len(src), max_len), on_step)
 
 
 def sample(tr: Translator, text: str, temperature: float = 1.0, top_k: int = 0, seed: int = 0,
@@ -266,7 +302,7 @@ def forced(tr: Translator, text: str, reference: str | None = None, reference_id
 
 @torch.inference_mode()
 def beam_search(tr: Translator, text: str, width: int = 5, n_best: int | None = None, alpha: float = 0.6,
-                max_len: int | None = None) -> Decoding:
+                max_len: int | None = None, no_repeat: int = 0) -> Decoding:
     """Beam search; returns the best hypothesis, plus `nbest` and `beam_tree`.
 
     beam_tree lists every hypothesis kept at every step: {step, token, log_prob, parent,
@@ -274,6 +310,7 @@ def beam_search(tr: Translator, text: str, width: int = 5, n_best: int | None = 
     kept for the whole beam, so the best hypothesis's attention and states are read back
     along its path in the tree, without decoding it again."""
     check_range("Beam width", width, 1, MAX_BEAM)
+    check_range("No-repeat n-gram size", no_repeat, 0, MAX_NO_REPEAT)
     n_best = width if n_best is None else check_range("N-best", n_best, 1, width)
     model, tok = tr.model, tr.tokenizer
     src_ids = encode_source(tr, text)
@@ -292,6 +329,8 @@ def beam_search(tr: Translator, text: str, width: int = 5, n_best: int | None = 
         st = model.decode_step(y, state, feed, memory)
         steps.append(st)
         logp = F.log_softmax(st.logits.float(), dim=-1)                  # (k, V)
+        if no_repeat:
+            logp = block_repeats(logp, torch.tensor([h[0] for h in live], dtype=torch.long, device=logp.device), no_repeat)
         scores = torch.tensor([h[2] for h in live], device=logp.device)
         # the best 2w continuations overall are among each hypothesis's own best 2w
         row_v, row_i = logp.topk(min(2 * width, V), dim=-1)                 # (k, 2w)
@@ -354,17 +393,18 @@ def translate(tr: Translator, text: str, method: str = "greedy", **kw) -> Decodi
 
 @torch.inference_mode()
 def greedy_batch(tr: Translator, texts: Sequence[str], batch_size: int = 64,
-                 max_len: int | None = None) -> list[str]:
+                 max_len: int | None = None, no_repeat: int = 0) -> list[str]:
     """Greedy translations of many sentences, `batch_size` at a time (sorted by length
     so that little time goes to padding). Same outputs as `greedy`, up to float noise."""
-    return greedy_batch_stopped(tr, texts, batch_size, max_len)[0]
+    return greedy_batch_stopped(tr, texts, batch_size, max_len, no_repeat)[0]
 
 
 @torch.inference_mode()
 def greedy_batch_stopped(tr: Translator, texts: Sequence[str], batch_size: int = 64,
-                         max_len: int | None = None) -> tuple[list[str], list[bool]]:
+                         max_len: int | None = None, no_repeat: int = 0) -> tuple[list[str], list[bool]]:
     """`greedy_batch`, and for each sentence whether the decoder produced </s> itself
     (False: it ran to the length limit)."""
+    check_range("No-repeat n-gram size", no_repeat, 0, MAX_NO_REPEAT)
     model = tr.model
     srcs = [encode_source(tr, t) for t in texts]
     order = sorted(range(len(srcs)), key=lambda i: len(srcs[i]))
@@ -380,18 +420,22 @@ def greedy_batch_stopped(tr: Translator, texts: Sequence[str], batch_size: int =
         feed = model.initial_feed(len(idx))
         y = torch.full((len(idx),), BOS, dtype=torch.long, device=tr.device)
         done = torch.zeros(len(idx), dtype=torch.bool, device=tr.device)
+        limits = [_max_len(len(srcs[i]), max_len) for i in idx]     # each sentence's own, as in greedy
+        last_step = torch.tensor(limits, device=tr.device) - 1
         ids = []
-        for j in range(_max_len(S, max_len)):
+        for j in range(max(limits)):
             st = model.decode_step(y, state, feed, memory)
             state, feed = st.state, st.feed
-            y = st.logits.argmax(-1).masked_fill(done, PAD)
+            logits = block_repeats(st.logits.float(), torch.stack(ids, 1), no_repeat) if no_repeat and ids \
+                else st.logits
+            y = logits.argmax(-1).masked_fill(done, PAD)
             ids.append(y)
-            done |= y == EOS
+            done |= (y == EOS) | (last_step == j)
             if bool(done.all()):
                 break
         ids_t = torch.stack(ids, 1).tolist()
         for r, i in enumerate(idx):
-            row = ids_t[r]
+            row = ids_t[r][:limits[r]]
             stopped[i] = EOS in row
             out[i] = tr.tokenizer.decode(row[:row.index(EOS)] if EOS in row else row)
     return out, stopped
@@ -402,9 +446,9 @@ def greedy_batch_stopped(tr: Translator, texts: Sequence[str], batch_size: int =
 @torch.inference_mode()
 def beam_search_batch(tr: Translator, texts: Sequence[str], width: int = 5, alpha: float = 0.6,
                       max_len: int | None = None, batch_size: int = 32, attention: bool = False,
-                      progress: Callable[[int, int], None] | None = None) -> list[Decoding]:
+                      progress: Callable[[int, int], None] | None = None, no_repeat: int = 0) -> list[Decoding]:
     """Beam search over many sentences at once: for each text, the best hypothesis of
-    `beam_search(tr, text, width, n_best=1, alpha=alpha, max_len=max_len)` (the same search,
+    `beam_search(tr, text, width, n_best=1, alpha=alpha, max_len=max_len, no_repeat=no_repeat)` (the same search,
     so the same translation, and the same log-probs up to float noise).
 
     Per sentence, as there: at step j each live prefix y_<j (at most `width`) offers its best
@@ -420,12 +464,13 @@ def beam_search_batch(tr: Translator, texts: Sequence[str], width: int = 5, alph
     matrix if `attention`; no per-step states, n-best or beam tree (`beam_search` has them).
     InputError if any text is unusable (check lines with `encode_source` first)."""
     check_range("Beam width", width, 1, MAX_BEAM)
+    check_range("No-repeat n-gram size", no_repeat, 0, MAX_NO_REPEAT)
     srcs = [encode_source(tr, t) for t in texts]
     order = sorted(range(len(srcs)), key=lambda i: len(srcs[i]))   # similar lengths: little padding
     out: list[Decoding | None] = [None] * len(srcs)
     for b in range(0, len(order), batch_size):
         idx = order[b:b + batch_size]
-        for i, d in zip(idx, _beam_batch(tr, [srcs[i] for i in idx], width, alpha, max_len, attention)):
+        for i, d in zip(idx, _beam_batch(tr, [srcs[i] for i in idx], width, alpha, max_len, attention, no_repeat)):
             out[i] = d
         if progress is not None:
             progress(min(b + batch_size, len(order)), len(order))
@@ -433,7 +478,7 @@ def beam_search_batch(tr: Translator, texts: Sequence[str], width: int = 5, alph
 
 
 def _beam_batch(tr: Translator, srcs: list[list[int]], width: int, alpha: float, max_len: int | None,
-                attention: bool) -> list[Decoding]:
+                attention: bool, no_repeat: int = 0) -> list[Decoding]:
     """One batch of `beam_search_batch`. The decoder batch holds n sentences x k slots,
     sentence-major (row r * k + q is slot q of sentence r); k = 1 at the first step, then
     `width`. A slot with no live prefix scores -inf, so its candidates are never taken.
@@ -460,6 +505,8 @@ def _beam_batch(tr: Translator, srcs: list[list[int]], width: int, alpha: float,
         if st.alpha is None:
             attn = None                                  # a model without attention has none to record
         logp = F.log_softmax(st.logits.float(), dim=-1)  # (n * k, V)
+        if no_repeat:
+            logp = block_repeats(logp, ids, no_repeat)
         n, k = score.shape
         row_v, row_i = logp.topk(min(2 * width, logp.size(1)), dim=-1)   # (n * k, K)
         K = row_v.size(1)

@@ -13,7 +13,8 @@ gives a character-level model's bits per character on a text file.
 
 scores the held-out copy test (data.copy_test_lines): the share of unseen person names and
 of numbers that the translation keeps verbatim (greedy unless --beam is given).
-`--loops` adds how often greedy decoding of 20-60-word inputs runs to the length limit.
+`--loops` adds how often greedy decoding of 20-60-word inputs runs to the length limit;
+`--no-repeat N` blocks repeated N-grams in the search (decode.block_repeats), for both.
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ from .checkpoint import CheckpointError, Translator, load_charlm, load_translato
 from .data import CopyLine, Pair, kept_verbatim, read_copy_test, read_pairs, token_batches
 from .decode import beam_search_batch, greedy_batch, greedy_batch_stopped
 from .model import sequence_loss
-from .text import InputError, check_range
+from .text import MAX_NO_REPEAT, InputError, check_range
 from .tokenizer import BOS
 
 LENGTH_BINS = [(lo, lo + 9) for lo in range(1, 61, 10)]
@@ -65,15 +66,16 @@ def chrf(hyps: Sequence[str], refs: Sequence[str]) -> float:
 
 
 def translate_all(tr: Translator, sources: Sequence[str], beam: int = 1,
-                  progress: Callable[[int, int], None] | None = None) -> list[str]:
+                  progress: Callable[[int, int], None] | None = None, no_repeat: int = 0) -> list[str]:
     """Greedy (beam 1) or beam-search translations of `sources`, both batched (the beam
-    search is `beam_search(tr, s, beam, n_best=1)` for each source, a batch at a time)."""
+    search is `beam_search(tr, s, beam, n_best=1)` for each source, a batch at a time),
+    blocking repeated n-grams of size `no_repeat` if it is > 0."""
     if beam <= 1:
-        out = greedy_batch(tr, sources)
+        out = greedy_batch(tr, sources, no_repeat=no_repeat)
         if progress:
             progress(len(sources), len(sources))
         return out
-    return [d.translation for d in beam_search_batch(tr, sources, width=beam, progress=progress)]
+    return [d.translation for d in beam_search_batch(tr, sources, width=beam, progress=progress, no_repeat=no_repeat)]
 
 
 def by_length(sources: Sequence[str], hyps: Sequence[str], refs: Sequence[str]) -> list[dict]:
@@ -100,11 +102,14 @@ def perplexity(tr: Translator, pairs: Sequence[Pair], max_tokens: int = 4000) ->
 
 
 def evaluate_pairs(tr: Translator, pairs: Sequence[Pair], beam: int = 1,
-                   progress: Callable[[int, int], None] | None = None) -> dict:
+                   progress: Callable[[int, int], None] | None = None, no_repeat: int = 0) -> dict:
     sources, refs = [p[0] for p in pairs], [p[1] for p in pairs]
-    hyps = translate_all(tr, sources, beam, progress)
-    return {"bleu": round(bleu(hyps, refs), 2), "chrf": round(chrf(hyps, refs), 2), "n": len(pairs),
-            "beam": beam, "by_length": by_length(sources, hyps, refs)}
+    hyps = translate_all(tr, sources, beam, progress, no_repeat)
+    out = {"bleu": round(bleu(hyps, refs), 2), "chrf": round(chrf(hyps, refs), 2), "n": len(pairs),
+           "beam": beam, "by_length": by_length(sources, hyps, refs)}
+    if no_repeat:
+        out["no_repeat"] = no_repeat
+    return out
 
 
 def copy_scores(tr: Translator, lines: Sequence[CopyLine], beam: int = 1) -> dict:
@@ -123,18 +128,23 @@ def copy_scores(tr: Translator, lines: Sequence[CopyLine], beam: int = 1) -> dic
             "names": kept["name"][1], "numbers": kept["number"][1], "beam": beam}
 
 
-def loop_rate(tr: Translator, sources: Sequence[str], beam: int = 1) -> dict:
+def loop_rate(tr: Translator, sources: Sequence[str], beam: int = 1, no_repeat: int = 0) -> dict:
     """How often decoding never ends: the share of `sources` whose translation runs to the
     length limit (2 x source pieces + 10) without producing </s>, which on these inputs
     means the decoder repeats itself. Greedy, or beam search of width `beam` (its best
-    hypothesis by log p / lp(|y|): a beam ends early when `beam` hypotheses have finished)."""
+    hypothesis by log p / lp(|y|): a beam ends early when `beam` hypotheses have finished);
+    with `no_repeat` > 0, blocking repeated n-grams of that size."""
     if beam == 1:
-        stopped = greedy_batch_stopped(tr, sources)[1]
+        stopped = greedy_batch_stopped(tr, sources, no_repeat=no_repeat)[1]
     else:
-        stopped = [d.target_tokens[-1:] == ["</s>"] for d in beam_search_batch(tr, sources, width=beam)]
+        stopped = [d.target_tokens[-1:] == ["</s>"]
+                   for d in beam_search_batch(tr, sources, width=beam, no_repeat=no_repeat)]
     loops = sum(not s for s in stopped)
-    return {"loops": loops, "n": len(sources), "share": round(loops / len(sources), 4) if sources else None,
-            "beam": beam}
+    out = {"loops": loops, "n": len(sources), "share": round(loops / len(sources), 4) if sources else None,
+           "beam": beam}
+    if no_repeat:
+        out["no_repeat"] = no_repeat
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -147,6 +157,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="with --test: the share of 20-60-word sources whose decoding (greedy, or --beam N) runs to the "
                         "length limit")
     p.add_argument("--beam", type=int, default=1, help="beam width (1 = greedy, batched)")
+    p.add_argument("--no-repeat", type=int, default=0, metavar="N",
+                   help="block any n-gram of N tokens from occurring twice in a translation (0 = off)")
     p.add_argument("--limit", type=int, default=0, help="only the first N pairs, or characters with --text-file (0 = all)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     a = p.parse_args(argv)
@@ -158,12 +170,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not a.test:
             raise InputError("--test FILE.tsv (or --copy-test FILE.tsv) is required for a translation model")
         check_range("--beam", a.beam, 1, 16)
+        check_range("--no-repeat", a.no_repeat, 0, MAX_NO_REPEAT)
         tr = load_translator(a.model)
         pairs = _read_rows(a.test, read_pairs, a.limit, "source<TAB>reference")
-        result = evaluate_pairs(tr, pairs, a.beam)
+        result = evaluate_pairs(tr, pairs, a.beam, no_repeat=a.no_repeat)
         result["perplexity"] = round(perplexity(tr, pairs), 3)
         if a.loops:
-            result["loops"] = loop_rate(tr, [s for s, _ in pairs if 20 <= len(s.split()) <= 60], a.beam)
+            result["loops"] = loop_rate(tr, [s for s, _ in pairs if 20 <= len(s.split()) <= 60], a.beam,
+                                        a.no_repeat)
     except (CheckpointError, InputError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -15,6 +15,7 @@ MAX_PASSAGE_CHARS = 5000  # characters traced by a character-level model at once
 MAX_SAMPLE_CHARS = 2000   # characters sampled from a character-level model
 MAX_BEAM = 16
 MAX_TOP_K = 1000
+MAX_NO_REPEAT = 10      # longest n-gram whose repeats decoding can block
 TEMPERATURE_RANGE = (0.05, 5.0)
 
 

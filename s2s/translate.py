@@ -36,7 +36,7 @@ import sys
 
 from .checkpoint import CheckpointError, load_translator
 from .decode import beam_search_batch, encode_source, translate
-from .text import MAX_BEAM, MAX_DECODE_LEN, InputError, check_range, read_text_file
+from .text import MAX_BEAM, MAX_DECODE_LEN, MAX_NO_REPEAT, InputError, check_range, read_text_file
 
 CHUNK_LINES = 1000     # lines sorted and decoded together before they are written out
 MAX_BATCH = 512
@@ -54,6 +54,8 @@ def main(argv=None) -> int:
     p.add_argument("--top-k", type=int, default=0, help="sample from the k most likely tokens (0 = all)")
     p.add_argument("--seed", type=int, default=0, help="sampling seed")
     p.add_argument("--max-len", type=int, help="most target pieces to generate (1-250)")
+    p.add_argument("--no-repeat", type=int, default=0, metavar="N",
+                   help="greedy and beam search: block any N-gram from occurring twice in a translation (0 = off)")
     p.add_argument("--json", action="store_true", help="print one JSON object (one per line with --input)")
     p.add_argument("--input", metavar="FILE", help="translate every line of FILE ('-': standard input), batched")
     p.add_argument("--output", metavar="FILE", help="with --input: write the translations here (default: stdout)")
@@ -76,9 +78,9 @@ def main(argv=None) -> int:
         elif a.sample:
             d = translate(tr, text, "sample", temperature=a.temperature, top_k=a.top_k, seed=a.seed, max_len=a.max_len)
         elif a.beam is not None:
-            d = translate(tr, text, "beam", width=a.beam, n_best=1, max_len=a.max_len)
+            d = translate(tr, text, "beam", width=a.beam, n_best=1, max_len=a.max_len, no_repeat=a.no_repeat)
         else:
-            d = translate(tr, text, "greedy", max_len=a.max_len)
+            d = translate(tr, text, "greedy", max_len=a.max_len, no_repeat=a.no_repeat)
     except (CheckpointError, InputError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -112,6 +114,7 @@ def translate_file(a) -> int:
         if a.max_len is not None:
             check_range("Max length", a.max_len, 1, MAX_DECODE_LEN)
         check_range("--batch-size", a.batch_size, 1, MAX_BATCH)
+        check_range("--no-repeat", a.no_repeat, 0, MAX_NO_REPEAT)
         tr = load_translator(a.model)
         lines = input_lines(read_text_file(a.input))
         try:
@@ -145,7 +148,8 @@ def translate_file(a) -> int:
                 done[0] = n
 
             decodings = beam_search_batch(tr, [chunk[i] for i in good], width, max_len=a.max_len,
-                                          batch_size=a.batch_size, attention=a.json, progress=progress)
+                                          batch_size=a.batch_size, attention=a.json, progress=progress,
+                                          no_repeat=a.no_repeat)
             for i, d in zip(good, decodings):
                 results[i] = d.to_json() if a.json else d.translation
             # a translation never spans lines (the tokenizer has no newline piece), but make sure

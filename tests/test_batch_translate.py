@@ -184,3 +184,34 @@ def test_translate_file_with_a_broken_model(tmp_path):
     (tmp_path / "in.txt").write_text("a b\n", encoding="utf-8")
     p = run("s2s.translate", "--model", str(tmp_path / "nope"), "--input", str(tmp_path / "in.txt"))
     assert p.returncode == 2 and "nope" in p.stderr
+
+
+def test_repeated_ngram_mask_blocks_what_would_complete_a_seen_ngram():
+    import torch
+    from s2s.decode import repeated_ngram_mask
+    prefix = torch.tensor([[5, 6, 7, 5, 6], [1, 2, 3, 4, 1]])
+    blocked = lambda n: repeated_ngram_mask(prefix, n, 10).nonzero().tolist()   # noqa: E731
+    assert blocked(3) == [[0, 7]]                       # (5, 6) was followed by 7; (4, 1) never seen
+    assert blocked(2) == [[0, 7], [1, 2]]
+    assert blocked(1) == [[0, 5], [0, 6], [0, 7], [1, 1], [1, 2], [1, 3], [1, 4]]
+    assert repeated_ngram_mask(prefix, 6, 10) is None and repeated_ngram_mask(prefix, 0, 10) is None
+
+
+@pytest.mark.parametrize("att", ["additive", "none", "copy"])
+def test_no_repeat_blocks_loops_the_same_way_batched_and_per_sentence(untrained_translators, att):
+    """Untrained models repeat themselves; with no_repeat=2 no output has a bigram twice, and
+    the batched searches still equal the per-sentence ones."""
+    tr = untrained_translators[att]
+    for width in (1, 3):
+        out = beam_search_batch(tr, TEXTS, width=width, batch_size=3, attention=True, no_repeat=2)
+        for text, d in zip(TEXTS, out):
+            single = greedy(tr, text, no_repeat=2) if width == 1 else beam_search(tr, text, width, 1, no_repeat=2)
+            same_search(d, single)
+            ids = d.target_ids
+            bigrams = list(zip(ids, ids[1:]))
+            assert len(bigrams) == len(set(bigrams)), (text, d.translation)
+    assert translate_all(tr, TEXTS, 1, no_repeat=2) == [greedy(tr, t, no_repeat=2).translation for t in TEXTS]
+    plain = [greedy(tr, t).target_ids for t in TEXTS]
+    assert any(len(set(zip(p, p[1:]))) < len(p) - 1 for p in plain)     # without it, they do repeat
+    with pytest.raises(InputError, match="No-repeat"):
+        greedy(tr, "a b", no_repeat=11)

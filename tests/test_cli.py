@@ -53,6 +53,8 @@ def test_translate_none_model_has_null_attention(tiny_none):
     (["--beam", "99", "--", "a b"], "Beam width"),
     (["--sample", "--temperature", "-1", "--", "a b"], "Temperature"),
     (["--max-len", "100000", "--", "a b"], "Max length"),
+    (["--no-repeat", "-1", "--", "a b"], "No-repeat"),
+    (["--beam", "3", "--no-repeat", "99", "--", "a b"], "No-repeat"),
 ])
 def test_translate_bad_input_is_a_clear_message(tiny_additive, args, msg):
     p = run("s2s.translate", "--model", str(tiny_additive), *args)
@@ -94,3 +96,18 @@ def test_bench_prints_figures(tiny_additive, tiny_none, tiny_charlm):
     assert out["gradient_flow_ms"]["lstm"] > 0       # the tiny character model is an LSTM
     assert out["cached_result_kb"] < out["result_with_states_kb"] and out["cached_result_kb"] < out["cached_result_kb_longest"]
     assert out["cells_model"].startswith("charlm-")
+
+
+def test_no_repeat_on_the_command_lines(tiny_additive, tmp_path):
+    """--no-repeat N reaches the search: one text, a file, and the evaluation (its loop count too)."""
+    m = str(tiny_additive)
+    assert run("s2s.translate", "--model", m, "--no-repeat", "3", "--", "a b c").stdout.strip() == "c b a"
+    f = tmp_path / "in.txt"
+    f.write_text("a b c\n\nd e\n", encoding="utf-8")
+    p = run("s2s.translate", "--model", m, "--input", str(f), "--beam", "2", "--no-repeat", "2")
+    assert p.returncode == 0 and p.stdout.splitlines() == ["c b a", "", "e d"]
+    assert "--no-repeat" in run("s2s.translate", "--model", m, "--input", str(f), "--no-repeat", "11").stderr
+    tsv = write_tsv(reversal_pairs(30, seed=9, lo=2, hi=12), tmp_path / "test.tsv")
+    out = json.loads(run("s2s.evaluate", "--model", m, "--test", str(tsv), "--loops", "--beam", "2",
+                         "--no-repeat", "4", "--json").stdout)
+    assert out["no_repeat"] == 4 and out["loops"]["no_repeat"] == 4 and out["bleu"] > 50
