@@ -15,7 +15,9 @@ What it does, top to bottom:
     (safetensors + JSON, no pickle), and at ~20 points the attention of 8 probe
     sentences (the "training trace");
  4. at the end: export fp16 weights to --out and evaluate them on the test splits
-    (BLEU/chrF with beam search, by source length, perplexity) into metrics.json.
+    (BLEU/chrF with beam search, by source length, perplexity) into metrics.json. With
+    --average-last N the weights of the last N evaluation points are kept and the exported
+    model is the average of the last k of them, k chosen by validation loss.
 Run it again with the same --work to resume after an interruption.
 
 Several processes train one model with DistributedDataParallel when started by torchrun:
@@ -135,6 +137,41 @@ def load_state(work: Path, model: Seq2Seq, opt: torch.optim.Optimizer) -> dict:
     opt.load_state_dict({"state": state, "param_groups": meta.pop("param_groups")})
     torch.set_rng_state(tensors["rng.torch"])
     return meta
+
+
+def save_snapshot(work: Path, model: torch.nn.Module, step: int) -> None:
+    """The weights at `step`, kept for averaging at the end (fp32, like the state)."""
+    (work / "snapshots").mkdir(exist_ok=True)
+    save_file({k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()},
+              str(work / "snapshots" / f"step-{step:07d}.safetensors"))
+
+
+@torch.no_grad()
+def average_snapshots(work: Path, model: torch.nn.Module, valid: list, after: int, say=print) -> dict | None:
+    """Load into `model` the average of the last k snapshots taken after step `after`,
+        theta = (1/k) sum_{i=n-k+1..n} theta_i,
+    with k chosen by validation loss (k = 1 is the last weights as they are). Averaging
+    the end of a run smooths the noise of the last updates (Vaswani et al. 2017, sec. 6.1)."""
+    files = sorted(f for f in (work / "snapshots").glob("step-*.safetensors") if int(f.stem[5:]) > after)
+    if len(files) < 2:
+        return None
+    snaps = [load_file(str(f)) for f in files]
+
+    def mean_of_last(k: int) -> dict:
+        return {n: sum(s[n] for s in snaps[-k:]) / k if v.is_floating_point() else v for n, v in snaps[-1].items()}
+
+    losses = {}
+    for k in range(1, len(snaps) + 1):
+        model.load_state_dict(mean_of_last(k))
+        losses[k] = round(valid_loss(model, valid, 4000), 4)
+        say(f"average of the last {k} snapshots: valid loss {losses[k]}")
+    best = min(losses, key=lambda k: (losses[k], k))
+    model.load_state_dict(mean_of_last(best))
+    model.eval()
+    steps = [int(f.stem[5:]) for f in files]
+    say(f"shipping the average of steps {steps[-best:]}")
+    return {"steps": steps[-best:], "valid_loss_by_k": losses, "valid_loss_last": losses[1],
+            "valid_loss": losses[best]}
 
 
 # ---------------------------------------------------------------- several processes
@@ -302,6 +339,9 @@ def main(argv=None) -> int:
                    help="bf16 autocast on the CPU too (on a GPU it is always on): matrix products "
                         "much faster on a CPU with AVX512-BF16 (tools/bench_train_step.py); weights and optimizer stay fp32")
     p.add_argument("--no-eval", action="store_true", help="skip the final test evaluation")
+    p.add_argument("--average-last", type=int, default=1,
+                   help="keep the weights of the last N evaluation points and ship the average of the last k of "
+                        "them (k <= N chosen by validation loss; Vaswani et al. 2017 average checkpoints); 1 = off")
     a = p.parse_args(argv)
 
     if a.threads:
@@ -436,6 +476,8 @@ def main(argv=None) -> int:
                     bar.set_postfix(valid_ppl=row["valid_ppl"], tok_s=row["tokens_per_s"])
                     say(json.dumps(row))
                     save_state(work, model, opt, meta)
+                    if step > a.steps - a.average_last * a.eval_every and a.average_last > 1:
+                        save_snapshot(work, model, step)
                 loss_sum, tok_sum = 0.0, 0
             if step >= a.steps:
                 break
@@ -452,8 +494,10 @@ def main(argv=None) -> int:
         if not main_process:
             return 0
 
-    # 4. export fp16 and evaluate what was exported
+    # 4. export fp16 (the chosen average of the last weights) and evaluate what was exported
     model.eval()
+    averaged = average_snapshots(work, model, valid, a.steps - a.average_last * a.eval_every, say) \
+        if a.average_last > 1 else None
     before = meta.get("before", {})
     metrics = {"name": name, "train": {k: v for k, v in vars(a).items() if k not in ("threads",)},
                "parameters": sum(p.numel() for p in model.parameters()),
@@ -467,6 +511,8 @@ def main(argv=None) -> int:
                          "points": before.get("trace", []) + meta["trace"]}}
     if before:
         metrics["before"] = {k: v for k, v in before.items() if k not in ("trace", "curves")}
+    if averaged:
+        metrics["averaged"] = averaged
     save_checkpoint(model, spm_file, out, name, a.description, metrics)
     if not a.no_eval:
         shipped = load_translator(out)

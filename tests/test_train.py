@@ -38,3 +38,28 @@ def test_training_resumes_where_it_stopped(tmp_path):
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert [c["step"] for c in metrics["curves"]] == [5, 10, 15]
     assert not list((tmp_path / "work").glob("*.pt")) and not list((tmp_path / "out").glob("*.pt"))
+
+
+def test_average_last_ships_the_mean_of_the_snapshots_chosen_by_validation(tmp_path):
+    """--average-last N keeps the weights of the last N evaluation points and exports the
+    average of the last k of them, k picked by validation loss and written to metrics.json."""
+    import torch
+    from safetensors.torch import load_file
+    tsv = write_tsv(reversal_pairs(800, seed=4), tmp_path / "r.tsv")
+    work = tmp_path / "work"
+    assert train_cli.main(["--data", str(tsv), "--split-dir", str(tmp_path / "split"), "--work", str(work),
+                           "--out", str(tmp_path / "out"), "--vocab", "40", "--emb", "16", "--hidden", "16",
+                           "--max-tokens", "300", "--eval-every", "5", "--valid-pairs", "50", "--test-pairs", "50",
+                           "--no-eval", "--trace-points", "2", "--steps", "30", "--average-last", "3"]) == 0
+    snaps = sorted(work.glob("snapshots/*.safetensors"))
+    assert [s.name for s in snaps] == ["step-0000020.safetensors", "step-0000025.safetensors", "step-0000030.safetensors"]
+    averaged = json.loads((tmp_path / "out" / "metrics.json").read_text())["averaged"]
+    assert set(averaged["valid_loss_by_k"]) == {"1", "2", "3"}
+    assert averaged["valid_loss"] == min(averaged["valid_loss_by_k"].values()) <= averaged["valid_loss_last"]
+    k = len(averaged["steps"])
+    assert averaged["steps"] == [20, 25, 30][-k:] and averaged["valid_loss_by_k"][str(k)] == averaged["valid_loss"]
+    shipped = load_translator(tmp_path / "out").model.state_dict()
+    tensors = [load_file(str(s)) for s in snaps[-k:]]
+    for name, value in shipped.items():
+        mean = sum(t[name] for t in tensors) / k
+        assert torch.allclose(value.float(), mean.float(), atol=2e-3, rtol=2e-3), name
