@@ -16,7 +16,7 @@ from s2s.decode import Decoding, attention_heads, attention_of, forced, translat
 from s2s.evaluate import bleu_breakdown
 from s2s.figures import (alignment_lines, attention_heatmap, beam_tree_figure, heads_grid, head_of_trace,
                          matrix_heatmap, model_colors, model_diagram, scaling_figure, token_bars)
-from s2s.text import MAX_BEAM, MAX_CHARS, MAX_DECODE_LEN, InputError
+from s2s.text import MAX_BEAM, MAX_CHARS, MAX_DECODE_LEN, MAX_NO_REPEAT, InputError
 
 ui.run_through_app()     # a link's first run in Streamlit's old multipage mode: rerun through app.py
 
@@ -41,10 +41,10 @@ TABS = ["Step by step", "Beam tree", "Forced decoding", "Compare attention", "Al
         "Attention emerges"]
 HEAD_KINDS = {"cross": "Cross-attention: output → source", "encoder": "Encoder self-attention: source → source",
               "decoder": "Decoder self-attention: output → earlier output"}
-DEFAULTS = dict(text=EXAMPLES[0], method="greedy", beam=5, nbest=3, temp=1.0, topk=0, seed=0, maxlen=120,
+DEFAULTS = dict(text=EXAMPLES[0], method="greedy", beam=5, nbest=3, temp=1.0, topk=0, seed=0, maxlen=120, norepeat=0,
                 view="words", tab=TABS[0], reference="")     # all can come from the URL (?text=...&tab=Beam+tree)
 RANGES = dict(beam=(1, MAX_BEAM), nbest=(1, MAX_BEAM), temp=(0.1, 2.0), topk=(0, 200), seed=(0, 2**31 - 1),
-              maxlen=(1, MAX_DECODE_LEN))
+              maxlen=(1, MAX_DECODE_LEN), norepeat=(0, MAX_NO_REPEAT))
 CHOICES = dict(method=list(METHODS), view=["words", "pieces"], tab=TABS)
 
 
@@ -53,15 +53,15 @@ CHOICES = dict(method=list(METHODS), view=["words", "pieces"], tab=TABS)
 # ~0.42 MB (200 pieces in, 250 out; `python -m s2s.bench`), so a full cache stays ~110 MB.
 @st.cache_data(max_entries=256, show_spinner=False)
 def decode_cached(path: str, text: str, method: str, beam: int, nbest: int, temp: float, topk: int, seed: int,
-                  maxlen: int) -> tuple[Decoding, float]:
+                  maxlen: int, norepeat: int = 0) -> tuple[Decoding, float]:
     tr = ui.load_path(path)
     t = time.perf_counter()
     if method == "beam":
-        d = translate(tr, text, "beam", width=beam, n_best=min(nbest, beam), max_len=maxlen)
+        d = translate(tr, text, "beam", width=beam, n_best=min(nbest, beam), max_len=maxlen, no_repeat=norepeat)
     elif method == "sample":
         d = translate(tr, text, "sample", temperature=temp, top_k=topk, seed=seed, max_len=maxlen)
     else:
-        d = translate(tr, text, "greedy", max_len=maxlen)
+        d = translate(tr, text, "greedy", max_len=maxlen, no_repeat=norepeat)
     return d.without_states(), (time.perf_counter() - t) * 1000
 
 
@@ -172,11 +172,15 @@ with st.form("input", border=False):
         st.number_input("Top-k (0 = all)", 0, 200, key="topk", help="Sampling only")
         st.number_input("Seed", 0, 2**31 - 1, key="seed", help="Sampling only: the same seed gives the same sample")
         st.slider("Max length (pieces)", 1, MAX_DECODE_LEN, key="maxlen")
+        st.number_input("Block repeated n-grams (0 = off)", 0, MAX_NO_REPEAT, key="norepeat",
+                        help="Greedy and beam search: a piece that would repeat an n-gram of pieces the translation "
+                             "already holds gets probability 0, so a decoder that has lost its place cannot loop "
+                             "(Paulus et al. 2018). 4 is a safe choice; 0 shows what the model does on its own.")
     submitted = c3.form_submit_button("Translate", type="primary", width="stretch")
 
 S = st.session_state
 settings = dict(method=S.method, beam=S.beam, nbest=S.nbest, temp=float(S.temp), topk=int(S.topk),
-                seed=int(S.seed), maxlen=S.maxlen)
+                seed=int(S.seed), maxlen=S.maxlen, norepeat=int(S.norepeat))
 if submitted:
     st.query_params.from_dict({"model": name, "text": S.text, "view": S.view, "tab": S.get("tab", TABS[0]),
                                **{k: str(v) for k, v in settings.items()}})
@@ -199,6 +203,8 @@ out, toggle = st.columns([3, 2])
 with out:
     ui.escaped(d.translation or "(empty output)")
     stopped = "" if d.target_tokens[-1] == "</s>" else " · stopped at the max length"
+    if S.norepeat and S.method != "sample":
+        stopped += f" · repeated {S.norepeat}-grams blocked"
     st.caption(f"French · {METHODS[S.method]} · {len(d.target_tokens)} pieces · log p = {d.log_prob:.2f} · "
                f"decoded in {ms:.0f} ms on {tr.device.type.upper()}{stopped}")
 view_box, play_box = toggle.columns([3, 2], vertical_alignment="center")

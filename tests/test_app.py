@@ -418,3 +418,21 @@ def test_the_model_pickers_help_counts_the_models_present(app):
     at = app()
     assert at.selectbox(key="model").help == ("5 recurrent encoder-decoders (attention: additive, dot, general, "
                                               "none, scaled-dot), English→French.")
+
+
+def test_blocking_repeated_ngrams_from_the_settings_and_the_url(app, zoo):
+    """An untrained model repeats itself; "Block repeated n-grams" = 1 (no piece twice) gives
+    the library's greedy(no_repeat=1) output, says so under it, and travels in the link."""
+    from s2s.checkpoint import load_translator
+    from s2s.decode import greedy
+    text = "a b c d e f g"
+    tr = load_translator(zoo / "en-fr-dot")
+    plain, blocked = greedy(tr, text), greedy(tr, text, no_repeat=1)
+    assert plain.translation != blocked.translation
+    at = app(model="en-fr-dot", text=text, norepeat="1")
+    assert not at.exception and _widget(at, "norepeat").value == 1
+    assert f">{blocked.translation}<" in translation(at)
+    assert any("repeated 1-grams blocked" in c.value for c in at.caption)
+    at = submit(at, norepeat=0)
+    assert f">{plain.translation}<" in translation(at) and at.query_params["norepeat"] in ("0", ["0"])
+    assert not any("grams blocked" in c.value for c in at.caption)
