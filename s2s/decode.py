@@ -297,7 +297,25 @@ def forced(tr: Translator, text: str, reference: str | None = None, reference_id
     ref = list(reference_ids)
     if not ref or len(ref) > MAX_DECODE_LEN:
         raise InputError(f"The reference is {len(ref)} pieces long; the limit is {MAX_DECODE_LEN}.")
+    if hasattr(tr.model, "forced_steps"):
+        return _all_at_once(tr, src, ref, on_step)
     return _left_to_right(tr, src, lambda j, logits: ref[j], len(ref), on_step)
+
+
+@torch.inference_mode()
+def _all_at_once(tr: Translator, src_ids: list[int], ref: list[int],
+                 on_step: Callable[[int, "Decoding"], None] | None = None) -> Decoding:
+    """Forced decoding by a model without recurrence (a Transformer): every position in one
+    pass, since each step's input is the reference's previous token, known in advance;
+    the same Decoding as step by step, up to float rounding."""
+    memory, _ = _encode(tr, src_ids)
+    tgt_in = torch.tensor([[BOS] + ref[:-1]], device=tr.device)
+    rec = _Record(tr, src_ids, memory)
+    for j, st in enumerate(tr.model.forced_steps(tgt_in, memory)):
+        rec.add(ref[j], st.logits[0], st, 0)
+        if on_step is not None:
+            on_step(j, rec.result())
+    return rec.result()
 
 
 @torch.inference_mode()

@@ -296,24 +296,49 @@ class Transformer(nn.Module):
         return Step(logits, (s, torch.stack(new_k, 1), torch.stack(new_v, 1)), feed, alpha, context,
                     cross_attention=cross, self_attention=torch.stack(self_ws, 1))
 
+    def decode_all(self, tgt_in: torch.Tensor, memory: TransformerMemory, keep_weights: bool = False):
+        """Every target position at once (teacher forcing: no recurrence, so nothing waits
+        for the previous step): (B, T) gold previous tokens -> s (B, T, d), the last layer's
+        context (B, T, d), its cross-attention (B, H, T, S), and with keep_weights every
+        layer's self weights (B, L, H, T, T) and cross weights (B, L, H, T, S), else None."""
+        T = tgt_in.size(1)
+        # y_j sees y_<=j only: -inf above the diagonal. Target padding sits after the real
+        # tokens, so no real position ever sees it; padded positions' outputs are not scored.
+        self_bias = torch.full((T, T), float("-inf"), device=tgt_in.device).triu(1)
+        cross_bias = memory.mask_bias[:, None, None, :]
+        x = self.embed_at(tgt_in)
+        self_ws, cross_ws = [], []
+        for l, layer in enumerate(self.decoder):
+            kv = layer.self_attn.keys_values(layer.norm_self(x))
+            x, context, self_w, cross_w = layer(x, kv, self_bias, (memory.cross_keys[:, l], memory.cross_values[:, l]),
+                                                cross_bias)
+            if keep_weights:
+                self_ws.append(self_w), cross_ws.append(cross_w)
+        s = self.decoder_norm(x)
+        every = (torch.stack(self_ws, 1), torch.stack(cross_ws, 1)) if keep_weights else (None, None)
+        return s, context, cross_w, *every
+
+    def forced_steps(self, tgt_in: torch.Tensor, memory: TransformerMemory) -> list[Step]:
+        """Forced decoding of one sentence (B = 1) in a single pass: the Step that decode_step
+        would return at each position j (up to float rounding), with the self-attention of
+        position j over positions 0..j."""
+        s, context, last, self_w, cross_w = self.decode_all(tgt_in, memory, keep_weights=True)
+        alpha = last.mean(1)                                                 # (B, T, S)
+        logits = self.output(s)
+        if self.copy_gate is not None:
+            logits = self.point(logits, alpha, memory.src, context, s)
+        feed = self.initial_feed(tgt_in.size(0))
+        return [Step(logits[:, j], (s[:, j],), feed, alpha[:, j], context[:, j], cross_attention=cross_w[:, :, :, j],
+                     self_attention=self_w[:, :, :, j, :j + 1]) for j in range(tgt_in.size(1))]
+
     def forward(self, src: torch.Tensor, src_len: torch.Tensor, tgt_in: torch.Tensor
                 ) -> tuple[torch.Tensor, torch.Tensor]:
         """Teacher forcing, all target positions at once: (B, T) gold previous tokens ->
         logits (B, T, V) (log-probabilities with copy), alpha (B, T, S) (last layer's
         cross-attention averaged over heads)."""
         memory, _ = self.encode(src, src_len)
-        T = tgt_in.size(1)
-        # y_j sees y_<=j only: -inf above the diagonal. Target padding sits after the real
-        # tokens, so no real position ever sees it; padded positions' outputs are not scored.
-        self_bias = torch.full((T, T), float("-inf"), device=src.device).triu(1)
-        cross_bias = memory.mask_bias[:, None, None, :]
-        x = self.embed_at(tgt_in)
-        for l, layer in enumerate(self.decoder):
-            kv = layer.self_attn.keys_values(layer.norm_self(x))
-            x, context, _, cross_w = layer(x, kv, self_bias, (memory.cross_keys[:, l], memory.cross_values[:, l]),
-                                           cross_bias)
-        s = self.decoder_norm(x)
-        alpha = cross_w.mean(1)                                              # (B, T, S)
+        s, context, last, _, _ = self.decode_all(tgt_in, memory)
+        alpha = last.mean(1)                                                 # (B, T, S)
         logits = self.output(self.drop(s))
         if self.copy_gate is not None:
             logits = self.point(logits, alpha, memory.src, context, s)

@@ -13,7 +13,7 @@ from s2s import translate as translate_cli
 from s2s.checkpoint import CheckpointError, list_checkpoints, load_translator
 from s2s.decode import attention_heads, attention_of, beam_search, forced, greedy, sample
 from s2s.figures import head_of_trace, heads_grid
-from s2s.tokenizer import BOS, PAD
+from s2s.tokenizer import BOS, EOS, PAD
 from s2s.transformer import MultiHeadAttention, Transformer, TransformerConfig, sinusoidal_positions
 from conftest import reversal_pairs, write_tsv
 
@@ -235,3 +235,23 @@ def test_bf16_autocast_on_the_cpu_trains_the_same_model_within_rounding(tmp_path
     with safe_open(tmp_path / "bf16-out" / "model.safetensors", "pt") as f:
         assert {f.get_tensor(k).dtype for k in f.keys()} == {torch.float16}
     assert isinstance(load_translator(tmp_path / "bf16-out").model, Transformer)
+
+
+@pytest.mark.parametrize("name", ["transformer", "transformer-copy"])
+def test_forced_decoding_in_one_pass_equals_step_by_step(untrained_translators, name):
+    """A Transformer's forced decoding runs every position at once (forced_steps); its Decoding
+    is the step-by-step one's, field by field, and on_step still sees each step."""
+    from s2s.decode import _left_to_right, encode_source
+    tr = untrained_translators[name]
+    text, ref = "a b c d e", "e d c b a"
+    seen = []
+    fast = forced(tr, text, ref, on_step=lambda j, d: seen.append(len(d.target_ids)))
+    ref_ids = tr.tokenizer.encode(ref) + [EOS]
+    slow = _left_to_right(tr, encode_source(tr, text), lambda j, logits: ref_ids[j], len(ref_ids))
+    assert fast.target_ids == slow.target_ids == ref_ids and seen == list(range(1, len(ref_ids) + 1))
+    assert fast.log_prob == pytest.approx(slow.log_prob, abs=1e-4) and fast.token_ranks == slow.token_ranks
+    for field in ("token_log_probs", "attention", "states", "contexts", "encoder_states", "cross_attention",
+                  "decoder_self_attention", "encoder_self_attention"):
+        a, b = np.asarray(getattr(fast, field)), np.asarray(getattr(slow, field))
+        assert a.shape == b.shape and np.allclose(a, b, atol=1e-4), field
+    assert [[t for t, _ in row] for row in fast.step_top] == [[t for t, _ in row] for row in slow.step_top]
