@@ -12,12 +12,17 @@ import sys
 import threading
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager     # internal: see run_through_app
 
 # The registry imports no torch: the start page draws while warm_up imports it (below).
 from s2s.checkpoint import (CheckpointError, CheckpointInfo, LanguageModel, Translator, checkpoint_root,
                             default_device, list_checkpoints, load_charlm, load_translator)
+
+if TYPE_CHECKING:
+    from s2s.decode import Decoding      # imports torch: only when a page decodes
 
 # One thread per request: batch-1 decoding gains little from more, and a shared server
 # with several users stays responsive when no request grabs every core. torch reads this
@@ -128,16 +133,60 @@ def _warm() -> None:
             s2s.decode.greedy(load_model(name), "Hello.")
         except (CheckpointError, InputError, OSError):   # the page that opens it says what is wrong
             pass
+    # then the Bottleneck page's first screen: its default models' greedy decodings of the
+    # joined examples (outputs only, nothing timed), into the cache the page reads
+    from s2s.bottleneck import STRESS_DEFAULT, joined_example, measured_models
+    default = bottleneck_default(infos)
+    for name in measured_models(infos, default) if default else []:
+        for k in range(1, STRESS_DEFAULT + 1):
+            try:
+                greedy_decoding(model_path(name), joined_example(k)[0])
+            except (CheckpointError, InputError, OSError):
+                break
+
+
+def bottleneck_default(infos: list[CheckpointInfo]) -> str | None:
+    """The recurrent attention model the Bottleneck page compares with the fixed vector at
+    first: the default model if it is one, else the first; None if the page cannot run
+    (no fixed-vector model or no recurrent attention model)."""
+    attention = [i.name for i in infos if i.has_attention and i.arch == "rnn"]
+    if not attention or not any(i.attention == "none" for i in infos):
+        return None
+    return DEFAULT_MODEL if DEFAULT_MODEL in attention else attention[0]
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def greedy_decoding(path: str, text: str) -> Decoding:
+    """Greedy decoding, states included, of `text` by the model at `path`: once per server
+    for every session (the Bottleneck page's views; warm_up fills it for the first screen)."""
+    from s2s.decode import greedy
+    return greedy(load_path(path), text)
+
+
+_timed: set[str] = set()      # models whose decode_timing is in its cache (the cost view shows it)
+
+
+def timing_measured(paths: list[str]) -> bool:
+    """Whether the cost view of these models was measured on this server already."""
+    return all(p in _timed for p in paths)
+
+
+def forget_timing() -> None:
+    """"Measure again": drop the cost view's times."""
+    decode_timing.clear()
+    _timed.clear()
 
 
 @st.cache_data(max_entries=16, show_spinner=False)     # the page shows its own spinner
 def decode_timing(path: str) -> list[dict]:
     """The Bottleneck page's cost view for one model (s2s.bottleneck.timing_rows), measured
-    once per server (~0.4 s for the fixed-vector model, ~3 s for the Transformer here). Not
-    measured by warm_up: timed in the background, beside a page's own work, the times showed
-    that contention instead of each model's cost."""
+    once per server, when someone asks (*Time the models*). Not measured by warm_up: timed in
+    the background, beside a page's own work, the times showed that contention instead of
+    each model's cost."""
     from s2s.bottleneck import timing_rows
-    return timing_rows(load_path(path), Path(path).name)
+    rows = timing_rows(load_path(path), Path(path).name)
+    _timed.add(path)
+    return rows
 
 
 def load_model(name: str) -> Translator:

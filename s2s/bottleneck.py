@@ -28,6 +28,7 @@ STRESS_PAIRS = [
     ("She reads a book every evening before going to bed.", "Elle lit un livre chaque soir avant d'aller se coucher."),
     ("Tom forgot his keys at the office again.", "Tom a encore oublié ses clés au bureau."),
 ]
+STRESS_DEFAULT = 4      # sentences joined at most when the Bottleneck page opens (its slider's default)
 
 
 def joined_example(k: int, pairs: Sequence[tuple[str, str]] = STRESS_PAIRS) -> tuple[str, str]:
@@ -101,8 +102,9 @@ def pca_2d(x: np.ndarray) -> np.ndarray:
 
 def decode_ms(tr: Translator, text: str, reference: str, runs: int = 3) -> float:
     """Fastest of `runs` wall times, in ms, of decoding `reference` (forced, so every model
-    runs the same number of steps t and only the cost per step differs). The minimum, not the
-    median: another session's work on the same cores only ever adds time."""
+    produces the same t tokens: a recurrent model in t steps, a Transformer in one pass over
+    all t positions). The minimum, not the median: another session's work on the same cores
+    only ever adds time."""
     times = []
     for _ in range(runs):
         t = time.perf_counter()

@@ -228,3 +228,48 @@ def test_long_log_p_bars_stand_their_labels_upright_and_small():
     assert short.layout.xaxis.tickangle == long.layout.xaxis.tickangle == -90
     assert long.layout.xaxis.tickfont.size <= 380 / 36 < short.layout.xaxis.tickfont.size
     assert len(long.layout.xaxis.ticktext) == 36                       # every piece labelled, none dropped
+
+
+def test_cost_view_is_timed_on_request_once_per_server(zoo_env, monkeypatch):
+    """Opening the page times nothing; *Time the models* measures each model once for the
+    server, and a later visitor sees the chart without pressing; *Measure again* re-times."""
+    import s2s.bottleneck
+    import ui
+    ui.forget_timing()
+    timed = []
+    monkeypatch.setattr(s2s.bottleneck, "decode_ms", lambda tr, *a, **k: timed.append(tr.path.name) or 1.0 + len(timed))
+
+    def has_cost_chart(at) -> bool:
+        return any('"m\\u00b7t"' in c.proto.spec or '"m·t"' in c.proto.spec for c in at.get("vega_lite_chart"))
+    at = bottleneck_page()
+    assert not at.exception and timed == []
+    assert not has_cost_chart(at)
+    assert at.button(key="bn_time").label == "Time the models"
+    assert any("Not measured yet" in c.value and "`en-fr-none`" in c.value for c in at.caption)
+    at.button(key="bn_time").click().run()
+    assert not at.exception
+    assert sorted(set(timed)) == ["en-fr-additive", "en-fr-none"] and len(timed) == 2 * len(STRESS_PAIRS)
+    assert has_cost_chart(at)
+    later = bottleneck_page()                       # another visitor on the same server
+    assert has_cost_chart(later) and len(timed) == 2 * len(STRESS_PAIRS)
+    assert later.button(key="bn_time").label == "Measure again"
+    later.button(key="bn_time").click().run()
+    assert len(timed) == 4 * len(STRESS_PAIRS) and has_cost_chart(later)
+    ui.forget_timing()
+
+
+def test_warm_up_decodes_the_bottleneck_pages_first_screen(zoo_env, monkeypatch):
+    """warm_up also fills the cache the Bottleneck page reads with its default models' greedy
+    decodings of the joined examples it opens on, so its first open decodes nothing."""
+    import s2s.decode
+    import ui
+    monkeypatch.setattr(ui, "_warm_thread", None)
+    ui.greedy_decoding.clear()
+    ui.warm_up().join(120)
+    calls = []
+    real = s2s.decode.greedy
+    monkeypatch.setattr(s2s.decode, "greedy", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    at = bottleneck_page()
+    assert not at.exception
+    assert calls == []          # the side by side, stress test and decoder views were all cached
+    assert ui.bottleneck_default(ui.translation_models()) == "en-fr-additive"
