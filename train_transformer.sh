@@ -6,7 +6,9 @@
 # 3 + 3 layers, d = 256, 4 heads, FFN 1024, bf16 autocast (--bf16). STEPS is sized from the
 # throughput measured on this machine (~2,000 target tokens/s on 2 cores) to fit 90 min
 # (README, "The Transformer"). The weights of the last 10 evaluation points (every 100 steps)
-# are kept and the shipped model is the average of the last k, k chosen by validation loss.
+# are kept and the shipped model is the average of the last k, k chosen by validation loss:
+# on the shipped run k = 1 (the last weights; averages of 2-10 had valid loss 1.2545-1.2707
+# against 1.2529, since the cosine schedule has already brought the lr down to 5e-5).
 # Resumable: run it again.
 # Usage: bash train_transformer.sh [path/to/fra.txt]
 set -euo pipefail
