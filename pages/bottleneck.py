@@ -244,21 +244,29 @@ with c1:
     # page's first open made that open take seconds, and timing in the background measured
     # the contention with whatever else the server was doing
     paths = [ui.model_path(m) for m in measured]
-    measured_already = ui.timing_measured(paths)
-    pressed = st.button("Measure again" if measured_already else "Time the models", key="bn_time",
-                        type="secondary" if measured_already else "primary",
-                        help="Decode each joined example (1 to 6 sentences) with each model, forced to our "
-                             "reference so every model runs the same number of steps; the fastest of 3 runs.")
-    if pressed and measured_already:
-        ui.forget_timing()
-    if pressed or measured_already:
+
+    def time_models(again: bool) -> None:
+        if again:
+            ui.forget_timing()
+        st.session_state["bn_time_asked"] = True
+
+    rows, failed = [], None
+    if st.session_state.pop("bn_time_asked", False) or ui.timing_measured(paths):
         try:
             with st.spinner("Timing the models…"):     # shown only if it takes over half a second
-                tdf = pd.DataFrame([row for p in paths for row in ui.decode_timing(p)])
-            st.altair_chart(length_chart(tdf, "m·t", "ms", x_title="m · t (source pieces × output pieces)",
-                                         y_title="decode time (ms, forced, batch 1)", colors=COLORS), key="cost_chart")
+                rows = [row for p in paths for row in ui.decode_timing(p)]
         except InputError as e:
-            st.warning(f"Cannot time the joined examples: {e}")
+            failed = e
+    again = ui.timing_measured(paths)
+    st.button("Measure again" if again else "Time the models", key="bn_time", type="secondary" if again else "primary",
+              on_click=time_models, args=(again,),
+              help="Decode each joined example (1 to 6 sentences) with each model, forced to our reference so every "
+                   "model produces the same tokens; the fastest of 3 runs.")
+    if rows:
+        st.altair_chart(length_chart(pd.DataFrame(rows), "m·t", "ms", x_title="m · t (source pieces × output pieces)",
+                                     y_title="decode time (ms, forced, batch 1)", colors=COLORS), key="cost_chart")
+    elif failed:
+        st.warning(f"Cannot time the joined examples: {failed}")
     else:
         st.caption(f"Not measured yet on this server: *Time the models* decodes the six joined examples with "
                    f"{', '.join(f'`{m}`' for m in measured)} (a few seconds), then the chart stays for everyone.")
