@@ -287,5 +287,5 @@ with c2:
             "O(m + t). A Transformer also lets every source piece attend to every other and every output piece "
             "to the ones before it: O(m² + t² + m·t), but with no recurrence its layers run over all positions "
             "at once. The chart shows what each costs here, on this machine's CPU, forced decoding at batch 1: "
-            "every output token is known in advance, yet a recurrent decoder still needs s_{j-1} before s_j and "
-            "runs t steps, while the Transformer computes all t positions in one pass.")
+            "every output token is known in advance, yet a recurrent decoder still needs s<sub>j−1</sub> before "
+            "s<sub>j</sub> and runs t steps, while the Transformer computes all t positions in one pass.")
