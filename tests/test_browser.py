@@ -307,6 +307,7 @@ def test_alignment_and_explanation_page(server, chrome, tmp_path):
     page.wait_for_selector('[data-testid="stSidebarNav"] a >> text=Alignment & Explanation', timeout=90_000)
     nav_link(page, "Alignment & Explanation").click()
     page.wait_for_selector(".js-plotly-plot >> text=gold Sure", timeout=90_000)
+    page.wait_for_selector("text=AER (this pair)", timeout=30_000)    # drawn beside it, maybe a moment later
     assert page.get_by_text("AER (this pair)").count() == 1
     names = page.evaluate("document.querySelectorAll('.js-plotly-plot')[0].data.map(t => t.name || '')")
     assert names[1:] == ["gold Sure", "gold Possible", "model"]
