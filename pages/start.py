@@ -5,7 +5,6 @@ The page is layout only: every link's target reads its parameters with ui.arriva
 """
 from typing import NamedTuple
 
-import plotly.graph_objects as go
 import streamlit as st
 
 import ui
@@ -90,12 +89,3 @@ with st.container(gap="xsmall"):
             if topic.coming:
                 st.caption(topic.coming)
 
-# Plotly's code reaches the browser with the first page that shows a Plotly chart, and loading
-# it took 1.2-1.6 s of the first heatmap's time (tools/bench_browser.py). An empty chart,
-# hidden, makes the browser load it while the outline is read.
-# Plotly checks values against pandas if sys.modules has it, even half imported by warm_up in
-# its thread: importing it here waits for that import to finish (the outline is drawn by then).
-import pandas  # noqa: E402,F401
-with st.container(key="plotly_prefetch"):
-    st.plotly_chart(go.Figure(layout={"height": 10}), config={"staticPlot": True}, key="prefetch")
-st.html("<style>.st-key-plotly_prefetch{display:none}</style>")

@@ -162,16 +162,3 @@ def test_with_a_transformer_the_last_topic_links_to_its_heads(zoo, tiny_transfor
     assert not at.exception, at.exception
     assert at.session_state["tab"] == "Heads" and chart(at, "heads_grid") is not None
 
-
-def test_the_start_page_loads_plotly_in_a_hidden_chart(env):
-    """An empty Plotly chart in a hidden container: the browser loads Plotly's code while the
-    outline is read, so the first heatmap a link opens does not wait for it."""
-    at = start()
-    charts = at.get("plotly_chart")
-    assert len(charts) == 1 and json_data(charts[0])["data"] == []
-    assert any(".st-key-plotly_prefetch{display:none}" in h.proto.body for h in at.get("html"))
-
-
-def json_data(chart) -> dict:
-    import json
-    return json.loads(chart.proto.spec)
