@@ -256,6 +256,8 @@ def _stack(rows: list[torch.Tensor]) -> np.ndarray:
 def greedy(tr: Translator, text: str, max_len: int | None = None, on_step=None, no_repeat: int = 0) -> Decoding:
     src = encode_source(tr, text)
     check_range("No-repeat n-gram size", no_repeat, 0, MAX_NO_REPEAT)
+    if not no_repeat:     # the default: nothing to track per step
+        return _left_to_right(tr, src, lambda j, logits: int(logits.argmax()), _max_len(len(src), max_len), on_step)
     chosen: list[int] = []
 
     def choose(j, logits):
