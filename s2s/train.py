@@ -310,6 +310,10 @@ def main(argv=None) -> int:
     p.add_argument("--tokenizer", help="use this sentencepiece model as it is (e.g. a shipped checkpoint's "
                                        "spm.model, so two models share their pieces)")
     p.add_argument("--dropout", type=float, default=0.2)
+    p.add_argument("--attention-dropout", type=float, help="Transformer: dropout on the attention weights "
+                   "(default: --dropout; the paper has none)")
+    p.add_argument("--ffn-dropout", type=float, help="Transformer: dropout inside the feed-forward block "
+                   "(default: --dropout; the paper has none)")
     p.add_argument("--label-smoothing", type=float, default=0.1)
     p.add_argument("--steps", type=int, default=2000, help="optimizer steps (the schedule's length)")
     p.add_argument("--max-tokens", type=int, default=2400, help="target tokens per batch")
@@ -396,7 +400,8 @@ def main(argv=None) -> int:
         model = finetune_model(base.model, len(tok), a.dropout, a.copy)
         cfg = model.cfg
     elif a.arch == "transformer":
-        cfg = TransformerConfig(len(tok), a.hidden, a.heads, a.layers, a.layers, a.ffn, a.dropout, copy=a.copy)
+        cfg = TransformerConfig(len(tok), a.hidden, a.heads, a.layers, a.layers, a.ffn, a.dropout, copy=a.copy,
+                                attention_dropout=a.attention_dropout, ffn_dropout=a.ffn_dropout)
         model = Transformer(cfg)
     else:
         cfg = ModelConfig(len(tok), a.emb, a.hidden, a.hidden, a.cell, a.attention, a.dropout,

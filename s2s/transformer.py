@@ -60,8 +60,10 @@ class TransformerConfig:
     encoder_layers: int = 3
     decoder_layers: int = 3
     ffn: int = 1024
-    dropout: float = 0.1
+    dropout: float = 0.1             # on each sub-layer's output and on embeddings + positions (the paper's)
     copy: bool = False
+    attention_dropout: float | None = None   # on the weights A before A V; None: as `dropout`
+    ffn_dropout: float | None = None         # on ReLU(W_1 x); None: as `dropout`
     arch: str = "transformer"        # what the registry and the pages read
     attention: str = "scaled-dot"    # its cross-attention's scoring function
 
@@ -72,6 +74,13 @@ class TransformerConfig:
             raise ValueError(f"d_model {self.d_model} is not divisible by {self.heads} heads")
         if self.d_model % 2:
             raise ValueError("d_model must be even (sinusoidal positions come in sin/cos pairs)")
+        # Vaswani et al. drop only sub-layer outputs and embeddings; dropping A and the FFN's
+        # inner activations too is tensor2tensor's habit. Configs written before these two
+        # fields existed trained with all three at `dropout`.
+        if self.attention_dropout is None:
+            self.attention_dropout = self.dropout
+        if self.ffn_dropout is None:
+            self.ffn_dropout = self.dropout
 
     @classmethod
     def from_dict(cls, d: dict) -> "TransformerConfig":
@@ -158,8 +167,8 @@ class EncoderLayer(nn.Module):
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
         d = cfg.d_model
-        self.norm_self, self.self_attn = nn.LayerNorm(d), MultiHeadAttention(d, cfg.heads, cfg.dropout)
-        self.norm_ffn, self.ffn = nn.LayerNorm(d), FeedForward(d, cfg.ffn, cfg.dropout)
+        self.norm_self, self.self_attn = nn.LayerNorm(d), MultiHeadAttention(d, cfg.heads, cfg.attention_dropout)
+        self.norm_ffn, self.ffn = nn.LayerNorm(d), FeedForward(d, cfg.ffn, cfg.ffn_dropout)
         self.drop = nn.Dropout(cfg.dropout)
 
     def forward(self, x: torch.Tensor, bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -174,9 +183,9 @@ class DecoderLayer(nn.Module):
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
         d = cfg.d_model
-        self.norm_self, self.self_attn = nn.LayerNorm(d), MultiHeadAttention(d, cfg.heads, cfg.dropout)
-        self.norm_cross, self.cross_attn = nn.LayerNorm(d), MultiHeadAttention(d, cfg.heads, cfg.dropout)
-        self.norm_ffn, self.ffn = nn.LayerNorm(d), FeedForward(d, cfg.ffn, cfg.dropout)
+        self.norm_self, self.self_attn = nn.LayerNorm(d), MultiHeadAttention(d, cfg.heads, cfg.attention_dropout)
+        self.norm_cross, self.cross_attn = nn.LayerNorm(d), MultiHeadAttention(d, cfg.heads, cfg.attention_dropout)
+        self.norm_ffn, self.ffn = nn.LayerNorm(d), FeedForward(d, cfg.ffn, cfg.ffn_dropout)
         self.drop = nn.Dropout(cfg.dropout)
 
     def forward(self, x: torch.Tensor, self_kv: tuple[torch.Tensor, torch.Tensor], self_bias: torch.Tensor | None,

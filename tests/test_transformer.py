@@ -170,6 +170,28 @@ def test_checkpoint_round_trip_and_registry(untrained_translators, tmp_path):
         load_translator(bad)
 
 
+def test_dropout_sites_are_set_apart_and_old_configs_keep_theirs():
+    """attention_dropout and ffn_dropout drop A and ReLU(W_1 x); set to 0 (the paper's recipe),
+    only sub-layer outputs and embeddings are dropped. A config without them (written before
+    they existed) trained with `dropout` at all three sites, and loads so."""
+    old = TransformerConfig.from_dict({"vocab_size": 60, "d_model": 32, "heads": 4, "dropout": 0.1})
+    assert (old.attention_dropout, old.ffn_dropout) == (0.1, 0.1)
+    cfg = TransformerConfig(60, d_model=32, heads=4, encoder_layers=1, decoder_layers=1, ffn=64,
+                            dropout=0.0, attention_dropout=0.0, ffn_dropout=0.5)
+    assert TransformerConfig.from_dict(cfg.to_dict()) == cfg
+    m = Transformer(cfg).train()
+    assert m.encoder[0].self_attn.drop.p == 0.0 and m.decoder[0].cross_attn.drop.p == 0.0
+    src, tgt = torch.tensor([[5, 6, 7, 2]]), torch.tensor([[BOS, 11, 12]])
+    torch.manual_seed(0)
+    a, _ = m(src, torch.tensor([4]), tgt)
+    b, _ = m(src, torch.tensor([4]), tgt)
+    assert not torch.allclose(a, b)                     # the FFN's dropout is on in training ...
+    m.decoder[0].ffn.drop.p = m.encoder[0].ffn.drop.p = 0.0
+    a, _ = m(src, torch.tensor([4]), tgt)
+    b, _ = m(src, torch.tensor([4]), tgt)
+    assert torch.equal(a, b)                            # ... and the only dropout left
+
+
 def test_config_is_checked():
     with pytest.raises(ValueError, match="divisible"):
         TransformerConfig(10, d_model=30, heads=4)
