@@ -108,6 +108,25 @@ def warm_up() -> threading.Thread | None:
 
 
 _warm_lock, _warm_thread = threading.Lock(), None
+_default_warm = threading.Event()     # set once warm_up has torch, the default model and its first decode
+_plotly_imported = threading.Event()  # set once warm_up has imported plotly (and pandas)
+
+
+def load_plotly_early() -> None:
+    """On a server still warming up, draw a hidden, empty Plotly chart at once, so that the
+    browser fetches and runs Plotly's script (4.7 MB, the slowest part of a fresh page's first
+    chart here) while the page waits for torch and the model, instead of after the heatmap
+    arrives. Call it before a page's imports of s2s, which wait for torch. Always makes the
+    same one element (empty on a warm server), so the page's layout does not depend on it;
+    app.py's style hides the chart (.st-key-plotly_early)."""
+    slot = st.empty()
+    if _default_warm.is_set() or _warm_thread is None:
+        return
+    # Two threads importing plotly (or pandas) at once can see each other's half-imported
+    # modules: draw with what the warm-up has imported, once it has.
+    if _plotly_imported.wait(timeout=30):
+        slot.plotly_chart({"data": [{"type": "scatter", "x": [], "y": []}], "layout": {"height": 10}},
+                          key="plotly_early", config={"staticPlot": True})
 
 
 class _QuietWarmUp(logging.Filter):
@@ -122,9 +141,18 @@ logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").add
 
 
 def _warm() -> None:
+    try:
+        _warm_models()
+    finally:
+        _plotly_imported.set()
+        _default_warm.set()
+
+
+def _warm_models() -> None:
     import pandas  # noqa: F401  (the pages' imports, in the order the Translate page makes them)
+    import s2s.figures  # noqa: F401  (plotly: before torch, so load_plotly_early waits little)
+    _plotly_imported.set()
     import s2s.decode
-    import s2s.figures  # noqa: F401
     from s2s.text import InputError
     infos = [i for i in translation_models() if i.error is None]
     names = sorted((i.name for i in infos), key=lambda n: n != DEFAULT_MODEL)    # the default first
@@ -133,6 +161,7 @@ def _warm() -> None:
             s2s.decode.greedy(load_model(name), "Hello.")
         except (CheckpointError, InputError, OSError):   # the page that opens it says what is wrong
             pass
+        _default_warm.set()
     # then the Bottleneck page's first screen: its default models' greedy decodings of the
     # joined examples (outputs only, nothing timed), into the cache the page reads
     from s2s.bottleneck import STRESS_DEFAULT, joined_example, measured_models

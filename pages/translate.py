@@ -2,14 +2,17 @@
 
 The page is layout and widgets only; decoding is s2s.decode, figures are s2s.figures.
 """
-import json
-import time
-
-import numpy as np
-import pandas as pd
 import streamlit as st
 
 import ui
+
+ui.load_plotly_early()     # before the imports below: on a cold server they wait for torch
+
+import json  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 from s2s.align import argmax_alignment, mean_entropy, merge_to_words, word_spans
 from s2s.attention import SCORES, scaling_statistics
 from s2s.decode import Decoding, attention_heads, attention_of, forced, translate

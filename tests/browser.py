@@ -47,7 +47,7 @@ def streamlit_server(env: dict | None = None, timeout: float = 90, with_process:
             if proc.poll() is not None or time.time() > deadline:
                 log.seek(0)
                 raise RuntimeError("streamlit did not start: " + log.read().decode(errors="replace")[-2000:])
-            time.sleep(0.3)
+            time.sleep(0.05)       # tools/bench_browser.py times cold start from the spawn: poll finely
         yield (url, proc) if with_process else url
     finally:
         proc.terminate()
@@ -73,10 +73,10 @@ HEATMAP = "[class*='st-key-heatmap'] .js-plotly-plot, .stPlotlyChart .js-plotly-
 
 def open_app(b, url: str, width: int = 1400, height: int = 1000, path: str = "/translate"):
     """A new tab on `path` (the Translate page unless said: the app itself opens on Start
-    here), once a chart is drawn."""
+    here), once a chart is drawn (a visible one: not ui.load_plotly_early's hidden chart)."""
     page = b.new_page(viewport={"width": width, "height": height})
     page.goto(url + path)
-    page.wait_for_selector(".js-plotly-plot", timeout=90_000)
+    page.wait_for_selector(".js-plotly-plot >> visible=true", timeout=90_000)
     return page
 
 

@@ -436,3 +436,23 @@ def test_blocking_repeated_ngrams_from_the_settings_and_the_url(app, zoo):
     at = submit(at, norepeat=0)
     assert f">{plain.translation}<" in translation(at) and at.query_params["norepeat"] in ("0", ["0"])
     assert not any("grams blocked" in c.value for c in at.caption)
+
+
+def test_a_cold_server_has_the_browser_load_plotly_while_the_page_waits(app, monkeypatch):
+    """Until warm_up has torch and the default model, the Translate page first draws a hidden,
+    empty Plotly chart (so a fresh browser tab fetches and runs Plotly's script while the
+    page waits), then the page as usual; on a warm server it draws no such chart."""
+    import threading
+    import ui
+    monkeypatch.setattr(ui, "_warm_thread", threading.current_thread())     # a warm-up "running"
+    monkeypatch.setattr(ui, "_default_warm", threading.Event())             # not done yet
+    plotly_in = threading.Event()
+    plotly_in.set()
+    monkeypatch.setattr(ui, "_plotly_imported", plotly_in)
+    at = translate_page()
+    early = chart(at, "plotly_early")
+    assert early is not None and early["layout"]["height"] == 10
+    assert chart(at, "heatmap") is not None and not at.exception
+    ui._default_warm.set()                                                  # warmed up
+    at = translate_page()
+    assert chart(at, "plotly_early") is None and chart(at, "heatmap") is not None

@@ -17,9 +17,10 @@ on the page is drawn):
     translate_greedy, _beam    a new sentence (never asked before: no cache), Translate
     tab_<name>                 opening each tab of the Translate page (only the open tab runs)
     switch_model               another attention model in the sidebar, until its heatmap shows
-    bottleneck_first_open      the Bottleneck page's first visit on this server, every chart
+    bottleneck_first_open      the Bottleneck page's first visit on this server, from the sidebar
+                               as a class opens it, until every chart is drawn
     bottleneck_translate_both  a new sentence, "Translate with both"
-    cells_first_open           the Cell States page's first visit
+    cells_first_open           the Cell States page's first visit, from the sidebar
     cells_find_cells           its Find cells tab: every cell ranked, the top traces drawn
     cells_sample               "Sample from the model" with a new seed, until the text is shaded
 
@@ -98,6 +99,12 @@ def goto(page, url: str) -> None:
     page.wait_for_selector('[data-testid="stApp"]', timeout=120_000)
 
 
+def open_from_sidebar(page, title: str) -> None:
+    """Open a page as a class does, with its link in the sidebar: the browser keeps its
+    scripts and its connection, and only the page's script runs (a typed address reloads it all)."""
+    page.locator('[data-testid="stSidebarNav"] a', has_text=title).first.click()
+
+
 def translate(page, text: str, last_word: str) -> float:
     page.get_by_role("textbox", name="English text").fill(text)
     press = page.get_by_role("button", name="Translate", exact=True)
@@ -165,8 +172,7 @@ def one_run(b, url: str, t_spawn: float, presses: int, offset: int, models: list
         record("switch_model", switch)
     errors += len(exceptions(page))
 
-    record("bottleneck_first_open", lambda: timed(page, lambda: goto(page, url + "/bottleneck"),
-                                                  "() => document.querySelector('.stPlotlyChart') !== null"))
+    record("bottleneck_first_open", lambda: timed(page, lambda: open_from_sidebar(page, "Bottleneck"), DRAWN, "lp_"))
     for _ in range(presses):
         def both() -> float:
             text, _ = next(sentence)
@@ -177,7 +183,7 @@ def one_run(b, url: str, t_spawn: float, presses: int, offset: int, models: list
     errors += len(exceptions(page))
 
     if any(i.kind == "charlm" and i.error is None for i in list_checkpoints(checkpoint_root())):
-        record("cells_first_open", lambda: timed(page, lambda: goto(page, url + "/cells"),
+        record("cells_first_open", lambda: timed(page, lambda: open_from_sidebar(page, "Cell States"),
                                                  "() => document.querySelector('.s2s-cells') !== null"))
         record("cells_find_cells", lambda: timed(page, lambda: page.get_by_role("tab", name="Find cells").click(),
                                                  DRAWN, "top_traces"))
