@@ -149,7 +149,7 @@ def _warm() -> None:
 
 
 def _warm_models() -> None:
-    import pandas  # noqa: F401  (the pages' imports, in the order the Translate page makes them)
+    import pandas  # noqa: F401  (first: plotly checks values against pandas, whole or half imported)
     import s2s.figures  # noqa: F401  (plotly: before torch, so load_plotly_early waits little)
     _plotly_imported.set()
     import s2s.decode
@@ -161,7 +161,7 @@ def _warm_models() -> None:
             s2s.decode.greedy(load_model(name), "Hello.")
         except (CheckpointError, InputError, OSError):   # the page that opens it says what is wrong
             pass
-        _default_warm.set()
+        _default_warm.set()      # after the first model, the default: a page finds it ready
     # then the Bottleneck page's first screen: its default models' greedy decodings of the
     # joined examples (outputs only, nothing timed), into the cache the page reads
     from s2s.bottleneck import STRESS_DEFAULT, joined_example, measured_models

@@ -121,3 +121,19 @@ def test_train_step_bench_prints_each_setting_as_json():
     assert set(got["product_4000x256x1024_ms"]) == {"float32", "bfloat16"}
     for setting in ("fp32_malloc_default", "fp32_malloc_kept", "bf16_malloc_default", "bf16_malloc_kept"):
         assert got[setting]["s_per_step"] > 0 and got[setting]["target_tokens_per_s"] > 0
+
+
+def test_train_step_bench_sets_the_inner_dropout_and_profiles_it():
+    """`--inner-dropout 0 --profile`: the step of train_transformer.sh's recipe, with the share
+    of each step spent drawing dropout's random numbers (some: sub-layer dropout stays on)."""
+    import json
+    import subprocess
+    import sys
+    from conftest import ROOT
+    out = subprocess.run([sys.executable, str(ROOT / "tools" / "bench_train_step.py"), "--steps", "1",
+                          "--max-tokens", "300", "--inner-dropout", "0", "--profile"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    for setting in ("fp32_malloc_default", "fp32_malloc_kept", "bf16_malloc_default", "bf16_malloc_kept"):
+        assert 0 < got[setting]["bernoulli_share"] < 1

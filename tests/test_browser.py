@@ -389,3 +389,16 @@ def test_a_link_opened_after_the_start_page_works(tmp_path_factory, tiny_additiv
         second.wait_for_selector(".st-key-heatmap .js-plotly-plot", timeout=90_000)
         assert second.get_by_role("textbox", name="English text").input_value() == "c b"
         assert "Translate & Align" in " ".join(second.locator('[data-testid="stSidebarNav"] a').all_inner_texts())
+
+
+@pytest.mark.skipif(not SHIPPED, reason="the shipped default model draws the opening heatmap")
+def test_cold_start_marks_come_in_order():
+    """tools/cold_start_marks.py: one cold start of this app, its stages marked in the order
+    they happen (the server answers, the start page, /translate, its heatmap, all drawn)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("cold_start_marks", ROOT / "tools" / "cold_start_marks.py")
+    marks_tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(marks_tool)
+    marks = marks_tool.one_run(ROOT)
+    assert list(marks) == ["health", "root_nav", "translate_app", "heatmap", "settled"]
+    assert 0 < marks["health"] <= marks["root_nav"] <= marks["translate_app"] <= marks["heatmap"] <= marks["settled"]

@@ -2,12 +2,16 @@
 autocast (`s2s.train --bf16`), each with glibc's default allocator settings and with the ones
 train_transformer.sh sets (freed memory kept in the process, MALLOC_MMAP_MAX_=0 and friends).
 
-    python tools/bench_train_step.py [--steps 8] [--max-tokens 4000]
+    python tools/bench_train_step.py [--steps 8] [--max-tokens 4000] [--inner-dropout 0] [--profile]
 
 Batches are random ids with Tatoeba-like lengths (a quarter of them 2-6 sentences joined),
 so the figure measures the arithmetic and the memory traffic, not the data. Each setting runs
 in its own process (the allocator reads its settings at start), two threads, after one
 warm-up step. Also prints the time of one 4000x256 by 256x1024 product in fp32 and in bf16.
+Dropout is 0.1 on sub-layer outputs and embeddings; `--inner-dropout` sets it on the attention
+weights and inside the feed-forward block (0.1 by default, as the first shipped run trained;
+train_transformer.sh now uses 0). `--profile` adds each setting's share of step time spent in
+`aten::bernoulli_`, the random numbers behind dropout (torch.profiler, over the timed steps).
 On a machine busy with other work the figures measure that contention.
 """
 from __future__ import annotations
@@ -26,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MALLOC_KEPT = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": "20000000000", "MALLOC_TOP_PAD_": "1000000000"}
 
 
-def one_setting(steps: int, max_tokens: int, bf16: bool) -> dict:
+def one_setting(steps: int, max_tokens: int, bf16: bool, inner_dropout: float = 0.1, profile: bool = False) -> dict:
     import torch
     sys.path.insert(0, str(ROOT))
     from s2s.data import token_batches
@@ -41,7 +45,8 @@ def one_setting(steps: int, max_tokens: int, bf16: bool) -> dict:
         sentences = rng.randint(2, 6) if rng.random() < 0.25 else 1
         src = [rng.randint(4, vocab - 1) for _ in range(sentences * rng.randint(5, 14))]
         examples.append((src, [rng.randint(4, vocab - 1) for _ in range(int(len(src) * 1.15))]))
-    model = Transformer(TransformerConfig(vocab, 256, 4, 3, 3, 1024, 0.1, copy=True)).train()
+    model = Transformer(TransformerConfig(vocab, 256, 4, 3, 3, 1024, 0.1, copy=True, attention_dropout=inner_dropout,
+                                          ffn_dropout=inner_dropout)).train()
     opt = torch.optim.Adam(model.parameters(), lr=1e-4)
     batches = [b for _, b in zip(range(steps + 1), token_batches(examples, max_tokens, BOS, seed=1))]
 
@@ -54,11 +59,17 @@ def one_setting(steps: int, max_tokens: int, bf16: bool) -> dict:
         opt.step()
 
     step(batches[0])
-    t = time.perf_counter()
-    for b in batches[1:]:
-        step(b)
-    seconds = (time.perf_counter() - t) / steps
-    return {"s_per_step": round(seconds, 3), "target_tokens_per_s": round(sum(b.n_tokens for b in batches[1:]) / steps / seconds)}
+    with torch.profiler.profile() if profile else contextlib.nullcontext() as prof:
+        t = time.perf_counter()
+        for b in batches[1:]:
+            step(b)
+        seconds = (time.perf_counter() - t) / steps
+    out = {"s_per_step": round(seconds, 3), "target_tokens_per_s": round(sum(b.n_tokens for b in batches[1:]) / steps / seconds)}
+    if profile:
+        ops = prof.key_averages()
+        out["bernoulli_share"] = round(sum(e.self_cpu_time_total for e in ops if e.key == "aten::bernoulli_")
+                                       / sum(e.self_cpu_time_total for e in ops), 3)
+    return out
 
 
 def product_ms() -> dict:
@@ -80,16 +91,20 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=8)
     p.add_argument("--max-tokens", type=int, default=4000)
+    p.add_argument("--inner-dropout", type=float, default=0.1,
+                   help="dropout on attention weights and inside the FFN (train_transformer.sh: 0)")
+    p.add_argument("--profile", action="store_true", help="also the share of step time in aten::bernoulli_")
     p.add_argument("--one", choices=["fp32", "bf16"], help=argparse.SUPPRESS)     # a child process's setting
     a = p.parse_args()
     if a.one:
-        print(json.dumps(one_setting(a.steps, a.max_tokens, a.one == "bf16")))
+        print(json.dumps(one_setting(a.steps, a.max_tokens, a.one == "bf16", a.inner_dropout, a.profile)))
         return 0
     out = {"product_4000x256x1024_ms": product_ms()}
     for precision in ("fp32", "bf16"):
         for allocator, env in (("default", {}), ("kept", MALLOC_KEPT)):
             child = subprocess.run([sys.executable, __file__, "--one", precision, "--steps", str(a.steps),
-                                    "--max-tokens", str(a.max_tokens)], capture_output=True, text=True,
+                                    "--max-tokens", str(a.max_tokens), "--inner-dropout", str(a.inner_dropout)]
+                                   + ["--profile"] * a.profile, capture_output=True, text=True,
                                    env={**os.environ, **env}, check=True)
             out[f"{precision}_malloc_{allocator}"] = json.loads(child.stdout.strip().splitlines()[-1])
     print(json.dumps(out))
