@@ -6,6 +6,7 @@ import streamlit as st
 
 import ui
 
+ui.run_through_app()       # a link's first run in Streamlit's old multipage mode: rerun through app.py
 ui.load_plotly_early()     # before the imports below: on a cold server they wait for torch
 
 import json  # noqa: E402
@@ -20,8 +21,6 @@ from s2s.evaluate import bleu_breakdown
 from s2s.figures import (alignment_lines, attention_heatmap, beam_tree_figure, heads_grid, head_of_trace,
                          matrix_heatmap, model_colors, model_diagram, scaling_figure, token_bars)
 from s2s.text import MAX_BEAM, MAX_CHARS, MAX_DECODE_LEN, MAX_NO_REPEAT, InputError
-
-ui.run_through_app()     # a link's first run in Streamlit's old multipage mode: rerun through app.py
 
 COURSE_SENTENCE = "The agreement on the European Economic Area was signed in August 1992."
 COPY_SENTENCE = "Ngozi and Mateus are waiting for the bus."     # names in no training pair: copied
