@@ -89,3 +89,7 @@ with st.container(gap="xsmall"):
             if topic.coming:
                 st.caption(topic.coming)
 
+
+# the links open Plotly pages and Translate leads on to the Bottleneck's Altair charts: their
+# scripts load in the browser while the outline is read
+ui.preload_chart_scripts(plotly=True, vega=True)

@@ -92,5 +92,19 @@ def translate_in_page(page, text: str, expect_word: str, timeout_ms: int = 30_00
     return (time.perf_counter() - t) * 1000
 
 
+def value_of(page, box: str, expected: str, timeout_ms: int = 5_000) -> str:
+    """The value of the text box labelled `box`, once it is `expected` (or after `timeout_ms`).
+    A text box shows what the server sent a moment after a chart drawn below it: on a busy
+    machine its value was still empty 0.3-0.45 s after the heatmap (no message from the server
+    in between), so a test reads it when it settles, not at once."""
+    area = page.get_by_role("textbox", name=box)
+    try:
+        page.wait_for_function("([el, want]) => el.value === want", arg=[area.element_handle(), expected],
+                               timeout=timeout_ms)
+    except Exception:       # not within the time: the caller's assert shows what it is
+        pass
+    return area.input_value()
+
+
 def exceptions(page) -> list[str]:
     return [e.inner_text() for e in page.query_selector_all('[data-testid="stException"]')]

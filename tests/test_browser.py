@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from browser import CHROMIUM, browser, exceptions, open_app, streamlit_server, translate_in_page
+from browser import CHROMIUM, browser, exceptions, open_app, streamlit_server, translate_in_page, value_of
 from conftest import ROOT
 
 if not Path(CHROMIUM).exists():
@@ -117,7 +117,7 @@ def test_the_start_page_links_open_their_page_with_the_example_set(server, chrom
     page.get_by_role("link", name="Translate & Align › Beam tree").click()
     page.wait_for_selector(".st-key-beam_tree .js-plotly-plot", timeout=90_000)
     assert "/translate?" in page.url and "tab=Beam+tree" in page.url
-    assert page.get_by_role("textbox", name="English text").input_value() == "I think it's going to rain tomorrow."
+    assert value_of(page, "English text", "I think it's going to rain tomorrow.") == "I think it's going to rain tomorrow."
     assert page.get_by_role("radio", name="Beam search").is_checked()
     assert page.locator("[role='tab'][aria-selected='true']").inner_text() == "Beam tree"
     keep(page, tmp_path, "start_link_beam_tree.png")
@@ -126,8 +126,8 @@ def test_the_start_page_links_open_their_page_with_the_example_set(server, chrom
     page.get_by_role("link", name="Translate & Align › Forced decoding").click()
     page.wait_for_selector(".st-key-forced_heatmap .js-plotly-plot", timeout=90_000)
     assert page.locator("[role='tab'][aria-selected='true']").inner_text() == "Forced decoding"
-    assert page.get_by_role("textbox", name="English text").input_value() == "I went to the lecture."
-    assert page.get_by_role("textbox", name="Reference (French)").input_value() == "Je suis allé au cours."
+    assert value_of(page, "English text", "I went to the lecture.") == "I went to the lecture."
+    assert value_of(page, "Reference (French)", "Je suis allé au cours.") == "Je suis allé au cours."
     assert page.get_by_role("radio", name="Greedy").is_checked()
     # and a link to another page's second tab
     nav_link(page, "Start here").click()
@@ -195,7 +195,7 @@ def test_a_shared_link_reproduces_the_view(server, chrome):
     text = "She has a big black dog." if SHIPPED else "a b c"
     page = open_app(chrome, server, path="/translate?method=beam&beam=3&nbest=2&text=" + text.replace(" ", "+"))
     page.wait_for_selector("[data-testid='stDataFrame']", timeout=60_000)   # the n-best table of beam search
-    assert page.get_by_role("textbox", name="English text").input_value() == text
+    assert value_of(page, "English text", text) == text
     assert exceptions(page) == []
 
 
@@ -383,11 +383,11 @@ def test_a_link_opened_after_the_start_page_works(tmp_path_factory, tiny_additiv
         # in the sidebar, not their file names, and the link's text applied
         nav = page.locator('[data-testid="stSidebarNav"] a')
         assert "Translate & Align" in " ".join(nav.all_inner_texts())
-        assert page.get_by_role("textbox", name="English text").input_value() == "a b c"
+        assert value_of(page, "English text", "a b c") == "a b c"
         second = chrome.new_page(viewport={"width": 1280, "height": 720})      # another session, same server
         second.goto(url + "/translate?text=c+b")
         second.wait_for_selector(".st-key-heatmap .js-plotly-plot", timeout=90_000)
-        assert second.get_by_role("textbox", name="English text").input_value() == "c b"
+        assert value_of(second, "English text", "c b") == "c b"
         assert "Translate & Align" in " ".join(second.locator('[data-testid="stSidebarNav"] a').all_inner_texts())
 
 

@@ -162,3 +162,24 @@ def test_with_a_transformer_the_last_topic_links_to_its_heads(zoo, tiny_transfor
     assert not at.exception, at.exception
     assert at.session_state["tab"] == "Heads" and chart(at, "heads_grid") is not None
 
+
+
+def test_the_outline_has_the_browser_load_the_chart_scripts_its_links_need(env, monkeypatch):
+    """Hidden, empty charts end the outline (ui.preload_chart_scripts): a Plotly one for the
+    Translate links, a Vega-Lite one for the Bottleneck's Altair charts; app.py's style hides
+    both. They wait for the warm-up's import of plotly and pandas (never imported beside it)."""
+    import json
+    import threading
+    import ui
+    monkeypatch.setattr(ui, "_warm_thread", threading.current_thread())     # a warm-up "running"
+    imported = threading.Event()
+    monkeypatch.setattr(ui, "_plotly_imported", imported)
+    threading.Timer(0.5, imported.set).start()                             # plotly in, half a second on
+    at = start()
+    early = chart(at, "plotly_early")
+    assert early is not None and early["layout"]["height"] == 10 and early["data"][0]["x"] == []
+    (vega,) = at.get("vega_lite_chart")
+    assert json.loads(vega.proto.spec)["height"] == 10
+    assert [m.value for m in at.markdown if m.value.startswith("**")]      # the outline, drawn before them
+    style = (ROOT / "app.py").read_text()
+    assert ".st-key-plotly_early,.st-key-vega_early{display:none}" in style
