@@ -67,8 +67,9 @@ def one_setting(steps: int, max_tokens: int, bf16: bool, inner_dropout: float = 
     out = {"s_per_step": round(seconds, 3), "target_tokens_per_s": round(sum(b.n_tokens for b in batches[1:]) / steps / seconds)}
     if profile:
         ops = prof.key_averages()
-        out["bernoulli_share"] = round(sum(e.self_cpu_time_total for e in ops if e.key == "aten::bernoulli_")
-                                       / sum(e.self_cpu_time_total for e in ops), 3)
+        share = (sum(e.self_cpu_time_total for e in ops if e.key == "aten::bernoulli_")
+                 / sum(e.self_cpu_time_total for e in ops))
+        out["bernoulli_share"] = float(f"{share:.3g}")   # significant digits: a tiny share is not 0
     return out
 
 
