@@ -15,9 +15,8 @@ ui.run_through_app()     # a link's first run in Streamlit's old multipage mode:
 st.set_page_config(page_title="Seq2Seq Explorer", page_icon=str(Path(__file__).parent / "assets" / "icon.png"),
                    layout="wide")
 # Less empty space above the title: on a 1280x720 projector every line counts.
-# (.st-key-plotly_early, .st-key-vega_early: ui.load_plotly_early's and ui.preload_chart_scripts' charts,
-# there to load Plotly's and Vega-Lite's scripts, never seen)
-st.markdown("<style>.block-container{padding-top:2.2rem} .st-key-plotly_early,.st-key-vega_early{display:none}</style>",
+# (.st-key-plotly_early: ui.load_plotly_early's or ui.preload_plotly's chart, there to load Plotly's script)
+st.markdown("<style>.block-container{padding-top:2.2rem} .st-key-plotly_early{display:none}</style>",
             unsafe_allow_html=True)
 ui.warm_up()          # once per server, in the background: torch and every model loaded and warmed
 

@@ -129,24 +129,20 @@ def load_plotly_early() -> None:
                           key="plotly_early", config={"staticPlot": True})
 
 
-def preload_chart_scripts(plotly: bool = False, vega: bool = True) -> None:
-    """Draw hidden, empty charts at the end of a page, so that the browser loads the chart
-    libraries the next page needs while this one is read: Plotly's script (4.7 MB) on the
-    Start page, whose links open Plotly pages, and Vega-Lite's on the Translate page, before
-    the Bottleneck page (the only one drawing Altair charts). Without them, the next page's
-    first chart waits for its library. Always the same elements, so a page's layout does not
-    depend on it; app.py's style hides them (.st-key-plotly_early, .st-key-vega_early)."""
-    plotly_slot, vega_box = st.empty(), st.container(key="vega_early")
-    # Both draw with what the warm-up has imported (plotly, and pandas, which Streamlit turns
-    # Vega-Lite data into; two threads must not import them at once, see load_plotly_early).
-    # On a cold server this waits, at the end of the page, after all the reader sees is sent.
+def preload_plotly() -> None:
+    """Draw a hidden, empty Plotly chart at the end of a page whose links open Plotly pages
+    (the Start page), so that the browser loads Plotly's script (4.7 MB) while the page is
+    read, not when the next page's first chart waits for it. Always the same element, so the
+    page's layout does not depend on it; app.py's style hides it (.st-key-plotly_early).
+    (A hidden Vega-Lite chart, tried for the Bottleneck's Altair charts, is never drawn by the
+    browser: an element of no width is not rendered, so it loads nothing.)"""
+    slot = st.empty()
+    # plotly draws with what the warm-up has imported (see load_plotly_early); on a cold
+    # server this waits, at the end of the page, after all the reader sees is sent
     if _warm_thread is not None and not _plotly_imported.wait(timeout=30):
         return
-    if vega:
-        vega_box.vega_lite_chart({"data": {"values": []}, "mark": "point", "height": 10})
-    if plotly:
-        plotly_slot.plotly_chart({"data": [{"type": "scatter", "x": [], "y": []}], "layout": {"height": 10}},
-                                 key="plotly_early", config={"staticPlot": True})
+    slot.plotly_chart({"data": [{"type": "scatter", "x": [], "y": []}], "layout": {"height": 10}},
+                      key="plotly_early", config={"staticPlot": True})
 
 
 class _QuietWarmUp(logging.Filter):

@@ -90,6 +90,4 @@ with st.container(gap="xsmall"):
                 st.caption(topic.coming)
 
 
-# the links open Plotly pages and Translate leads on to the Bottleneck's Altair charts: their
-# scripts load in the browser while the outline is read
-ui.preload_chart_scripts(plotly=True, vega=True)
+ui.preload_plotly()     # the links open Plotly pages: the browser loads Plotly while the outline is read

@@ -514,5 +514,3 @@ with st.expander("The model drawn, with its real sizes"):
     st.plotly_chart(model_diagram(tr.config["model"], sum(p.numel() for p in tr.model.parameters())),
                     key="model_diagram")
     st.caption(tr.description)
-
-ui.preload_chart_scripts(vega=True)     # the Bottleneck page, next in the lecture, draws Vega-Lite charts

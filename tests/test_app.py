@@ -458,13 +458,3 @@ def test_a_cold_server_has_the_browser_load_plotly_while_the_page_waits(app, mon
     assert chart(at, "plotly_early") is None and chart(at, "heatmap") is not None
 
 
-def test_the_translate_page_has_the_browser_load_vega_lite_for_the_bottleneck_page(app):
-    """The Bottleneck page, next in the lecture, is the one drawing Altair (Vega-Lite) charts:
-    the Translate page ends with a hidden, empty one (ui.preload_chart_scripts), so that the
-    browser has its script when the Bottleneck page opens."""
-    at = translate_page()
-    assert not at.exception
-    (vega,) = at.get("vega_lite_chart")
-    assert json.loads(vega.proto.spec)["height"] == 10
-
-
