@@ -120,13 +120,8 @@ def load_plotly_early() -> None:
     same one element (empty on a warm server), so the page's layout does not depend on it;
     app.py's style hides the chart (.st-key-plotly_early)."""
     slot = st.empty()
-    if _default_warm.is_set() or _warm_thread is None:
-        return
-    # Two threads importing plotly (or pandas) at once can see each other's half-imported
-    # modules: draw with what the warm-up has imported, once it has.
-    if _plotly_imported.wait(timeout=30):
-        slot.plotly_chart({"data": [{"type": "scatter", "x": [], "y": []}], "layout": {"height": 10}},
-                          key="plotly_early", config={"staticPlot": True})
+    if not (_default_warm.is_set() or _warm_thread is None):
+        _hidden_plotly_chart(slot)
 
 
 def preload_plotly() -> None:
@@ -136,13 +131,16 @@ def preload_plotly() -> None:
     page's layout does not depend on it; app.py's style hides it (.st-key-plotly_early).
     (A hidden Vega-Lite chart, tried for the Bottleneck's Altair charts, is never drawn by the
     browser: an element of no width is not rendered, so it loads nothing.)"""
-    slot = st.empty()
-    # plotly draws with what the warm-up has imported (see load_plotly_early); on a cold
-    # server this waits, at the end of the page, after all the reader sees is sent
-    if _warm_thread is not None and not _plotly_imported.wait(timeout=30):
-        return
-    slot.plotly_chart({"data": [{"type": "scatter", "x": [], "y": []}], "layout": {"height": 10}},
-                      key="plotly_early", config={"staticPlot": True})
+    _hidden_plotly_chart(st.empty())     # on a cold server it waits, after all the reader sees is sent
+
+
+def _hidden_plotly_chart(slot) -> None:
+    """The empty chart both draw into `slot` (hidden by app.py's .st-key-plotly_early). Two
+    threads importing plotly (or pandas) at once can see each other's half-imported modules:
+    it draws with what the warm-up has imported, once it has (at most 30 s on)."""
+    if _warm_thread is None or _plotly_imported.wait(timeout=30):
+        slot.plotly_chart({"data": [{"type": "scatter", "x": [], "y": []}], "layout": {"height": 10}},
+                          key="plotly_early", config={"staticPlot": True})
 
 
 class _QuietWarmUp(logging.Filter):
