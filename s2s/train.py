@@ -241,14 +241,23 @@ def probe_trace(tr: Translator, step: int) -> dict:
     return {"step": step, "probes": rows}
 
 
-def finetune_model(model: Seq2Seq, vocab_size: int, dropout: float, copy: bool = False) -> Seq2Seq:
+def finetune_model(model: Seq2Seq | Transformer, vocab_size: int, dropout: float,
+                   copy: bool = False) -> Seq2Seq | Transformer:
     """A trainable copy of `model` with room for `vocab_size` tokens: new embedding rows at
     the mean embedding (plus a little noise), new output biases at the lowest existing
     bias, so the new pieces start as rare, average tokens and every old token scores as
     before. With `copy` (attention models only) it gains the pointer-generator gate, set to
     generate 95% of the probability at first (p_gen = sigmoid(3)), and the location cue, off
-    at first (g_j = 0: see model.py), so the grown model starts out predicting as the old one."""
+    at first (g_j = 0: see model.py), so the grown model starts out predicting as the old one.
+    A Transformer continues as it is (its own pieces, its own copy gate), with `dropout`."""
     old = model.cfg.vocab_size
+    if isinstance(model, Transformer):
+        if vocab_size != old:
+            raise ValueError(f"the tokenizer has {vocab_size} pieces, the Transformer {old}: "
+                             "continue a Transformer with its own pieces (--tokenizer its spm.model)")
+        cont = Transformer(TransformerConfig.from_dict(dict(model.cfg.to_dict(), dropout=dropout)))
+        cont.load_state_dict(model.state_dict())
+        return cont
     if vocab_size < old:
         raise ValueError(f"the tokenizer has {vocab_size} pieces, fewer than the model's {old}")
     copy = (copy or model.cfg.copy) and model.cfg.attention != "none"
@@ -271,17 +280,29 @@ def finetune_model(model: Seq2Seq, vocab_size: int, dropout: float, copy: bool =
 
 def before_metrics(base: Translator, copy_test: list | None, long_sources: list[str]) -> dict:
     """What a fine-tune starts from: the base checkpoint's training history and test scores,
-    plus its copy test and loop rate measured now on the same data as the new model's."""
+    plus its copy test and loop rate on the same data as the new model's (measured now,
+    unless its metrics hold them for inputs of the same count: greedy is deterministic).
+
+    A base that is itself a fine-tune (its metrics have "before") starts a further leg: the
+    origin's scores stay the model's "before", the base's become "previous", and the fine-tune
+    minutes add up."""
     m = base.metrics
     curves = m.get("curves", [])
+    loops = m.get("loops", {})
     before = {"name": base.name, "steps": curves[-1]["step"] if curves else m.get("train", {}).get("steps", 0),
               "train_minutes": m.get("train_minutes", 0), "train_tokens": m.get("train_tokens", 0),
               "curves": curves, "trace": m.get("trace", {}).get("points", []),
               "test": {k: {kk: v[kk] for kk in ("bleu", "chrf", "perplexity") if kk in v}
                        for k, v in m.get("test", {}).items()},
-              "loops": loop_rate(base, long_sources)}
+              "loops": loops if loops.get("n") == len(long_sources) and loops.get("beam") == 1
+              else loop_rate(base, long_sources)}
     if copy_test:
-        before["copy"] = copy_scores(base, copy_test)
+        copy = m.get("copy", {})
+        before["copy"] = copy if copy.get("n") == len(copy_test) and copy.get("beam") == 1 \
+            else copy_scores(base, copy_test)
+    if "before" in m:
+        before["origin"] = m["before"]
+        before["finetune_minutes"] = m.get("finetune_minutes") or 0
     return before
 
 
@@ -504,18 +525,26 @@ def main(argv=None) -> int:
     averaged = average_snapshots(work, model, valid, a.steps - a.average_last * a.eval_every, say) \
         if a.average_last > 1 else None
     before = meta.get("before", {})
-    metrics = {"name": name, "train": {k: v for k, v in vars(a).items() if k not in ("threads",)},
+    args = {k: v for k, v in vars(a).items() if k not in ("threads",)}
+    if base is not None:    # the model's own kind, not the flags' defaults, which --init-from ignores
+        args.update({k: cfg.to_dict()[k] for k in ("arch", "attention", "cell") if k in cfg.to_dict()})
+        args["arch"] = "transformer" if isinstance(model, Transformer) else "rnn"
+    metrics = {"name": name, "train": args,
                "parameters": sum(p.numel() for p in model.parameters()),
                "train_minutes": round(meta["seconds"] / 60 + before.get("train_minutes", 0), 2),
-               "finetune_minutes": round(meta["seconds"] / 60, 2) if before else None,
+               "finetune_minutes": round(meta["seconds"] / 60 + before.get("finetune_minutes", 0), 2)
+               if before else None,
                "train_tokens": meta["tokens"] + before.get("train_tokens", 0),
                "curves": before.get("curves", []) + meta["curves"],
                "trace": {"probes": [{"source": s, "reference": r,
                                      "source_tokens": tok.pieces(tok.encode(s)) + ["</s>"],
                                      "target_tokens": tok.pieces(tok.encode(r)) + ["</s>"]} for s, r in PROBES],
                          "points": before.get("trace", []) + meta["trace"]}}
-    if before:
-        metrics["before"] = {k: v for k, v in before.items() if k not in ("trace", "curves")}
+    if before:      # a further leg: "before" is the origin, "previous" where this leg began
+        start = {k: v for k, v in before.items() if k not in ("trace", "curves", "origin", "finetune_minutes")}
+        metrics["before"] = before.get("origin", start)
+        if "origin" in before:
+            metrics["previous"] = start
     if averaged:
         metrics["averaged"] = averaged
     save_checkpoint(model, spm_file, out, name, a.description, metrics)

@@ -237,6 +237,47 @@ def test_finetune_grows_the_vocabulary_and_continues_the_history(tiny_additive, 
     assert f"{100 * m['before']['copy']['names_kept']:.1f}% → 100.0%" in before_after
 
 
+def test_a_further_leg_keeps_the_origin_as_before(tiny_none, reversal_tsv, tmp_path, monkeypatch):
+    """Fine-tuning a fine-tune: "before" stays the original model's scores, "previous" holds
+    where this leg began (its copy test and loops read from its metrics, not recomputed), and
+    the fine-tune minutes and the step count carry on."""
+    copy_tsv = tmp_path / "copy.tsv"
+    copy_tsv.write_text("name\ta b c\tc b a\ta c\nnumber\td e\te d\te\n", encoding="utf-8")
+    common = ["--data", str(reversal_tsv), "--split-dir", str(tiny_none.parent / "split"), "--steps", "10",
+              "--eval-every", "10", "--trace-points", "1", "--max-tokens", "600", "--lr", "0.001", "--warmup", "2",
+              "--long-fraction", "0", "--test-beam", "1", "--copy-test", str(copy_tsv), "--dropout", "0"]
+    leg1, leg2 = tmp_path / "leg1", tmp_path / "leg2"
+    assert train_cli.main(["--init-from", str(tiny_none), "--out", str(leg1), "--work", str(tmp_path / "w1"), *common]) == 0
+    m1 = json.loads((leg1 / "metrics.json").read_text())
+    measured = []
+    monkeypatch.setattr(train_cli, "copy_scores", lambda *a, **k: measured.append("copy") or {"n": -1})
+    monkeypatch.setattr(train_cli, "loop_rate", lambda *a, **k: measured.append("loops") or {"n": -1})
+    before_leg2 = train_cli.before_metrics(load_translator(leg1), train_cli.read_copy_test(copy_tsv),
+                                           ["x"] * m1["loops"]["n"])
+    assert measured == [] and before_leg2["copy"] == m1["copy"] and before_leg2["loops"] == m1["loops"]
+    monkeypatch.undo()
+    assert train_cli.main(["--init-from", str(leg1), "--out", str(leg2), "--work", str(tmp_path / "w2"), *common]) == 0
+    m2 = json.loads((leg2 / "metrics.json").read_text())
+    assert m2["before"] == m1["before"]                                   # the origin, not leg 1
+    assert m2["previous"]["test"]["test"]["bleu"] == m1["test"]["test"]["bleu"]
+    assert m2["previous"]["copy"] == m1["copy"] and m2["previous"]["steps"] == m1["curves"][-1]["step"]
+    assert m2["curves"][-1]["step"] == m1["curves"][-1]["step"] + 10
+    assert m2["finetune_minutes"] >= m1["finetune_minutes"] > 0
+    assert m2["train_minutes"] >= m1["train_minutes"]
+    assert m2["train"]["attention"] == m1["train"]["attention"] == "none"     # the model's, not the flag's default
+
+
+def test_a_transformer_continues_with_its_own_pieces(tiny_transformer):
+    base = load_translator(tiny_transformer, device="cpu")
+    cont = train_cli.finetune_model(base.model, base.model.cfg.vocab_size, dropout=0.0).eval()
+    assert type(cont) is type(base.model) and cont.cfg.copy == base.model.cfg.copy
+    src, tgt = torch.tensor([[5, 6, 7, 3]]), torch.tensor([[2, 7, 6]])
+    with torch.no_grad():
+        assert torch.equal(base.model(src, torch.tensor([4]), tgt)[0], cont(src, torch.tensor([4]), tgt)[0])
+    with pytest.raises(ValueError, match="its own pieces"):
+        train_cli.finetune_model(base.model, base.model.cfg.vocab_size + 3, dropout=0.0)
+
+
 def test_finetune_model_keeps_old_tokens_scores(tiny_additive):
     base = load_translator(tiny_additive, device="cpu")
     grown = train_cli.finetune_model(base.model, base.model.cfg.vocab_size + 7, dropout=0.0).eval()
