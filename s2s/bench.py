@@ -8,6 +8,8 @@ the checkpoints, every layer's and head's attention captured)
 of --runs runs; batch_sentences_per_s: batched greedy over 1,000 sentences; load_s: loading
 every checkpoint; cells_ms_2000_chars: the full trace (every layer, cell state, hidden
 state and gate) of 2,000 characters by the first character-level model, median of 10;
+sample_ms_800_chars: the Cell States page's "Sample from the model" at its opening settings
+(800 characters, temperature 0.8) by the same model, median of 5;
 gradient_flow_ms: one gradient-flow measurement (s2s.gradients, 2,000 characters, K = 200,
 64 end positions) per cell type of the character models, median of 5, on one thread as the
 app runs it; live_demo_ms: one
@@ -64,6 +66,7 @@ from pathlib import Path
 import torch
 
 from .checkpoint import CheckpointError, Translator, checkpoint_root, list_checkpoints, load_charlm, load_translator
+from .charlm import sample_text
 from .decode import Decoding, beam_search, encode_source, forced, greedy, greedy_batch
 from .explain import explain
 from .figures import attention_heatmap
@@ -286,6 +289,7 @@ def main(argv=None) -> int:
         text = ("\n".join(f'"{s}" he said.' for s in SENTENCES) * 5)[:2000]
         out["cells_model"] = lm.name
         out["cells_ms_2000_chars"] = timed_ms(lambda: lm.model.trace(text), 10)
+        out["sample_ms_800_chars"] = timed_ms(lambda: sample_text(lm.model, "\n", 800, 0.8, 0), 5)
     # the Gates & Gradients page's computations, on one thread as the app runs them (ui.py):
     # their many small steps gain nothing from a second thread and lose to its overhead
     threads = torch.get_num_threads()

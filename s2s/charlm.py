@@ -84,6 +84,27 @@ class CharLM(nn.Module):
         h, state = self.rnn(self.drop(self.embed(x)), state)
         return self.out(self.drop(h)), state
 
+    def step(self, char_id: int, state=None):
+        """One character through the stacked cells: logits (1, V) for the next one and the new
+        state, as forward(tensor([[char_id]]), state) gives them. Sampling runs one character at
+        a time, and nn.LSTM on a CPU hands each call to oneDNN, which re-lays out the weights
+        every call: 1.7 ms a character here against 0.27 ms for the cells called directly."""
+        rnn, cell = self.rnn, self.cfg.cell
+        x = self.embed.weight[char_id][None]                            # (1, E)
+        if state is None:
+            zero = x.new_zeros(rnn.num_layers, 1, rnn.hidden_size)
+            state = (zero, zero) if cell == "lstm" else zero
+        hs, cs = [], []
+        for layer in range(rnn.num_layers):     # h_t^l = cell(h_t^{l-1}, h_{t-1}^l); no dropout in eval
+            w = [getattr(rnn, f"{n}_l{layer}") for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+            if cell == "lstm":
+                x, c = torch.lstm_cell(x, (state[0][layer], state[1][layer]), *w)
+                cs.append(c)
+            else:
+                x = (torch.gru_cell if cell == "gru" else torch.rnn_tanh_cell)(x, state[layer], *w)
+            hs.append(x)
+        return self.out(x), ((torch.stack(hs), torch.stack(cs)) if cell == "lstm" else torch.stack(hs))
+
     @staticmethod
     def renamed(weights: dict) -> dict:
         """Weights saved before the cell was configurable named the layer `lstm`."""
@@ -130,12 +151,14 @@ def sample_text(model: CharLM, prime: str, length: int = 300, temperature: float
     model.eval()
     gen = torch.Generator().manual_seed(int(seed))
     ids = model.encode(prime or "\n").to(model.embed.weight.device)
-    logits, state = model(ids[None])
-    out = []
-    for _ in range(length):
-        probs = F.softmax(logits[0, -1].float() / temperature, dim=-1)
-        probs[0] = 0.0                                # never emit the unknown symbol
-        nxt = int(torch.multinomial(probs.cpu(), 1, generator=gen))
-        out.append(model.cfg.chars[nxt - 1])
-        logits, state = model(torch.tensor([[nxt]], device=ids.device), state)
+    with torch.inference_mode():
+        logits, state = model(ids[None])
+        logits = logits[:, -1]
+        out = []
+        for _ in range(length):
+            probs = F.softmax(logits[0].float() / temperature, dim=-1)
+            probs[0] = 0.0                                # never emit the unknown symbol
+            nxt = int(torch.multinomial(probs.cpu(), 1, generator=gen))
+            out.append(model.cfg.chars[nxt - 1])
+            logits, state = model.step(nxt, state)
     return "".join(out)

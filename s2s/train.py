@@ -278,14 +278,16 @@ def finetune_model(model: Seq2Seq | Transformer, vocab_size: int, dropout: float
     return grown
 
 
-def before_metrics(base: Translator, copy_test: list | None, long_sources: list[str]) -> dict:
+def before_metrics(base: Translator, copy_test: list | None, long_sources: list[str],
+                   continuing: bool = False) -> dict:
     """What a fine-tune starts from: the base checkpoint's training history and test scores,
     plus its copy test and loop rate on the same data as the new model's (measured now,
     unless its metrics hold them for inputs of the same count: greedy is deterministic).
 
     A base that is itself a fine-tune (its metrics have "before") starts a further leg: the
     origin's scores stay the model's "before", the base's become "previous", and the fine-tune
-    minutes add up."""
+    minutes add up. So does `continuing` (--continue-run) a model trained from scratch with
+    the same recipe: its scores become "previous", and it has no "before"."""
     m = base.metrics
     curves = m.get("curves", [])
     loops = m.get("loops", {})
@@ -300,8 +302,8 @@ def before_metrics(base: Translator, copy_test: list | None, long_sources: list[
         copy = m.get("copy", {})
         before["copy"] = copy if copy.get("n") == len(copy_test) and copy.get("beam") == 1 \
             else copy_scores(base, copy_test)
-    if "before" in m:
-        before["origin"] = m["before"]
+    if "before" in m or continuing:
+        before["origin"] = m.get("before")      # None: trained from scratch, nothing before
         before["finetune_minutes"] = m.get("finetune_minutes") or 0
     return before
 
@@ -354,6 +356,9 @@ def main(argv=None) -> int:
                    help="attention models copy source pieces through their attention (pointer-generator); "
                         "ignored without attention")
     p.add_argument("--init-from", help="fine-tune this trained checkpoint instead of starting from random weights")
+    p.add_argument("--continue-run", action="store_true",
+                   help="with --init-from: more steps of the base's own recipe, not a fine-tune (its scores are "
+                        "kept as 'previous', and a model trained from scratch gets no 'before')")
     p.add_argument("--copy-test", help="held-out copy test TSV (kind, english, french, tokens) scored at the end")
     p.add_argument("--eval-every", type=int, default=100)
     p.add_argument("--trace-points", type=int, default=20)
@@ -437,7 +442,7 @@ def main(argv=None) -> int:
         meta = load_state(work, model, opt)
         say(f"resumed at step {meta['step']}")
     elif base is not None and main_process:
-        meta["before"] = before_metrics(base, copy_test, long_sources)
+        meta["before"] = before_metrics(base, copy_test, long_sources, a.continue_run)
         say(f"before: {json.dumps({k: v for k, v in meta['before'].items() if k not in ('trace', 'curves')})}")
     say(f"{sum(p.numel() for p in model.parameters()):,} parameters: {json.dumps(cfg.to_dict())}")
     tr = Translator(name, out, model, tok, {})
@@ -533,7 +538,7 @@ def main(argv=None) -> int:
                "parameters": sum(p.numel() for p in model.parameters()),
                "train_minutes": round(meta["seconds"] / 60 + before.get("train_minutes", 0), 2),
                "finetune_minutes": round(meta["seconds"] / 60 + before.get("finetune_minutes", 0), 2)
-               if before else None,
+               if before and before.get("origin", True) is not None else None,
                "train_tokens": meta["tokens"] + before.get("train_tokens", 0),
                "curves": before.get("curves", []) + meta["curves"],
                "trace": {"probes": [{"source": s, "reference": r,
@@ -542,9 +547,12 @@ def main(argv=None) -> int:
                          "points": before.get("trace", []) + meta["trace"]}}
     if before:      # a further leg: "before" is the origin, "previous" where this leg began
         start = {k: v for k, v in before.items() if k not in ("trace", "curves", "origin", "finetune_minutes")}
-        metrics["before"] = before.get("origin", start)
-        if "origin" in before:
+        if "origin" not in before:
+            metrics["before"] = start
+        else:
             metrics["previous"] = start
+            if before["origin"] is not None:
+                metrics["before"] = before["origin"]
     if averaged:
         metrics["averaged"] = averaged
     save_checkpoint(model, spm_file, out, name, a.description, metrics)

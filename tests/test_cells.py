@@ -10,7 +10,7 @@ import torch
 from s2s import cells, evaluate, train_charlm
 from s2s.cells import (FEATURES, correlations, encoder_trace, gate_saturation, indentation, inside_comment,
                        inside_quotes, memory_resets, position_in_line, rank_cells, regex_feature)
-from s2s.charlm import bits_per_char, sample_text
+from s2s.charlm import CharLM, CharLMConfig, bits_per_char, sample_text
 from s2s.checkpoint import CheckpointError, load_charlm, load_translator
 from s2s.lstm import LayerTrace
 from s2s.text import InputError
@@ -75,6 +75,22 @@ def test_trained_char_model_traces_evaluates_and_samples(tiny_charlm, code_text_
     s = sample_text(lm.model, "int ", length=80, temperature=0.8, seed=1)
     assert len(s) == 80 and s == sample_text(lm.model, "int ", length=80, temperature=0.8, seed=1)
     assert "\ufffd" in lm.model.shown("a😀b")                 # unknown characters are shown as such
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru", "rnn"])
+def test_one_character_step_is_the_module_on_one_character(cell):
+    """CharLM.step (the cells called one by one, for sampling) gives the logits and the
+    state of the stacked nn.LSTM / nn.GRU / nn.RNN run on that one character."""
+    torch.manual_seed(0)
+    model = CharLM(CharLMConfig(chars="abcdefgh{}\n ", emb_dim=8, hidden=16, layers=3, cell=cell)).eval()
+    with torch.no_grad():
+        _, state = model(model.encode("abc{de")[None])
+        for state_in in (None, state):
+            want, want_state = model(torch.tensor([[4]]), state_in)
+            got, got_state = model.step(4, state_in)
+            assert torch.allclose(got, want[:, -1], atol=1e-6)
+            for a, b in zip(got_state if cell == "lstm" else [got_state], want_state if cell == "lstm" else [want_state]):
+                assert a.shape == b.shape and torch.allclose(a, b, atol=1e-6)
 
 
 def test_training_resumes(tiny_charlm, code_text_file, tiny_root, capsys):

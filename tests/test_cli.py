@@ -90,7 +90,7 @@ def test_bench_prints_figures(tiny_additive, tiny_none, tiny_charlm):
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     for key in ("greedy_ms_p50", "beam5_ms_p50", "batch_sentences_per_s", "load_s", "peak_rss_mb",
-                "cells_ms_2000_chars", "threads", "heatmap_ms_p50", "cached_result_kb", "cached_result_kb_longest",
+                "cells_ms_2000_chars", "sample_ms_800_chars", "threads", "heatmap_ms_p50", "cached_result_kb", "cached_result_kb_longest",
                 "live_demo_ms", "live_demo_ms_largest", "explain_ms"):
         assert out[key] > 0
     assert out["gradient_flow_ms"]["lstm"] > 0       # the tiny character model is an LSTM

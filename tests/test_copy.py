@@ -267,8 +267,23 @@ def test_a_further_leg_keeps_the_origin_as_before(tiny_none, reversal_tsv, tmp_p
     assert m2["train"]["attention"] == m1["train"]["attention"] == "none"     # the model's, not the flag's default
 
 
-def test_a_transformer_continues_with_its_own_pieces(tiny_transformer):
+def test_a_transformer_continues_with_its_own_pieces(tiny_transformer, reversal_tsv, tmp_path):
+    """--continue-run: more steps of a model trained from scratch with the recipe. Its scores
+    become "previous", it gets no "before" (nothing came before it) and no fine-tune minutes."""
     base = load_translator(tiny_transformer, device="cpu")
+    out = tmp_path / "more"
+    assert train_cli.main(["--data", str(reversal_tsv), "--arch", "transformer", "--init-from", str(tiny_transformer),
+                           "--continue-run", "--tokenizer", str(base.tokenizer.path), "--out", str(out),
+                           "--split-dir", str(tiny_transformer.parent / "split"), "--work", str(tmp_path / "w"),
+                           "--steps", "6", "--eval-every", "3", "--average-last", "2", "--trace-points", "1",
+                           "--max-tokens", "600", "--lr", "0.0005", "--warmup", "2", "--long-fraction", "0",
+                           "--test-beam", "1", "--dropout", "0"]) == 0
+    m = json.loads((out / "metrics.json").read_text())
+    assert "before" not in m and m["finetune_minutes"] is None and m["train"]["arch"] == "transformer"
+    assert m["previous"]["test"]["test"]["bleu"] == base.metrics["test"]["test"]["bleu"]
+    assert m["curves"][-1]["step"] == base.metrics["curves"][-1]["step"] + 6
+    assert m["train_minutes"] >= base.metrics["train_minutes"] and m["averaged"]["steps"][-1] == 6
+    assert load_translator(out).model.cfg.to_dict() == dict(base.model.cfg.to_dict(), dropout=0.0)
     cont = train_cli.finetune_model(base.model, base.model.cfg.vocab_size, dropout=0.0).eval()
     assert type(cont) is type(base.model) and cont.cfg.copy == base.model.cfg.copy
     src, tgt = torch.tensor([[5, 6, 7, 3]]), torch.tensor([[2, 7, 6]])
