@@ -110,6 +110,7 @@ def warm_up() -> threading.Thread | None:
 _warm_lock, _warm_thread = threading.Lock(), None
 _default_warm = threading.Event()     # set once warm_up has torch, the default model and its first decode
 _plotly_imported = threading.Event()  # set once warm_up has imported plotly (and pandas)
+_altair_ready = threading.Event()     # set once warm_up has imported altair and built a chart
 
 
 def load_plotly_early() -> None:
@@ -124,13 +125,24 @@ def load_plotly_early() -> None:
         _hidden_plotly_chart(slot)
 
 
+def preload_vega() -> None:
+    """Draw a tiny Vega-Lite chart out of sight at the end of a page whose links lead to the
+    Bottleneck page (the Start page), so that the browser loads Vega, the first Altair chart's
+    cost in a tab, while the page is read. The chart is placed off-screen with a real width
+    (app.py's .st-key-vega_early), not hidden: the browser does not draw an element of no
+    width, and one never drawn loads nothing. Its data is inline: no altair import."""
+    with st.container(key="vega_early"):      # a chart's own key makes no class to style
+        st.vega_lite_chart(spec={"data": {"values": [{"x": 0}]}, "mark": "point",
+                                 "encoding": {"x": {"field": "x", "type": "quantitative"}}, "width": 40, "height": 10},
+                           width=60)
+
+
 def preload_plotly() -> None:
     """Draw a hidden, empty Plotly chart at the end of a page whose links open Plotly pages
     (the Start page), so that the browser loads Plotly's script (4.7 MB) while the page is
     read, not when the next page's first chart waits for it. Always the same element, so the
     page's layout does not depend on it; app.py's style hides it (.st-key-plotly_early).
-    (A hidden Vega-Lite chart, tried for the Bottleneck's Altair charts, is never drawn by the
-    browser: an element of no width is not rendered, so it loads nothing.)"""
+    (Vega-Lite, for the Bottleneck's Altair charts, needs a chart with a width: preload_vega.)"""
     _hidden_plotly_chart(st.empty())     # on a cold server it waits, after all the reader sees is sent
 
 
@@ -160,6 +172,7 @@ def _warm() -> None:
     finally:
         _plotly_imported.set()
         _default_warm.set()
+        _altair_ready.set()
 
 
 def _warm_models() -> None:
@@ -186,6 +199,17 @@ def _warm_models() -> None:
                 greedy_decoding(model_path(name), joined_example(k)[0])
             except (CheckpointError, InputError, OSError):
                 break
+    # and its Altair charts: importing altair and building a first chart (its schema
+    # validators) took half a second of the page's first run
+    pandas.DataFrame({"model": ["a"], "x": [0], "y": [0]}).pipe(s2s.figures.length_chart, "x", "y").to_dict()
+    _altair_ready.set()
+
+
+def altair_ready(timeout: float = 30) -> None:
+    """Wait (at most `timeout` s) while the warm-up imports altair, so that a page never
+    imports it beside the warm-up (two threads importing one package can see it half-imported)."""
+    if _warm_thread is not None:
+        _altair_ready.wait(timeout=timeout)
 
 
 def bottleneck_default(infos: list[CheckpointInfo]) -> str | None:

@@ -98,6 +98,7 @@ if reference.strip() and not scored:
 
 # ------------------------------------------------------------------ BLEU by length
 st.header("BLEU by source length")
+ui.altair_ready()         # the warm-up imports altair; on a cold server, wait for it rather than beside it
 c1, c2 = st.columns([3, 1])
 with c1:
     recomputed = st.session_state.get("bn_recomputed", {})

@@ -91,3 +91,4 @@ with st.container(gap="xsmall"):
 
 
 ui.preload_plotly()     # the links open Plotly pages: the browser loads Plotly while the outline is read
+ui.preload_vega()       # and the Bottleneck's Altair charts: Vega too

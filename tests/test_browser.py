@@ -113,6 +113,11 @@ def test_the_start_page_links_open_their_page_with_the_example_set(server, chrom
         last = page.get_by_text("coming: a trained Transformer").bounding_box()
         assert page.get_by_role("link", name="Translate & Align › Heads").count() == 0
     assert last["y"] + last["height"] <= 720                   # the whole outline on a projector's screen
+    # ui.preload_vega: the browser draws the tiny Vega-Lite chart (so it loads Vega), out of sight
+    page.wait_for_selector(".st-key-vega_early [data-testid='stVegaLiteChart'] canvas, "
+                           ".st-key-vega_early [data-testid='stVegaLiteChart'] svg", state="attached", timeout=60_000)
+    box = page.locator(".st-key-vega_early").bounding_box()
+    assert box["width"] > 0 and box["x"] + box["width"] < 0
     keep(page, tmp_path, "start_1280x720.png")
     page.get_by_role("link", name="Translate & Align › Beam tree").click()
     page.wait_for_selector(".st-key-beam_tree .js-plotly-plot", timeout=90_000)

@@ -1,5 +1,6 @@
 """AppTest: the Start here page (the lecture's outline) and the query parameters its links
 set, on tiny checkpoints made by the tests."""
+import json
 import shutil
 from urllib.parse import parse_qsl
 
@@ -178,3 +179,17 @@ def test_the_outline_has_the_browser_load_plotly_for_its_links(env, monkeypatch)
     assert early is not None and early["layout"]["height"] == 10 and early["data"][0]["x"] == []
     assert [m.value for m in at.markdown if m.value.startswith("**")]      # the outline, drawn before it
     assert ".st-key-plotly_early{display:none}" in (ROOT / "app.py").read_text()
+
+
+def test_the_outline_has_the_browser_load_vega_for_the_bottleneck_link(env):
+    """ui.preload_vega: a tiny Vega-Lite chart (one point) in a container that
+    app.py's style puts off-screen with a width (a chart of no width is never drawn)."""
+    at = start()
+    (box,) = [b for b in at.get("flex_container") if getattr(b, "key", None) == "vega_early"]
+    (vega,) = at.get("vega_lite_chart")                   # the outline has no other Altair chart
+    spec = json.loads(vega.proto.spec)
+    assert spec["mark"] == "point" and spec["width"] == 40
+    assert len(box.children) == 1
+    style = (ROOT / "app.py").read_text()
+    rule = style[style.index(".st-key-vega_early{"):].split("}")[0]
+    assert "left:-10000px" in rule and "width:80px" in rule and "display:none" not in rule

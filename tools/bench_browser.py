@@ -14,6 +14,9 @@ on the page is drawn):
     start_link_first_heatmap   on another fresh server: the start page drawn and read for 3 s,
                                then its first Translate & Align link, until that page's heatmap
                                (what a class sees: the app warms up while the outline is read)
+    start_link_bottleneck      the same with the start page's Bottleneck link, until every chart
+                               of the Bottleneck page is drawn (its Altair charts need Vega, which
+                               the start page has the browser load while the outline is read)
     translate_greedy, _beam    a new sentence (never asked before: no cache), Translate
     tab_<name>                 opening each tab of the Translate page (only the open tab runs)
     switch_model               another attention model in the sidebar, until its heatmap shows
@@ -63,10 +66,13 @@ SENTENCES = [
     ("We ate dinner at a small restaurant.", "restaurant."), ("Why are you always late?", "late?"),
 ]
 
-# The run is over and everything on the page is drawn: plotly draws after the data arrives.
+# The run is over and everything on the page is drawn: plotly draws after the data arrives, and
+# an element whose code the browser is still fetching (a tab's first Vega-Lite chart) stands as
+# a skeleton until then, with no chart element to wait for.
 SETTLED = """() => {
   const app = document.querySelector('[data-testid="stApp"]');
   if (!app || app.dataset.testScriptState !== 'notRunning') return false;
+  if (document.querySelector('[data-testid="stMain"] [data-testid="stSkeleton"]')) return false;
   return [...document.querySelectorAll('.stPlotlyChart')].every(p => p.querySelector('.main-svg'))
       && [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')].every(v => v.querySelector('canvas, svg'));
 }"""
@@ -116,17 +122,18 @@ def choose_model(page, name: str) -> None:
     page.get_by_role("option", name=re.compile(rf"^{re.escape(name)}\b")).click()
 
 
-def start_link(b, url: str, read_s: float = 3.0) -> float:
-    """ms from clicking the start page's first Translate & Align link, `read_s` seconds after
-    the start page is drawn on a fresh server, until the Translate page's heatmap is drawn."""
+def start_link(b, url: str, read_s: float = 3.0, label: str = "Translate & Align", drawn: str = "heatmap") -> float:
+    """ms from clicking the start page's first link named `label`, `read_s` seconds after the
+    start page is drawn on a fresh server, until that page's chart `drawn` is drawn and the
+    page has settled."""
     page = b.new_page(viewport=VIEWPORT)
     try:
         goto(page, url)
         page.wait_for_selector('[data-testid="stSidebarNav"] a', timeout=120_000)
         page.wait_for_function(SETTLED, timeout=120_000)
         time.sleep(read_s)
-        link = page.get_by_role("link", name=re.compile(r"^Translate & Align")).first
-        return timed(page, link.click, DRAWN, "heatmap")
+        link = page.get_by_role("link", name=re.compile("^" + re.escape(label))).first
+        return timed(page, link.click, DRAWN, drawn)
     finally:
         page.close()
 
@@ -227,11 +234,13 @@ def main() -> int:
             t_spawn = time.perf_counter()
             with streamlit_server() as url:
                 errors += one_run(b, url, t_spawn, a.presses, run * (2 * a.presses + 2), models, times, failed)
-            with streamlit_server() as url:
-                try:
-                    times.setdefault("start_link_first_heatmap", []).append(round(start_link(b, url), 1))
-                except Exception as e:
-                    failed.append(f"start_link_first_heatmap: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
+            for name, label, drawn in (("start_link_first_heatmap", "Translate & Align", "heatmap"),
+                                       ("start_link_bottleneck", "Bottleneck", "lp_")):
+                with streamlit_server() as url:
+                    try:
+                        times.setdefault(name, []).append(round(start_link(b, url, label=label, drawn=drawn), 1))
+                    except Exception as e:
+                        failed.append(f"{name}: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
     print(json.dumps({**summary(times), "runs": a.runs, "viewport": f"{VIEWPORT['width']}x{VIEWPORT['height']}",
                       "exceptions": errors, "failed": failed}))
     return 0 if not errors and not failed else 1
