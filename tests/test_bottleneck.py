@@ -1,6 +1,7 @@
 """The bottleneck measurements (library) and the Bottleneck page (AppTest)."""
 import json
 import shutil
+import sys
 
 import numpy as np
 import pytest
@@ -258,6 +259,26 @@ def test_cost_view_is_timed_on_request_once_per_server(zoo_env, monkeypatch):
     ui.forget_timing()
 
 
+def test_the_page_waits_for_the_warm_ups_altair_import(zoo_env, monkeypatch):
+    """On a server still warming up, the page's Altair charts wait for the warm-up's import of
+    altair (ui.altair_ready), never import it beside it; on a warm server they do not wait."""
+    import threading
+    import time
+    import ui
+    monkeypatch.setattr(ui, "_warm_thread", threading.current_thread())     # a warm-up "running"
+    ready = threading.Event()
+    monkeypatch.setattr(ui, "_altair_ready", ready)
+    threading.Timer(0.5, ready.set).start()
+    t = time.perf_counter()
+    ui.altair_ready()
+    assert ready.is_set() and time.perf_counter() - t >= 0.4
+    at = bottleneck_page()
+    assert not at.exception and len(at.get("arrow_vega_lite_chart") or at.get("vega_lite_chart")) >= 2
+    t = time.perf_counter()
+    ui.altair_ready()                                   # already set: returns at once
+    assert time.perf_counter() - t < 0.1
+
+
 def test_warm_up_decodes_the_bottleneck_pages_first_screen(zoo_env, monkeypatch):
     """warm_up also fills the cache the Bottleneck page reads with its default models' greedy
     decodings of the joined examples it opens on, so its first open decodes nothing."""
@@ -272,4 +293,5 @@ def test_warm_up_decodes_the_bottleneck_pages_first_screen(zoo_env, monkeypatch)
     at = bottleneck_page()
     assert not at.exception
     assert calls == []          # the side by side, stress test and decoder views were all cached
+    assert ui._altair_ready.is_set() and "altair" in sys.modules    # and its charts' library imported
     assert ui.bottleneck_default(ui.translation_models()) == "en-fr-additive"
