@@ -531,9 +531,11 @@ def main(argv=None) -> int:
         if a.average_last > 1 else None
     before = meta.get("before", {})
     args = {k: v for k, v in vars(a).items() if k not in ("threads",)}
-    if base is not None:    # the model's own kind, not the flags' defaults, which --init-from ignores
-        args.update({k: cfg.to_dict()[k] for k in ("arch", "attention", "cell") if k in cfg.to_dict()})
-        args["arch"] = "transformer" if isinstance(model, Transformer) else "rnn"
+    # the model's own kind, not the flags' defaults (--init-from ignores them; a Transformer has
+    # no cell and its cross-attention is scaled dot-product whatever --attention says)
+    transformer = isinstance(model, Transformer)
+    args.update(arch="transformer" if transformer else "rnn", attention=cfg.attention,
+                cell=None if transformer else cfg.cell)
     metrics = {"name": name, "train": args,
                "parameters": sum(p.numel() for p in model.parameters()),
                "train_minutes": round(meta["seconds"] / 60 + before.get("train_minutes", 0), 2),

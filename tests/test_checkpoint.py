@@ -5,6 +5,7 @@ import shutil
 import pytest
 import torch
 
+from conftest import ROOT
 from s2s.checkpoint import CheckpointError, list_checkpoints, load_translator, save_checkpoint
 from s2s.decode import greedy
 from s2s.model import Seq2Seq
@@ -143,3 +144,16 @@ def test_the_registry_and_the_app_glue_import_no_torch():
     assert out.returncode == 0, out.stderr
     n, torch_imported = out.stdout.split()
     assert int(n) >= 5 and torch_imported == "False"      # the shipped checkpoints, listed torch-free
+
+
+def test_shipped_metrics_record_the_models_own_kind():
+    """Each shipped translation model's metrics.json names, among its training settings, the
+    architecture and attention its config has (a fine-tune's flags said 'additive' for all)."""
+    shipped = sorted((ROOT / "checkpoints").glob("en-fr-*"))
+    assert shipped
+    for d in shipped:
+        model = json.loads((d / "config.json").read_text())["model"]
+        train = json.loads((d / "metrics.json").read_text())["train"]
+        assert train["attention"] == model["attention"], d.name
+        assert train["arch"] == model.get("arch", "rnn"), d.name
+        assert train["cell"] == (None if model.get("arch") == "transformer" else model["cell"]), d.name
