@@ -50,7 +50,9 @@ can beat, and a ratio that flatters it. Where the rest of the greedy time goes,
 greedy_parts_ms: `encode`, the encoder over the source, once; `steps`, the decoder's
 steps alone (step_ms each, against step_floor_ms: the excess is launching a step's 35 small
 operations, each of which pays a fixed dispatch cost however little it reads); `rest`,
-tokenising, recording each step, and the final log-softmax and top-k.
+tokenising, recording each step, and the final log-softmax and top-k. And the largest read
+alone: output_layer_ms, the output layer's product for one row as a step makes it, against
+output_layer_floor_ms, the time to read its bytes at read_gb_per_s.
 """
 from __future__ import annotations
 
@@ -90,14 +92,14 @@ SENTENCES = [
 ]
 
 
-def timed_ms(fn, runs: int) -> float:
+def timed_ms(fn, runs: int, digits: int = 2) -> float:
     fn()   # warm-up
     times = []
     for _ in range(runs):
         t = time.perf_counter()
         fn()
         times.append((time.perf_counter() - t) * 1000)
-    return round(statistics.median(times), 2)
+    return round(statistics.median(times), digits)
 
 
 def kb(obj) -> float:
@@ -273,6 +275,11 @@ def main(argv=None) -> int:
         out["step_ms"] = round(parts["steps"] / len(d.target_ids), 4)
         out["step_floor_ms"] = sig(floor / len(d.target_ids))
         out["greedy_parts_ms"] = {**parts, "rest": round(out["greedy_ms_p50"] - parts["encode"] - parts["steps"], 2)}
+        # the biggest read of a step alone: the output layer's product for one row, as decode_step makes it
+        w, feed = tr.model._decode_weights(), torch.zeros(1, tr.model.cfg.emb_dim)
+        with torch.inference_mode():
+            out["output_layer_ms"] = timed_ms(lambda: tr.model._decode_output(feed, w), 200, digits=4)
+        out["output_layer_floor_ms"] = sig(out["bytes_per_step_parts"]["output"] / out["read_gb_per_s"] / 1e6)
     if d.attention is not None:
         out["heatmap_ms_p50"] = timed_ms(lambda: attention_heatmap(d.source_tokens, d.target_tokens, d.attention),
                                          a.runs)

@@ -85,6 +85,7 @@ def test_bench_prints_the_floor(tiny_additive, untrained_translators, tmp_path):
     assert out["beam5_floor_ms"] >= 0.999 * one_row            # five rows a step read more than one
     assert set(out["greedy_parts_ms"]) == {"encode", "steps", "rest"}
     assert out["step_ms"] > 0 and out["step_floor_ms"] > 0
+    assert out["output_layer_ms"] > 0 and 0 < out["output_layer_floor_ms"] < out["step_floor_ms"]
     assert out["transformer_model"] == "transformer"     # its config's name, found by its arch
     assert out["transformer_greedy_ms_p50"] > 0 and out["transformer_beam5_ms_p50"] > 0
 
