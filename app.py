@@ -15,8 +15,8 @@ ui.run_through_app()     # a link's first run in Streamlit's old multipage mode:
 st.set_page_config(page_title="Seq2Seq Explorer", page_icon=str(Path(__file__).parent / "assets" / "icon.png"),
                    layout="wide")
 # Less empty space above the title: on a 1280x720 projector every line counts.
-# (.st-key-plotly_early: ui.load_plotly_early's or ui.preload_plotly's chart, there to load Plotly's script;
-# .st-key-vega_early: ui.preload_vega's, drawn off-screen, since a chart of no width is never drawn)
+# (.st-key-plotly_early: the hidden chart of ui.load_plotly_early or ui.preload_chart_scripts, there to load Plotly's script;
+# .st-key-vega_early: the Vega-Lite one of ui.preload_chart_scripts, off-screen: a chart of no width is never drawn)
 st.markdown("<style>.block-container{padding-top:2.2rem} .st-key-plotly_early{display:none} "
             ".st-key-vega_early{position:absolute;left:-10000px;top:0;width:80px;height:30px;overflow:hidden}</style>",
             unsafe_allow_html=True)

@@ -110,7 +110,14 @@ def warm_up() -> threading.Thread | None:
 _warm_lock, _warm_thread = threading.Lock(), None
 _default_warm = threading.Event()     # set once warm_up has torch, the default model and its first decode
 _plotly_imported = threading.Event()  # set once warm_up has imported plotly (and pandas)
-_altair_ready = threading.Event()     # set once warm_up has imported altair and built a chart
+_altair_ready = threading.Event()     # set once warm_up is over (it imports altair and builds a chart last)
+
+
+def _after_warm_up(imported: threading.Event, timeout: float = 30) -> bool:
+    """Whether a page may use what the warm-up imports: at once when no warm-up runs, else
+    once it has `imported` them (at most `timeout` s on). Two threads importing one package
+    (plotly, pandas, altair) at once can see each other's half-imported modules."""
+    return _warm_thread is None or imported.wait(timeout=timeout)
 
 
 def load_plotly_early() -> None:
@@ -121,38 +128,30 @@ def load_plotly_early() -> None:
     same one element (empty on a warm server), so the page's layout does not depend on it;
     app.py's style hides the chart (.st-key-plotly_early)."""
     slot = st.empty()
-    if not (_default_warm.is_set() or _warm_thread is None):
+    if not (_default_warm.is_set() or _warm_thread is None) and _after_warm_up(_plotly_imported):
         _hidden_plotly_chart(slot)
 
 
-def preload_vega() -> None:
-    """Draw a tiny Vega-Lite chart out of sight at the end of a page whose links lead to the
-    Bottleneck page (the Start page), so that the browser loads Vega, the first Altair chart's
-    cost in a tab, while the page is read. The chart is placed off-screen with a real width
-    (app.py's .st-key-vega_early), not hidden: the browser does not draw an element of no
-    width, and one never drawn loads nothing. Its data is inline: no altair import."""
-    with st.container(key="vega_early"):      # a chart's own key makes no class to style
-        st.vega_lite_chart(spec={"data": {"values": [{"x": 0}]}, "mark": "point",
-                                 "encoding": {"x": {"field": "x", "type": "quantitative"}}, "width": 40, "height": 10},
-                           width=60)
-
-
-def preload_plotly() -> None:
-    """Draw a hidden, empty Plotly chart at the end of a page whose links open Plotly pages
-    (the Start page), so that the browser loads Plotly's script (4.7 MB) while the page is
-    read, not when the next page's first chart waits for it. Always the same element, so the
-    page's layout does not depend on it; app.py's style hides it (.st-key-plotly_early).
-    (Vega-Lite, for the Bottleneck's Altair charts, needs a chart with a width: preload_vega.)"""
-    _hidden_plotly_chart(st.empty())     # on a cold server it waits, after all the reader sees is sent
+def preload_chart_scripts() -> None:
+    """At the end of the Start page, whose links open Plotly pages and the Bottleneck's Altair
+    charts: have the browser load Plotly's script (4.7 MB) and Vega while the outline is read,
+    not when the next page's first chart waits for them. Plotly's chart is hidden
+    (.st-key-plotly_early in app.py); the Vega-Lite one is placed off-screen with a real width
+    (.st-key-vega_early), since the browser does not draw an element of no width, and one never
+    drawn loads nothing. Always the same elements, so the page's layout does not depend on
+    them; both draw with the pandas and plotly the warm-up imported (on a cold server this
+    waits, after all the reader sees is sent)."""
+    plotly_slot, vega_box = st.empty(), st.container(key="vega_early")   # a chart's own key makes no class
+    if _after_warm_up(_plotly_imported):
+        _hidden_plotly_chart(plotly_slot)
+        vega_box.vega_lite_chart(spec={"data": {"values": [{"x": 0}]}, "mark": "point", "width": 40, "height": 10,
+                                       "encoding": {"x": {"field": "x", "type": "quantitative"}}}, width=60)
 
 
 def _hidden_plotly_chart(slot) -> None:
-    """The empty chart both draw into `slot` (hidden by app.py's .st-key-plotly_early). Two
-    threads importing plotly (or pandas) at once can see each other's half-imported modules:
-    it draws with what the warm-up has imported, once it has (at most 30 s on)."""
-    if _warm_thread is None or _plotly_imported.wait(timeout=30):
-        slot.plotly_chart({"data": [{"type": "scatter", "x": [], "y": []}], "layout": {"height": 10}},
-                          key="plotly_early", config={"staticPlot": True})
+    """The empty Plotly chart load_plotly_early and preload_chart_scripts draw into `slot`."""
+    slot.plotly_chart({"data": [{"type": "scatter", "x": [], "y": []}], "layout": {"height": 10}},
+                      key="plotly_early", config={"staticPlot": True})
 
 
 class _QuietWarmUp(logging.Filter):
@@ -202,14 +201,11 @@ def _warm_models() -> None:
     # and its Altair charts: importing altair and building a first chart (its schema
     # validators) took half a second of the page's first run
     pandas.DataFrame({"model": ["a"], "x": [0], "y": [0]}).pipe(s2s.figures.length_chart, "x", "y").to_dict()
-    _altair_ready.set()
 
 
 def altair_ready(timeout: float = 30) -> None:
-    """Wait (at most `timeout` s) while the warm-up imports altair, so that a page never
-    imports it beside the warm-up (two threads importing one package can see it half-imported)."""
-    if _warm_thread is not None:
-        _altair_ready.wait(timeout=timeout)
+    """Wait (at most `timeout` s) while the warm-up imports altair: a page never imports it beside it."""
+    _after_warm_up(_altair_ready, timeout)
 
 
 def bottleneck_default(infos: list[CheckpointInfo]) -> str | None:

@@ -90,5 +90,4 @@ with st.container(gap="xsmall"):
                 st.caption(topic.coming)
 
 
-ui.preload_plotly()     # the links open Plotly pages: the browser loads Plotly while the outline is read
-ui.preload_vega()       # and the Bottleneck's Altair charts: Vega too
+ui.preload_chart_scripts()     # the browser loads Plotly and Vega while the outline is read

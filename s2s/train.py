@@ -539,8 +539,6 @@ def main(argv=None) -> int:
     metrics = {"name": name, "train": args,
                "parameters": sum(p.numel() for p in model.parameters()),
                "train_minutes": round(meta["seconds"] / 60 + before.get("train_minutes", 0), 2),
-               "finetune_minutes": round(meta["seconds"] / 60 + before.get("finetune_minutes", 0), 2)
-               if before and before.get("origin", True) is not None else None,
                "train_tokens": meta["tokens"] + before.get("train_tokens", 0),
                "curves": before.get("curves", []) + meta["curves"],
                "trace": {"probes": [{"source": s, "reference": r,
@@ -555,6 +553,9 @@ def main(argv=None) -> int:
             metrics["previous"] = start
             if before["origin"] is not None:
                 metrics["before"] = before["origin"]
+    # a fine-tune's minutes (all its legs'); a model trained from scratch has none
+    metrics["finetune_minutes"] = (round(meta["seconds"] / 60 + before.get("finetune_minutes", 0), 2)
+                                   if "before" in metrics else None)
     if averaged:
         metrics["averaged"] = averaged
     save_checkpoint(model, spm_file, out, name, a.description, metrics)

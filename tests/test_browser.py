@@ -113,7 +113,7 @@ def test_the_start_page_links_open_their_page_with_the_example_set(server, chrom
         last = page.get_by_text("coming: a trained Transformer").bounding_box()
         assert page.get_by_role("link", name="Translate & Align › Heads").count() == 0
     assert last["y"] + last["height"] <= 720                   # the whole outline on a projector's screen
-    # ui.preload_vega: the browser draws the tiny Vega-Lite chart (so it loads Vega), out of sight
+    # ui.preload_chart_scripts: the browser draws the tiny Vega-Lite chart (so it loads Vega), out of sight
     page.wait_for_selector(".st-key-vega_early [data-testid='stVegaLiteChart'] canvas, "
                            ".st-key-vega_early [data-testid='stVegaLiteChart'] svg", state="attached", timeout=60_000)
     box = page.locator(".st-key-vega_early").bounding_box()

@@ -166,7 +166,7 @@ def test_with_a_transformer_the_last_topic_links_to_its_heads(zoo, tiny_transfor
 
 
 def test_the_outline_has_the_browser_load_plotly_for_its_links(env, monkeypatch):
-    """A hidden, empty Plotly chart ends the outline (ui.preload_plotly), drawn once the
+    """A hidden, empty Plotly chart ends the outline (ui.preload_chart_scripts), drawn once the
     warm-up has imported plotly (never imported beside it); app.py's style hides it."""
     import threading
     import ui
@@ -182,7 +182,7 @@ def test_the_outline_has_the_browser_load_plotly_for_its_links(env, monkeypatch)
 
 
 def test_the_outline_has_the_browser_load_vega_for_the_bottleneck_link(env):
-    """ui.preload_vega: a tiny Vega-Lite chart (one point) in a container that
+    """ui.preload_chart_scripts: a tiny Vega-Lite chart (one point) in a container that
     app.py's style puts off-screen with a width (a chart of no width is never drawn)."""
     at = start()
     (box,) = [b for b in at.get("flex_container") if getattr(b, "key", None) == "vega_early"]
