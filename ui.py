@@ -93,11 +93,12 @@ def model_path(name: str) -> str:
 def warm_up() -> threading.Thread | None:
     """Once per server process, in the background: import torch and what the pages compute
     with, read the registry, load the default model and decode once (the first decode builds
-    its weight layouts, ~0.3 s a model here), then the same for every other translation model
-    (Compare attention, the Bottleneck page and a model switch use them). The first page a
-    class sees is the start page, which needs none of this; by the time someone presses a
-    link, Translate finds it all in the caches (`tools/bench_browser.py`,
-    start_link_first_heatmap). Returns the thread that started, None if one already ran."""
+    its weight layouts, ~0.3 s a model here), then the Bottleneck page's first screen, then
+    every other translation model (Compare attention and a model switch use them). The first
+    page a class sees is the start page, which needs none of this; by the time someone presses
+    a link, its page finds it all in the caches (`tools/bench_browser.py`,
+    start_link_first_heatmap and start_link_bottleneck). Returns the thread that started,
+    None if one already ran."""
     global _warm_thread
     with _warm_lock:
         if _warm_thread is not None:
@@ -110,7 +111,7 @@ def warm_up() -> threading.Thread | None:
 _warm_lock, _warm_thread = threading.Lock(), None
 _default_warm = threading.Event()     # set once warm_up has torch, the default model and its first decode
 _plotly_imported = threading.Event()  # set once warm_up has imported plotly (and pandas)
-_altair_ready = threading.Event()     # set once warm_up is over (it imports altair and builds a chart last)
+_altair_ready = threading.Event()     # set once warm_up has imported altair and built a chart (the Bottleneck's)
 
 
 def _after_warm_up(imported: threading.Event, timeout: float = 30) -> bool:
@@ -179,28 +180,41 @@ def _warm_models() -> None:
     import s2s.figures  # noqa: F401  (plotly: before torch, so load_plotly_early waits little)
     _plotly_imported.set()
     import s2s.decode
+    from s2s.bottleneck import STRESS_DEFAULT, joined_example, measured_models
     from s2s.text import InputError
     infos = [i for i in translation_models() if i.error is None]
-    names = sorted((i.name for i in infos), key=lambda n: n != DEFAULT_MODEL)    # the default first
-    for name in names:         # for Translate, then Compare attention, the Bottleneck page, a model switch
+    default = bottleneck_default(infos)
+    bottleneck = measured_models(infos, default) if default else []
+
+    def warm(name: str) -> None:
         try:
             s2s.decode.greedy(load_model(name), "Hello.")
         except (CheckpointError, InputError, OSError):   # the page that opens it says what is wrong
             pass
-        _default_warm.set()      # after the first model, the default: a page finds it ready
-    # then the Bottleneck page's first screen: its default models' greedy decodings of the
-    # joined examples (outputs only, nothing timed), into the cache the page reads
-    from s2s.bottleneck import STRESS_DEFAULT, joined_example, measured_models
-    default = bottleneck_default(infos)
-    for name in measured_models(infos, default) if default else []:
+
+    # In the order the Start page's links need them: Translate's default model, then the
+    # Bottleneck page's first screen (its models, their greedy decodings of the joined
+    # examples, outputs only and nothing timed, and its Altair charts), then the models only a
+    # switch or Compare attention asks for. A link pressed before the end then waits for less.
+    names = [i.name for i in infos]
+    if DEFAULT_MODEL in names:
+        warm(DEFAULT_MODEL)
+    _default_warm.set()
+    for name in bottleneck:
+        if name != DEFAULT_MODEL:
+            warm(name)
         for k in range(1, STRESS_DEFAULT + 1):
             try:
                 greedy_decoding(model_path(name), joined_example(k)[0])
             except (CheckpointError, InputError, OSError):
                 break
-    # and its Altair charts: importing altair and building a first chart (its schema
-    # validators) took half a second of the page's first run
+    # importing altair and building a first chart (its schema validators) took half a second
+    # of the Bottleneck page's first run
     pandas.DataFrame({"model": ["a"], "x": [0], "y": [0]}).pipe(s2s.figures.length_chart, "x", "y").to_dict()
+    _altair_ready.set()
+    for name in names:
+        if name != DEFAULT_MODEL and name not in bottleneck:
+            warm(name)
 
 
 def altair_ready(timeout: float = 30) -> None:

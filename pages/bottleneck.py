@@ -215,13 +215,17 @@ with c2:
         explain(attention_verdict(m, [x["_row"] for x in stress if x["model"] == m]))
 
 # ------------------------------------------------------------------ what the decoder sees
-st.header("What the decoder sees")
-c1, c2 = st.columns([3, 1])
-with c1:
-    try:
-        views = {m: greedy_cached(m, text) for m in models}
-    except InputError:
-        views = {}
+@st.fragment       # the switch redraws this section alone
+def decoder_view(views: dict[str, Decoding]) -> None:
+    """Each model's context vectors c_j against its encoder states h_i, drawn on request:
+    four charts that a class looks at only after the ones above, and that cost the page's
+    first open about a second of drawing in the browser."""
+    if not st.toggle("Show both models' context vectors", key="bn_views",
+                     help="Four charts: the cosine similarity of each step's context c_j to every encoder state "
+                          "h_i, and the path of c_j over the steps in two dimensions (PCA)."):
+        st.caption("Off: turn it on to see, step by step, which encoder states each model's context vector "
+                   "resembles.")
+        return
     for m, d in views.items():      # one above the other: long inputs need the width for their tokens
         sim = cosine_similarity(d.contexts, d.encoder_states)
         st.plotly_chart(matrix_heatmap(d.source_tokens, d.target_tokens, sim, value_name="cos(c_j, h_i)",
@@ -229,6 +233,19 @@ with c1:
                                        height=260 + 18 * len(d.target_tokens)), key=f"sim_{m}")
         st.plotly_chart(context_scatter(pca_2d(d.contexts), d.target_tokens, f"{m}: context c_j over steps (PCA)"),
                         key=f"pca_{m}")
+
+
+st.header("What the decoder sees")
+try:
+    views = {m: greedy_cached(m, text) for m in models}
+except InputError:
+    views = {}
+c1, c2 = st.columns([3, 1])
+with c1:
+    if views:
+        decoder_view(views)
+    else:
+        st.caption("Nothing to show: the text above cannot be translated.")
 with c2:
     explain("Each row is one decoding step j; each column an encoder state h_i; colour is the cosine similarity "
             "between the context c_j the decoder read and h_i.")

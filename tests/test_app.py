@@ -8,6 +8,7 @@ import base64
 import json
 import shutil
 import sys
+import threading
 import time
 
 import numpy as np
@@ -411,6 +412,24 @@ def test_warm_up_loads_every_model_once_in_the_background(zoo, monkeypatch):
     # and it times nothing: the Bottleneck page's cost view is measured by the page, alone (timed
     # beside other work, it showed the contention, not the models)
     assert timed == []
+
+
+def test_warm_up_serves_the_start_pages_links_first(zoo, monkeypatch):
+    """The warm-up's order is the Start page's links': Translate's default model, then the
+    Bottleneck page's models and its Altair import, then the models only a switch asks for."""
+    import ui
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(zoo))
+    monkeypatch.setattr(ui, "_warm_thread", None)
+    for event in ("_default_warm", "_plotly_imported", "_altair_ready"):
+        monkeypatch.setattr(ui, event, threading.Event())
+    ui.load_path.clear()
+    order, real = [], ui.load_model
+    monkeypatch.setattr(ui, "load_model", lambda name: order.append((name, ui._altair_ready.is_set())) or real(name))
+    ui.warm_up().join(120)
+    names = [n for n, _ in order]
+    assert names[0] == "en-fr-additive"                        # the default (also the Bottleneck's model)
+    assert names.index("en-fr-none") < names.index("en-fr-dot")
+    assert dict(order)["en-fr-none"] is False and dict(order)["en-fr-dot"] is True     # altair in between
 
 
 def test_the_model_pickers_help_counts_the_models_present(app):

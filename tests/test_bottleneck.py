@@ -85,9 +85,15 @@ def test_bottleneck_page_draws_every_section(zoo_env):
     headers = [h.value for h in at.header]
     assert headers == ["Side by side", "BLEU by source length", "Stress test", "What the decoder sees", "Cost"]
     ids = " ".join(chart_keys(at))
-    for key in ("lp_en-fr-none", "lp_en-fr-additive", "sim_en-fr-none", "pca_en-fr-additive"):
+    for key in ("lp_en-fr-none", "lp_en-fr-additive"):
         assert key in ids
+    assert "sim_" not in ids and "pca_" not in ids      # the decoder's view waits for its switch
     assert "attention weights" in " ".join(m.value for m in at.markdown)
+    at.toggle(key="bn_views").set_value(True).run()
+    assert not at.exception
+    ids = " ".join(chart_keys(at))
+    for key in ("sim_en-fr-none", "sim_en-fr-additive", "pca_en-fr-none", "pca_en-fr-additive"):
+        assert key in ids
 
 
 def test_side_by_side_scores_only_a_matching_reference_on_one_scale(zoo_env):

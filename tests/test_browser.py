@@ -209,7 +209,10 @@ def test_bottleneck_page_draws_its_charts(server, chrome):
     page = open_app(chrome, server)                    # through the app, so st.navigation names the pages
     nav_link(page, "Bottleneck").click()
     page.wait_for_selector("text=What the decoder sees", timeout=90_000)
-    page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 6", timeout=90_000)
+    plots = "document.querySelectorAll('.js-plotly-plot').length"
+    page.wait_for_function(f"{plots} >= 2", timeout=90_000)            # the two log-p bar charts
+    page.get_by_text("Show both models' context vectors").click()       # four more, on request
+    page.wait_for_function(f"{plots} >= 6", timeout=90_000)
     charts = "document.querySelectorAll('[data-testid=\"stVegaLiteChart\"]').length"
     page.wait_for_function(f"{charts} >= 2", timeout=90_000)      # BLEU by length, stress test
     page.get_by_role("button", name="Time the models").click()    # the cost view, timed on request
