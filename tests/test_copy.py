@@ -458,3 +458,21 @@ def test_location_cue_moves_attention_along_the_source(scorer):
     with torch.no_grad():
         m.next_piece.bias.zero_()
     assert torch.allclose(m.step(torch.tensor([5]), state, feed, memory).alpha, plain.alpha)
+
+
+def test_interpolating_with_the_base_mixes_shared_weights_and_keeps_new_ones():
+    sys.path.insert(0, str(ROOT / "tools"))
+    from interpolate_weights import interpolate
+    base = {"embed.weight": torch.zeros(3, 2), "w": torch.full((2,), 2.0)}
+    tuned = {"embed.weight": torch.ones(5, 2), "w": torch.full((2,), 4.0), "copy_gate.bias": torch.tensor([3.0])}
+    mixed = interpolate(base, tuned, 0.25)
+    assert torch.allclose(mixed["w"].float(), torch.full((2,), 2.5))                  # 0.75 * 2 + 0.25 * 4
+    assert torch.allclose(mixed["embed.weight"][:3].float(), torch.full((3, 2), 0.25))
+    assert torch.equal(mixed["embed.weight"][3:].float(), torch.ones(2, 2))          # rows the base lacks
+    assert mixed["copy_gate.bias"].item() == 3.0 and mixed["w"].dtype == torch.float16
+    assert torch.equal(interpolate(base, tuned, 1.0)["w"].float(), tuned["w"])
+    assert torch.equal(interpolate(base, tuned, 0.0)["w"].float(), base["w"])
+    with pytest.raises(ValueError, match="alpha"):
+        interpolate(base, tuned, 1.5)
+    with pytest.raises(ValueError, match="does not fit"):
+        interpolate({"w": torch.zeros(3)}, {"w": torch.zeros(2)}, 0.5)
