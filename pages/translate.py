@@ -2,6 +2,8 @@
 
 The page is layout and widgets only; decoding is s2s.decode, figures are s2s.figures.
 """
+from __future__ import annotations     # Decoding in the signatures below is imported after the form
+
 import streamlit as st
 
 import ui
@@ -15,9 +17,6 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from s2s.align import argmax_alignment, mean_entropy, merge_to_words, word_spans
-from s2s.attention import SCORES, scaling_statistics
-from s2s.decode import Decoding, attention_heads, attention_of, forced, translate
-from s2s.evaluate import bleu_breakdown
 from s2s.figures import (alignment_lines, attention_heatmap, beam_tree_figure, heads_grid, head_of_trace,
                          matrix_heatmap, model_colors, model_diagram, scaling_figure, token_bars)
 from s2s.text import MAX_BEAM, MAX_CHARS, MAX_DECODE_LEN, MAX_NO_REPEAT, InputError
@@ -154,8 +153,7 @@ head.title("Translate & Align", help="Type an English sentence and watch an enco
 for note in ui.state_from_query(ui.arrival_query("translate"), DEFAULTS, RANGES, CHOICES):
     st.info(note)
 name = ui.model_picker()
-tr = ui.get_model(name) if name else None
-if tr is None:
+if name is None:
     st.stop()
 
 pick.selectbox("Ready examples", EXAMPLES, index=None, key="example", on_change=set_example,
@@ -179,6 +177,17 @@ with st.form("input", border=False):
                              "already holds gets probability 0, so a decoder that has lost its place cannot loop "
                              "(Paulus et al. 2018). 4 is a safe choice; 0 shows what the model does on its own.")
     submitted = c3.form_submit_button("Translate", type="primary", width="stretch")
+
+# Decoding imports torch. On a cold server the warm-up is still importing it, and this line
+# waits: the form above is already in the browser, which loads its widgets' code meanwhile,
+# instead of after the wait, just before the heatmap.
+from s2s.attention import SCORES, scaling_statistics  # noqa: E402
+from s2s.decode import Decoding, attention_heads, attention_of, forced, translate  # noqa: E402
+from s2s.evaluate import bleu_breakdown  # noqa: E402
+
+tr = ui.get_model(name)
+if tr is None:
+    st.stop()
 
 S = st.session_state
 settings = dict(method=S.method, beam=S.beam, nbest=S.nbest, temp=float(S.temp), topk=int(S.topk),
