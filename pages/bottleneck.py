@@ -218,8 +218,8 @@ with c2:
 @st.fragment       # the switch redraws this section alone
 def decoder_view(views: dict[str, Decoding]) -> None:
     """Each model's context vectors c_j against its encoder states h_i, drawn on request:
-    four charts that a class looks at only after the ones above, and that cost the page's
-    first open about a second of drawing in the browser."""
+    four charts a class looks at after the ones above, so the page's first open does not wait
+    for the browser to draw them (README, Speed)."""
     if not st.toggle("Show both models' context vectors", key="bn_views",
                      help="Four charts: the cosine similarity of each step's context c_j to every encoder state "
                           "h_i, and the path of c_j over the steps in two dimensions (PCA)."):
