@@ -236,10 +236,8 @@ def decoder_view(views: dict[str, Decoding]) -> None:
 
 
 st.header("What the decoder sees")
-try:
-    views = {m: greedy_cached(m, text) for m in models}
-except InputError:
-    views = {}
+# the side by side's decodings, unless either model could not translate the text
+views = {} if any(isinstance(d, InputError) for d in results.values()) else results
 c1, c2 = st.columns([3, 1])
 with c1:
     if views:
