@@ -429,16 +429,19 @@ with tabs[3]:
                         height=320 + 14 * len(od.target_tokens), color=color)
                 src, tgt, a = view_of(od, words)
                 st.caption("Argmax alignment: " + " · ".join(f"{t}→{s}" for t, s, _ in argmax_alignment(src, tgt, a)))
-        with st.expander("Why does scaled-dot divide by √d?"):
-            n_keys = st.slider("Keys (source positions)", 2, 100, 20, key="sqrt_keys")
-            stats = scaling_cached(n_keys)
-            st.plotly_chart(scaling_figure(stats), key="sqrt_d")
-            i = stats["d"].index(256)
-            st.caption(f"Random queries and keys with N(0, 1) entries: q·k has variance d. At d = 256 the raw scores "
-                       f"spread with standard deviation {stats['std_unscaled'][i]:.1f}, and softmax puts almost all "
-                       f"weight on one key (entropy {stats['entropy_unscaled'][i]:.2f} nats); divided by √d they "
-                       f"spread with {stats['std_scaled'][i]:.1f} and the entropy stays {stats['entropy_scaled'][i]:.2f} "
-                       f"of at most {stats['max_entropy']:.2f}. A saturated softmax has near-zero gradients.")
+        # drawn only once opened (a rerun): a chart in a closed expander is still sent and drawn
+        sqrt_d = st.expander("Why does scaled-dot divide by √d?", key="sqrt_d_open", on_change="rerun")
+        with sqrt_d:
+            if sqrt_d.open:
+                n_keys = st.slider("Keys (source positions)", 2, 100, 20, key="sqrt_keys")
+                stats = scaling_cached(n_keys)
+                st.plotly_chart(scaling_figure(stats), key="sqrt_d")
+                i = stats["d"].index(256)
+                st.caption(f"Random queries and keys with N(0, 1) entries: q·k has variance d. At d = 256 the raw scores "
+                           f"spread with standard deviation {stats['std_unscaled'][i]:.1f}, and softmax puts almost all "
+                           f"weight on one key (entropy {stats['entropy_unscaled'][i]:.2f} nats); divided by √d they "
+                           f"spread with {stats['std_scaled'][i]:.1f} and the entropy stays {stats['entropy_scaled'][i]:.2f} "
+                           f"of at most {stats['max_entropy']:.2f}. A saturated softmax has near-zero gradients.")
 
 # ------------------------------------------------------------------ alignment lines
 with tabs[4]:
@@ -519,7 +522,9 @@ with tabs[6]:
                             key="trace_heatmap")
 
 # ------------------------------------------------------------------ the model drawn
-with st.expander("The model drawn, with its real sizes"):
-    st.plotly_chart(model_diagram(tr.config["model"], sum(p.numel() for p in tr.model.parameters())),
-                    key="model_diagram")
-    st.caption(tr.description)
+drawn = st.expander("The model drawn, with its real sizes", key="diagram_open", on_change="rerun")
+with drawn:
+    if drawn.open:       # only once opened: a closed expander's chart would be redrawn on every Translate
+        st.plotly_chart(model_diagram(tr.config["model"], sum(p.numel() for p in tr.model.parameters())),
+                        key="model_diagram")
+        st.caption(tr.description)

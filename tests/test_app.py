@@ -242,8 +242,16 @@ def test_forced_decoding_scores_a_reference(app):
     assert "Search error" not in page                                         # the model found the reference
 
 
+def open_expander(at, key: str) -> AppTest:
+    """Open one of the page's expanders whose content runs only when open (on_change="rerun")."""
+    at.session_state[key] = True
+    return at.run()
+
+
 def test_sqrt_d_view_follows_the_keys_slider(app):
     at = open_tab(submit(app(), text="a b c"), "Compare attention")
+    assert chart(at, "sqrt_d") is None                # closed: nothing drawn on every run
+    at = open_expander(at, "sqrt_d_open")
     fig = chart(at, "sqrt_d")
     assert fig is not None and "20 keys" in fig["layout"]["title"]["text"]
     _widget(at, "sqrt_keys").set_value(50)
@@ -278,7 +286,8 @@ def test_model_diagram_shows_the_selected_models_sizes(app, zoo):
     from s2s.checkpoint import load_translator
     for name in ("en-fr-additive", "en-fr-none"):
         at = app(model=name)
-        fig = chart(at, "model_diagram")
+        assert chart(at, "model_diagram") is None     # closed: not redrawn on every Translate
+        fig = chart(open_expander(at, "diagram_open"), "model_diagram")
         cfg = load_translator(zoo / name).model.cfg
         notes = " | ".join(a["text"] for a in fig["layout"]["annotations"] if a.get("text"))
         assert f"embedding E: {cfg.vocab_size:,} × {cfg.emb_dim}" in notes

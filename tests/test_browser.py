@@ -103,6 +103,22 @@ def test_play_animates_the_heatmap_on_the_first_screen(server, chrome, tmp_path)
     assert exceptions(page) == []
 
 
+def test_explainers_draw_their_chart_once_opened(server, chrome):
+    """The model diagram and the √d view are in expanders whose charts are drawn only once
+    opened (not on every Translate press): a click opens them and draws the chart."""
+    page = open_app(chrome, server, 1280, 720)
+    assert page.locator(".st-key-model_diagram").count() == 0
+    page.get_by_text("The model drawn, with its real sizes").click()
+    page.wait_for_selector(".st-key-model_diagram .main-svg", timeout=30_000)
+    page.get_by_role("tab", name="Compare attention").click()
+    page.wait_for_selector("[class*='st-key-cmp_'] .main-svg", timeout=60_000)
+    assert page.locator(".st-key-sqrt_d").count() == 0
+    page.get_by_text("Why does scaled-dot divide by √d?").click()
+    page.wait_for_selector(".st-key-sqrt_d .main-svg", timeout=30_000)
+    assert page.locator(".st-key-model_diagram .js-plotly-plot").count() == 1      # still open, still drawn
+    assert exceptions(page) == []
+
+
 def test_the_start_page_links_open_their_page_with_the_example_set(server, chrome, tmp_path):
     page = chrome.new_page(viewport={"width": 1280, "height": 720})
     page.goto(server)                                          # the app opens on Start here

@@ -130,6 +130,7 @@ def test_every_other_tab_works_for_the_transformer(transformer):
     _widget(at, "trace_step").set_value(0)
     at.run()
     assert "after 0 training steps" in chart(at, "trace_heatmap")["layout"]["title"]["text"]
-    notes = " | ".join(a["text"] for a in chart(at, "model_diagram")["layout"]["annotations"] if a.get("text"))
+    at.session_state["diagram_open"] = True
+    notes = " | ".join(a["text"] for a in chart(at.run(), "model_diagram")["layout"]["annotations"] if a.get("text"))
     assert "causal self-attention" in notes and "cross-attention over the encoder" in notes
     assert not at.exception
