@@ -9,7 +9,7 @@ import streamlit as st
 import ui
 from s2s.bottleneck import (STRESS_DEFAULT, STRESS_PAIRS, cosine_similarity, first_failure, joined_example, measured_models,
                             pca_2d, stress_row)
-from s2s.data import read_pairs
+from s2s.data import parse_pairs, read_pairs
 from s2s.decode import Decoding
 from s2s.evaluate import bleu, chrf, evaluate_pairs
 from s2s.figures import context_scatter, length_chart, matrix_heatmap, model_colors, token_bars
@@ -19,7 +19,9 @@ ui.run_through_app()     # a link's first run in Streamlit's old multipage mode:
 
 # test_long.tsv as `python -m s2s.data` writes it, shipped in examples/ so that Recompute works
 # on a fresh machine (the split is deterministic: the same file as data/tatoeba/test_long.tsv)
-HELD_OUT = Path(__file__).resolve().parent.parent / "examples" / "test_long.tsv"
+ROOT = Path(__file__).resolve().parent.parent
+HELD_OUT_FILES = [ROOT / "examples" / "test_long.tsv", ROOT / "data" / "tatoeba" / "test_long.tsv",
+                  ROOT / "data" / "tatoeba" / "test.tsv"]
 
 
 def greedy_cached(model: str, text: str) -> Decoding:
@@ -113,19 +115,31 @@ with c1:
                         key="bleu_by_length")
         st.caption("From each checkpoint's metrics.json (beam 5, held-out joined Tatoeba pairs); reproduce with "
                    "`python -m s2s.evaluate --model checkpoints/NAME --test examples/test_long.tsv --beam 5`."
-                   + (" Recomputed here with greedy decoding." if recomputed else ""))
+                   + (f" Recomputed here with greedy decoding, on {st.session_state.get('bn_recomputed_on')}."
+                      if recomputed else ""))
     else:
         st.info("These checkpoints have no BLEU-by-length figures in their metrics.json.")
     c3, c4 = st.columns([1, 2])
     n = c3.number_input("Held-out inputs to recompute on", 20, 1200, 200, step=20, key="bn_n")
-    held_out = c4.text_input("Held-out pairs (TSV)", str(HELD_OUT), key="bn_held_out",
-                             help="test_long.tsv: held-out Tatoeba pairs joined 1-8 at a time")
-    if st.button("Recompute (greedy)", key="bn_recompute"):
-        if not Path(held_out).is_file():
-            st.warning(f"{held_out} is missing: create the split with `python -m s2s.data --data "
-                       "../shared/data/tatoeba-en-fr/fra.txt --out data/tatoeba`.")
-        else:
-            pairs = read_pairs(held_out)[:int(n)]
+    # the files the app ships or the split wrote, or one the user uploads: never a path typed
+    # into the page, which would let any visitor read any file of the server
+    files = {f"{p.parent.name}/{p.name}": p for p in HELD_OUT_FILES if p.is_file()}
+    own = "your own TSV (upload)"
+    choice = c4.selectbox("Held-out pairs", [*files, own], key="bn_held_out",
+                          help="test_long.tsv: held-out Tatoeba pairs joined 1-8 at a time")
+    upload = st.file_uploader("A TSV of English<TAB>French lines (UTF-8)", type=["tsv", "txt"],
+                              key="bn_upload") if choice == own else None
+    if st.button("Recompute (greedy)", key="bn_recompute", disabled=choice == own and upload is None):
+        try:
+            pairs = (read_pairs(files[choice]) if choice in files else
+                     parse_pairs(upload.getvalue().decode("utf-8").splitlines()))[:int(n)]
+        except UnicodeDecodeError:
+            pairs = None
+            st.warning("That file is not UTF-8 text: nothing was recomputed.")
+        if pairs == []:
+            st.warning("No line of that file has an English sentence, a tab and its French translation: "
+                       "nothing was recomputed.")
+        elif pairs:
             bar = st.progress(0.0, text="Translating…")
             out, skipped = {}, {}
             for k, m in enumerate(measured):
@@ -138,6 +152,8 @@ with c1:
                 out[m] = evaluate_pairs(tr_m, usable, beam=1, progress=progress)["by_length"] if usable else []
             bar.progress(1.0, text="Done")
             st.session_state["bn_recomputed"] = out
+            st.session_state["bn_recomputed_on"] = (f"the first {len(pairs)} pairs of "
+                                                    + (choice if choice in files else "your uploaded file"))
             st.session_state["bn_skipped"] = {m: k for m, k in skipped.items() if k}
             st.rerun()
     for m, k in st.session_state.get("bn_skipped", {}).items():

@@ -29,7 +29,7 @@ import unicodedata
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import torch
 
@@ -40,13 +40,18 @@ Pair = tuple[str, str]
 
 def read_pairs(path: str | Path) -> list[Pair]:
     """Read a TSV of `source<TAB>target[<TAB>...]` lines (extra columns are ignored)."""
-    pairs = []
     with open(path, encoding="utf-8") as f:
-        for line in f:
-            cols = line.rstrip("\n").split("\t")
-            if len(cols) >= 2 and cols[0].strip() and cols[1].strip():
-                pairs.append((unicodedata.normalize("NFC", cols[0].strip()),
-                              unicodedata.normalize("NFC", cols[1].strip())))
+        return parse_pairs(f)
+
+
+def parse_pairs(lines: Iterable[str]) -> list[Pair]:
+    """The `source<TAB>target` pairs of TSV lines, NFC-normalised; lines without both are skipped."""
+    pairs = []
+    for line in lines:
+        cols = line.rstrip("\r\n").split("\t")
+        if len(cols) >= 2 and cols[0].strip() and cols[1].strip():
+            pairs.append((unicodedata.normalize("NFC", cols[0].strip()),
+                          unicodedata.normalize("NFC", cols[1].strip())))
     return pairs
 
 

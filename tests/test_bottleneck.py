@@ -125,12 +125,28 @@ def test_stress_slider_and_bad_input(zoo_env):
     assert not at.exception and any("empty" in w.value for w in at.warning)
 
 
-def test_recompute_without_held_out_data_explains_what_to_do(zoo_env, tmp_path):
+def upload(at, name: str, content: bytes):
+    """Choose "your own TSV" and upload `content` as the held-out file."""
+    at.selectbox(key="bn_held_out").set_value("your own TSV (upload)").run()
+    at.file_uploader(key="bn_upload").set_value((name, content, "text/tab-separated-values"))
+    return at.run()
+
+
+def test_recompute_reads_no_server_path_and_says_what_is_wrong_with_an_upload(zoo_env):
+    """The held-out file is one the app has, or an upload: no path box. A binary file or one
+    without pairs gets a message, nothing is recomputed, and the page goes on."""
     at = bottleneck_page()
-    at.text_input(key="bn_held_out").set_value(str(tmp_path / "nowhere.tsv"))
+    assert not [t for t in at.text_input if t.key == "bn_held_out"]
+    assert "examples/test_long.tsv" in at.selectbox(key="bn_held_out").options
+    at = upload(at, "weights.tsv", bytes(range(256)) * 4)    # binary, named .tsv
     at.button(key="bn_recompute").click().run()
-    assert not at.exception
-    assert any("s2s.data" in w.value for w in at.warning)
+    assert not at.exception and any("not UTF-8" in w.value for w in at.warning)
+    at = upload(at, "passwd.txt", b"root:x:0:0:root:/root:/bin/bash\n")
+    at.button(key="bn_recompute").click().run()
+    assert not at.exception and any("No line of that file" in w.value for w in at.warning)
+    assert "bn_recomputed" not in at.session_state
+    assert not any("Recomputed here" in c.value for c in at.caption)
+    assert at.get("vega_lite_chart") or at.get("arrow_vega_lite_chart")      # the page below still drawn
 
 
 def test_recompute_works_on_a_fresh_machine_with_the_shipped_pairs(zoo_env):
@@ -139,8 +155,8 @@ def test_recompute_works_on_a_fresh_machine_with_the_shipped_pairs(zoo_env):
     from conftest import ROOT
     from s2s.data import read_pairs
     at = bottleneck_page()
-    held_out = at.text_input(key="bn_held_out").value
-    assert held_out == str(ROOT / "examples" / "test_long.tsv")
+    assert at.selectbox(key="bn_held_out").value == "examples/test_long.tsv"
+    held_out = ROOT / "examples" / "test_long.tsv"
     assert len(read_pairs(held_out)) == 1200
     local = ROOT / "data" / "tatoeba" / "test_long.tsv"
     if local.is_file():
@@ -164,15 +180,15 @@ def test_page_needs_the_none_model(tmp_path, tiny_additive, monkeypatch):
 def test_recompute_on_held_out_pairs(zoo_env, tmp_path):
     from conftest import reversal_pairs, write_tsv
     tsv = write_tsv(reversal_pairs(40, seed=3, lo=2, hi=14), tmp_path / "held.tsv")
-    at = bottleneck_page()
-    at.text_input(key="bn_held_out").set_value(str(tsv))
+    at = upload(bottleneck_page(), "held.tsv", tsv.read_bytes().replace(b"\n", b"\r\n"))   # Windows line ends
     at.number_input(key="bn_n").set_value(40)
     at.button(key="bn_recompute").click().run()
     assert not at.exception
     got = at.session_state["bn_recomputed"]
     assert set(got) == {"en-fr-none", "en-fr-additive"}
     assert sum(b["n"] for b in got["en-fr-additive"]) == 40
-    assert "Recomputed here" in " ".join(c.value for c in at.caption)
+    assert "Recomputed here with greedy decoding, on the first 40 pairs of your uploaded file" in \
+        " ".join(c.value for c in at.caption)
 
 
 def test_context_scatter_says_when_every_step_reads_the_same_vector():
