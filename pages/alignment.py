@@ -182,9 +182,16 @@ with tabs[1]:
             text = st.text_area("English", EXAMPLE, key="explain_text", height=90, max_chars=600)
             reference = st.text_input("French (optional: explain this instead of the model's translation)",
                                       EXAMPLE_REFERENCE, key="explain_reference", max_chars=800)
+        # the example's French left in the box after new English is typed translates nothing
+        # of it: forcing that pair would explain a mismatch, so the model's own output is used
+        stale = reference.strip() == EXAMPLE_REFERENCE and text.strip() != EXAMPLE
         with right:
+            if stale:
+                st.caption("The French box still holds the example's translation, not one of your text, so this "
+                           "explains the model's own greedy output. Type a French translation of your text to "
+                           "explain that instead.")
             try:
-                e = explain_cached(path, text, reference.strip() or None)
+                e = explain_cached(path, text, None if stale else reference.strip() or None)
             except InputError as err:
                 st.error(str(err))
                 e = None

@@ -130,6 +130,16 @@ def test_attribution_tab_shows_four_maps_tau_and_a_counterfactual(env):
     assert not at.exception and not at.number_input(key="cf_eps").disabled
 
 
+def test_attribution_tab_never_forces_the_examples_french_on_new_english(env):
+    at = page(align_model="reverser", alignment_tab="Attention vs attribution")
+    assert "Forced decoding of the reference" in texts(at)          # the example with its own French
+    at.text_area(key="explain_text").set_value("a b c d").run()      # new English, the example's French left
+    assert not at.exception
+    assert "Forced decoding of the greedy output" in texts(at) and "still holds the example's" in texts(at)
+    at.text_input(key="explain_reference").set_value("d c b a").run()
+    assert "Forced decoding of the reference" in texts(at) and "still holds" not in texts(at)
+
+
 @pytest.mark.parametrize("text, message", [("   ", "empty"), ("a " * 200, "limited to")])
 def test_attribution_tab_refuses_bad_input(env, text, message):
     at = page(align_model="reverser", alignment_tab="Attention vs attribution")
