@@ -83,8 +83,12 @@ with tabs[0]:
                 st.caption(f"Measured here, {k} steps back: the RNN keeps {share(kept['Elman RNN'])} of the gradient "
                            f"that reached its memory, the GRU {share(kept['GRU'])}, the LSTM {share(kept['LSTM'])} "
                            "(m is the memory: the LSTM's c, the GRU's and RNN's h; mean over 16 random sequences, "
-                           "u a random unit vector). Move ρ across 1 and watch the red line tilt from down to up; "
-                           "raise the bias and the dashed products of the gates flatten.")
+                           "u a random unit vector). "
+                           + (f"At ρ = {radius:.2f} the RNN's red line falls: " if kept["Elman RNN"] < 1 else
+                              f"At ρ = {radius:.2f} the RNN's red line rises (exploding gradients): ")
+                           + "each step multiplies the gradient by U = ρQ and by the tanh's slope 1 − h², at most "
+                           "1, so it grows only once ρ outweighs that damping; a linear RNN would turn at ρ = 1. "
+                           "Raise the bias and the dashed products of the gates flatten.")
             for cell in ("rnn", "lstm", "gru"):
                 st.latex(EQUATIONS[cell])
 

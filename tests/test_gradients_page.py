@@ -59,6 +59,18 @@ def test_live_demo_numbers_are_the_libraries(trio_env):
     assert f"the RNN keeps {rnn:.1e}" in captions(at)
 
 
+def test_live_demo_says_which_way_the_rnn_line_goes_as_measured(trio_env):
+    """At ρ = 1.2 a tanh RNN still loses gradient (its slope 1 − h² damps each step); at 2 it
+    explodes. The caption follows the measurement, not the linear-RNN rule of thumb."""
+    from s2s.gradients import untrained_flow
+    at = page()
+    for radius, direction in ((1.2, "falls"), (2.0, "rises")):
+        at.slider(key="radius").set_value(radius).run()
+        kept = untrained_flow("rnn", radius, 3.0, 64, 100).grad_norm[50]
+        assert (kept < 1) == (direction == "falls")
+        assert f"At ρ = {radius:.2f} the RNN's red line {direction}" in captions(at)
+
+
 def test_trained_models_tab_compares_the_three_cells(trio_env):
     at = open_tab(page(), "Trained models")
     assert not at.exception and "trained_flow" in chart_ids(at)
