@@ -459,8 +459,10 @@ with tabs[5]:
     if tabs[5].open:
         if d.cross_attention is None:
             others = [i.name for i in ui.translation_models() if i.error is None and i.arch == "transformer"]
-            st.info("Heads belong to a Transformer. A recurrent model has one attention distribution per output "
-                    "step: the heatmap above. " + (f"Choose {' or '.join(others)} under Translation model to see "
+            st.info("Heads belong to a Transformer. "
+                    + ("A recurrent model has one attention distribution per output step: the heatmap above. "
+                       if d.attention is not None else "This model has no attention at all (see the note above). ")
+                    + (f"Choose {' or '.join(others)} under Translation model to see "
                                                    "its layers × heads." if others else
                                                    "There is no Transformer in checkpoints/."))
         else:

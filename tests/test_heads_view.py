@@ -99,8 +99,12 @@ def test_heads_in_whole_words_are_merged_like_the_heatmap(transformer):
 def test_a_recurrent_models_heads_tab_points_to_the_transformer(zoo, monkeypatch):
     monkeypatch.setenv("S2S_CHECKPOINTS", str(zoo))
     at = open_tab(translate_page(model="en-fr-additive"), "Heads")
-    assert any("Heads belong to a Transformer" in i.value and "en-fr-transformer" in i.value for i in at.info)
+    assert any("Heads belong to a Transformer" in i.value and "en-fr-transformer" in i.value
+               and "the heatmap above" in i.value for i in at.info)
     assert chart(at, "heads_grid") is None and not at.exception
+    at = open_tab(translate_page(model="en-fr-none"), "Heads")           # no heatmap above to point to
+    note = [i.value for i in at.info if "Heads belong to a Transformer" in i.value]
+    assert note and "no attention at all" in note[0] and "heatmap above" not in note[0]
 
 
 def test_compare_puts_the_transformer_beside_the_four_recurrent_scorers(transformer):
