@@ -168,8 +168,8 @@ def attention_verdict(name: str, rows: list) -> str:
     if not rows:
         return f"{html.escape(name)} was not measured."
     first, last = rows[0], rows[-1]
-    said = (f"{html.escape(name)}'s chrF: {first.chrf:.0f} at one sentence, {last.chrf:.0f} at "
-            f"{last.sentences} sentences ({last.source_words} words).")
+    said = (f"{html.escape(name)}'s chrF: {first.chrf:.0f} at one sentence ({first.source_words} words)"
+            + (f", {last.chrf:.0f} at {last.sentences} sentences ({last.source_words} words)." if len(rows) > 1 else "."))
     broke = first_failure(rows)
     if broke:
         return said + (f" By the same test it breaks down too, at <b>{broke} sentences</b>: attention delays the "

@@ -426,7 +426,8 @@ def length_chart(df, x: str, y: str, color: str = "model", x_title: str = "", y_
     import altair as alt
     scale = alt.Scale(domain=list(colors), range=list(colors.values())) if colors else alt.Undefined
     base = alt.Chart(df).encode(
-        x=alt.X(f"{x}:Q", title=x_title), y=alt.Y(f"{y}:Q", title=y_title),
+        # integer ticks: lengths in words (one point alone got ticks such as "8.000000")
+        x=alt.X(f"{x}:Q", title=x_title, axis=alt.Axis(format="d", tickMinStep=1)), y=alt.Y(f"{y}:Q", title=y_title),
         color=alt.Color(f"{color}:N", title=None, scale=scale,
                         legend=alt.Legend(orient="bottom", labelFontSize=14)),
         tooltip=list(df.columns))

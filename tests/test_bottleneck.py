@@ -219,6 +219,10 @@ def test_charts_colour_each_model_and_the_caption_follows_the_stress_run(zoo_env
     assert scale["range"][0] == ATTENTION_COLORS["none"] and len(set(scale["range"])) == 2
     text = " ".join(m.value for m in at.markdown)
     assert "stays flat" not in text and "chrF:" in text and "at 3 sentences" in text
+    assert layer["encoding"]["x"]["axis"]["format"] == "d"          # lengths in whole words on the axis
+    at.slider(key="bn_k").set_value(1).run()                          # one point: no "at 1 sentences"
+    text = " ".join(m.value for m in at.markdown)
+    assert not at.exception and "at one sentence (" in text and "at 1 sentences" not in text
 
 
 def test_length_stress_and_cost_views_add_the_transformer(zoo_env, tiny_transformer):
