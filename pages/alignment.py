@@ -119,8 +119,10 @@ with tabs[0]:
             gold = None
             try:
                 if source == "typed":
-                    en_text = st.text_input("English words", "the house is small .", key="typed_en", max_chars=600)
-                    fr_text = st.text_input("French words", "la maison est petite .", key="typed_fr", max_chars=600)
+                    # no max_chars: its counter covers the end of the text in a column this narrow;
+                    # words_of refuses a text over 80 words (or the app's character limit) instead
+                    en_text = st.text_input("English words", "the house is small .", key="typed_en")
+                    fr_text = st.text_input("French words", "la maison est petite .", key="typed_fr")
                     english, french = words_of(en_text, "English"), words_of(fr_text, "French")
                 else:
                     pairs = gold_pairs(str(TRIAL if source == "trial" else TEST), source)
@@ -156,11 +158,13 @@ with tabs[0]:
                                     help="|A|, the model's links, and |S|, the annotators' Sure links")
                     else:
                         st.caption("A typed pair has no human links: only the model's are drawn.")
-                    st.plotly_chart(gold_alignment_figure(english, french, w, sure, possible, predicted),
+                    st.plotly_chart(gold_alignment_figure(english, french, w, sure, possible, predicted,
+                                                          words="gold words" if gold else "your words"),
                                     width="stretch", key="gold_figure")
-                    st.caption(f"Shaded: {name}'s attention, forced to read the gold French, summed over each "
-                               "English word's pieces and averaged over each French word's. Black crosses: its links "
-                               f"({rule}). Red squares: the annotators' Sure links; light red: Possible.")
+                    st.caption(f"Shaded: {name}'s attention, forced to read {'the gold' if gold else 'your'} French, "
+                               "summed over each English word's pieces and averaged over each French word's. Black "
+                               f"crosses: its links ({rule})."
+                               + (" Red squares: the annotators' Sure links; light red: Possible." if gold else ""))
         st.subheader("Every model on the test set")
         table = ui.results_file(ALIGNMENT_RESULTS)
         if table is None:

@@ -647,14 +647,16 @@ MODEL_LINK = "#111111"       # black crosses: the model's links
 
 
 def gold_alignment_figure(english: Sequence[str], french: Sequence[str], weights: np.ndarray,
-                          sure: set, possible: set, predicted: set, title: str | None = None) -> go.Figure:
+                          sure: set, possible: set, predicted: set, title: str | None = None,
+                          words: str = "gold words") -> go.Figure:
     """The model's word-level attention (French words x English words) with the human links
     drawn on it: Sure links as red squares, Possible-only links as light-red squares, the
     model's links (a rule applied to the weights) as black crosses. A cross inside a red
     square is a hit; a cross alone is a wrong link; a square alone is a missed one.
-    Links are (English word, French word) pairs counted from 0."""
-    fig = matrix_heatmap(english, french, weights, value_name="attention", x_title="English (gold words)",
-                         y_title="French (gold words)", title=title)
+    Links are (English word, French word) pairs counted from 0. `words` names the words in
+    the axis titles ("your words" for a typed pair, which has no gold links)."""
+    fig = matrix_heatmap(english, french, weights, value_name="attention", x_title=f"English ({words})",
+                         y_title=f"French ({words})", title=title)
     size = 24 if max(len(english), len(french)) <= 25 else 15
     layers = [("gold Sure", sorted(sure), "square-open", GOLD_SURE, size, 3),
               ("gold Possible", sorted(possible - sure), "square-open", GOLD_POSSIBLE, size, 2),
@@ -751,9 +753,11 @@ def counterfactual_figure(source_tokens: Sequence[str], alpha_before: Sequence[f
     fig.update_yaxes(range=[0, 1], title=dict(text="α"), row=1, col=1)
     fig.update_yaxes(autorange="reversed", tickfont=dict(size=14), row=1, col=2)
     fig.update_xaxes(range=[0, 1], title=dict(text="probability"), row=1, col=2)
-    fig.update_layout(plot_bgcolor="white", barmode="group", height=330,
-                      legend=dict(orientation="h", x=0, y=1.2, font=dict(size=14)),
-                      margin=dict(l=10, r=10, t=70, b=10))
+    # the legend at the figure's top edge, above the subplot titles (not on them): the 85 px
+    # margin holds both
+    fig.update_layout(plot_bgcolor="white", barmode="group", height=350,
+                      legend=dict(orientation="h", x=0, y=1.0, yanchor="top", yref="container", font=dict(size=14)),
+                      margin=dict(l=10, r=10, t=85, b=10))
     fig.update_annotations(font=dict(size=15))
     return fig
 

@@ -93,8 +93,10 @@ def test_typed_pairs_refuse_bad_input_and_show_text_as_text(env, english, french
     if message:
         assert any(message in e.value for e in at.error)
     else:
-        assert "no human links" in texts(at)
+        assert "no human links" in texts(at) and "Red squares" not in texts(at)
         fig = chart(at, "gold_figure")
+        assert fig["layout"]["xaxis"]["title"]["text"] == "English (your words)"       # no gold words here
+        assert not at.text_input(key="typed_en").max_chars        # no counter over the end of the text
         ticks = fig["layout"]["xaxis"]["ticktext"]
         assert "&lt;b&gt;bold&lt;/b&gt;" in ticks and "&amp;amp;" in ticks        # escaped exactly once
 
@@ -124,6 +126,10 @@ def test_attribution_tab_shows_four_maps_tau_and_a_counterfactual(env):
     assert "median τ" in texts(at)
     before = texts(at)
     assert "JSD" in before and chart(at, "counterfactual_figure") is not None
+    layout = chart(at, "counterfactual_figure")["layout"]
+    # the legend sits at the figure's top edge, in the margin above the subplot titles, not on them
+    assert layout["legend"]["yref"] == "container" and layout["legend"]["y"] == 1.0
+    assert layout["legend"]["yanchor"] == "top" and layout["margin"]["t"] >= 80
     at.radio(key="cf_kind").set_value("permute").run()
     assert not at.exception and texts(at) != before
     at.radio(key="cf_kind").set_value("adversarial").run()
