@@ -187,6 +187,11 @@ else:
             seed = c4.number_input("Seed", 0, 2**31 - 1, 0)
             if st.form_submit_button("Sample", type="primary"):
                 S.cell_text = prime + sample_cached(path, prime, int(length), float(temperature), int(seed))
+                S.sampled = (lm_name, S.cell_text)       # whose sample it is, for a later switch of model
+        by, sampled = S.get("sampled", (None, None))
+        if by not in (None, lm_name) and sampled == S.cell_text:
+            st.caption(f"This text is {by}'s sample, traced here through {lm_name}; press **Sample** for one of "
+                       f"{lm_name}'s own.")
     if passage_tab:
         try:
             text = clean_passage(S.cell_text)

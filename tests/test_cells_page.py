@@ -120,6 +120,23 @@ def test_sampling_fills_the_text(zoo_env):
     at.run()
     assert not at.exception
     assert len(at.session_state["cell_text"]) == 201            # the "\n" prime + 200 sampled characters
+    assert not any("sample, traced here" in c.value for c in at.caption)
+
+
+def test_a_sample_kept_after_switching_model_says_whose_it_is(zoo_env, tiny_charlm):
+    shutil.copytree(tiny_charlm, zoo_env / "charlm-war-and-peace")
+    at = cells_page()
+    at.selectbox(key="charlm").set_value("charlm-linux-kernel").run()
+    at.segmented_control(key="source").set_value("Sample from the model").run()
+    [b for b in at.button if b.label == "Sample"][0].click()
+    at.run()
+    sample = at.session_state["cell_text"]
+    at.selectbox(key="charlm").set_value("charlm-war-and-peace").run()
+    assert not at.exception and at.session_state["cell_text"] == sample
+    assert any("charlm-linux-kernel's sample, traced here through charlm-war-and-peace" in c.value for c in at.caption)
+    [b for b in at.button if b.label == "Sample"][0].click()
+    at.run()                                                      # its own sample: nothing to say
+    assert not any("sample, traced here" in c.value for c in at.caption)
 
 
 def test_without_a_character_model_the_page_explains_and_still_traces_translation(tmp_path, tiny_additive, monkeypatch):
