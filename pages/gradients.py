@@ -22,6 +22,7 @@ EXAMPLES = {"War and Peace": ROOT / "examples" / "war_and_peace_heldout.txt",   
             "Linux kernel": ROOT / "examples" / "kernel_heldout.c"}
 CELL_ORDER = {"rnn": 0, "gru": 1, "lstm": 2}
 CORPUS_NAMES = {"war-and-peace": "War and Peace", "linux-kernel": "Linux kernel"}
+SHORT_CELL_NAMES = {"rnn": "RNN", "gru": "GRU", "lstm": "LSTM"}     # in the corpus box, whose width is a third
 TABS = ["Live: untrained cells", "Trained models", "LSTM memory", "Remembering across a gap", "Bits per character"]
 FAR = 50          # the distance the captions compare at: far enough to show vanishing, within the shortest text
 EQUATIONS = {
@@ -104,11 +105,11 @@ corpus_names = sorted(corpora, key=lambda c: (-len({i.cell for i in corpora[c]})
 
 def passage_picker(with_distance: bool = False) -> tuple[str | None, list, int]:
     """The passage, the corpus's models and K, shared by the two tabs that measure trained models."""
-    c1, c2, c3 = st.columns([3, 4, 3])
+    c1, c2, c3 = st.columns([4, 4, 3])
     K = c3.slider("How far back, K (characters)", 10, 200, 200, 10, key="max_distance") if with_distance else 200
     corpus = c1.selectbox("Models trained on", corpus_names, key="corpus", on_change=lambda: S.pop("passage_source", None),
-                          format_func=lambda c: f"{CORPUS_NAMES.get(c.split('/')[0], c)}: "
-                                                + ", ".join(CELL_NAMES.get(i.cell, i.cell) for i in corpora[c]))
+                          format_func=lambda c: f"{CORPUS_NAMES.get(c.split('/')[0], c)}: "     # short: fits the box
+                                                + ", ".join(SHORT_CELL_NAMES.get(i.cell, i.cell) for i in corpora[c]))
     source = c2.segmented_control("Passage (examples: the test part, never trained on)", list(EXAMPLES) + ["Your text"],
                                   key="passage_source", default=list(EXAMPLES)[1 if "linux" in corpus else 0])
     if source == "Your text":

@@ -7,6 +7,7 @@ as tick labels, because two equal tokens ("the" ... "the") must stay two columns
 from __future__ import annotations
 
 import html
+import math
 from typing import Sequence
 
 import numpy as np
@@ -609,7 +610,18 @@ def gradient_flow_figure(flows: dict, title: str) -> go.Figure:
             customdata=f.grad_norm,
             hovertemplate=(f"{html.escape(label, quote=False)}<br>k = %{{x}}<br>g(k)/g(0) = %{{y:.2e}}"
                            "<br>g(k) = %{customdata:.2e}<extra></extra>")))
+    # a gradient that underflows to exactly 0 leaves the log axis: say so where its line ends,
+    # or the line looks as if the measurement stopped there
+    notes = []
+    for f in flows.values():
+        zero = next((k for k, g in zip(f.distances, f.grad_norm) if g == 0), None)
+        if zero is not None and zero > 0 and f.grad_norm[0] > 0:
+            last = f.grad_norm[zero - 1] / f.grad_norm[0]
+            notes.append(dict(x=f.distances[zero - 1], y=math.log10(last), text=f"0 (below float precision) from k = {zero}",
+                              showarrow=True, arrowhead=2, ax=0, ay=-36, xanchor="center",
+                              font=dict(size=14, color=CELL_COLORS.get(f.cell, "#555")), bgcolor="rgba(255,255,255,0.85)"))
     return figure(traces, title=dict(text=html.escape(title, quote=False), x=0.01, font=dict(size=18)),
+                  annotations=notes,
                   xaxis=dict(title=dict(text="k, characters back"), showgrid=True, gridcolor="#e5e5e5",
                              linecolor="#444", mirror=True),
                   yaxis=_log_axis("g(k) / g(0) (log scale)"), font=dict(size=16), height=390,

@@ -136,3 +136,16 @@ def test_cli_refuses_a_translation_model(tiny_additive, tmp_path, capsys):
     text.write_text(TEXT)
     assert gradients.main(["--model", str(tiny_additive), "--text-file", str(text)]) == 2
     assert "not a character-level language model" in capsys.readouterr().err
+
+
+def test_a_gradient_that_underflows_is_marked_where_its_line_ends():
+    """An exact 0 cannot be drawn on a log axis: the figure says where and why the line stops."""
+    from s2s.figures import gradient_flow_figure
+    from s2s.gradients import GradientFlow
+    rnn = GradientFlow("rnn", [0, 1, 2, 3, 4], [1.0, 1e-10, 1e-30, 0.0, 0.0], 8)
+    lstm = GradientFlow("lstm", [0, 1, 2, 3, 4], [1.0, 0.5, 0.4, 0.3, 0.2], 8)
+    fig = gradient_flow_figure({"rnn": rnn, "lstm": lstm}, "t")
+    notes = [a for a in fig.layout.annotations if "below float precision" in a.text]
+    assert len(notes) == 1 and "from k = 3" in notes[0].text
+    assert notes[0].x == 2 and notes[0].y == pytest.approx(-30)          # log10 of the last value drawn
+    assert list(fig.data[0].y) == [1.0, 1e-10, 1e-30, None, None]       # the zeros are a gap, not a dip

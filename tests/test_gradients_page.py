@@ -138,7 +138,7 @@ def test_corpus_choice_switches_the_models_compared(trio_env):
     (trio_env / "zz-another-lstm" / "metrics.json").write_text(json.dumps(metrics))
     at = open_tab(page(), "Trained models")
     box = at.selectbox(key="corpus")
-    assert box.options[0].endswith("Elman RNN, GRU, LSTM")          # the corpus with most cell types first
+    assert box.options[0].endswith(": RNN, GRU, LSTM")              # the corpus with most cell types first
     at.selectbox(key="corpus").set_value("war-and-peace/input.txt").run()
     assert not at.exception
     fig = json.loads(at.get("plotly_chart")[0].proto.spec)
