@@ -173,9 +173,8 @@ with tabs[0]:
         else:
             rows = [{"aligner": r["model"], "kind": r["kind"], "rule": r["rule"], "AER": r["aer"],
                      "precision": r["precision"], "recall": r["recall"]} for r in table["rows"]]
-            st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
-                         column_config={k: st.column_config.NumberColumn(format="%.3f")
-                                        for k in ("AER", "precision", "recall")})
+            # a static table: its cells wrap, where a data grid cut the baseline's long "kind" at 1280 px
+            st.table(pd.DataFrame(rows).style.hide(axis="index").format("{:.3f}", subset=["AER", "precision", "recall"]))
             st.caption(f"{table['sentences']} test pairs, lower AER is better. Written by `{table['command']}`.")
 
 # ------------------------------------------------------------------ attention vs attribution
@@ -243,11 +242,19 @@ with tabs[1]:
         summary = ui.results_file(EXPLANATION_RESULTS)
         if summary is not None:
             st.subheader("Over the test set")
-            rows = []
-            for r in summary["rows"]:
-                rows.append({"model": r["model"], "sentences": r["sentences"], "steps": r["steps"]}
-                            | {f"median τ, {SHORT[m]}": r["kendall_tau"][m]["median"] for m in METHODS}
-                            | {f"same top piece, {SHORT[m]}": r["argmax_agreement"][m] for m in METHODS}
-                            | {"argmax survives a permutation": r["permutation_survival"]})
-            st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
-            st.caption(f"Written by `{summary['command']}`.")
+            # two narrow tables, not one of ten columns: at 1280 px its last columns were off-screen
+            c1, c2 = st.columns(2)
+            c1.markdown("**Median Kendall τ**: attention against each attribution, per step")
+            c1.dataframe(pd.DataFrame([{"model": r["model"]} | {SHORT[m]: r["kendall_tau"][m]["median"] for m in METHODS}
+                                       for r in summary["rows"]]),
+                         hide_index=True, width="stretch",
+                         column_config={SHORT[m]: st.column_config.NumberColumn(format="%+.2f") for m in METHODS})
+            c2.markdown("**Same top source piece** as attention; and the top kept when α is **permuted**")
+            c2.dataframe(pd.DataFrame([{"model": r["model"]} | {SHORT[m]: r["argmax_agreement"][m] for m in METHODS}
+                                       | {"permuted": r["permutation_survival"]} for r in summary["rows"]]),
+                         hide_index=True, width="stretch",
+                         column_config={k: st.column_config.NumberColumn(format="percent")
+                                        for k in [*(SHORT[m] for m in METHODS), "permuted"]})
+            sizes = sorted({(r["sentences"], r["steps"]) for r in summary["rows"]})
+            st.caption(", ".join(f"{n} sentences ({k:,} steps)" for n, k in sizes) + " per model. "
+                       f"Written by `{summary['command']}`.")

@@ -167,3 +167,27 @@ def test_no_attention_model_is_a_clear_message(zoo, tmp_path, monkeypatch):
     monkeypatch.setenv("S2S_CHECKPOINTS", str(root))
     at = page()
     assert not at.exception and "No translation checkpoint with attention" in at.error[0].value
+
+
+def test_the_test_set_summary_fits_in_two_narrow_tables(env):
+    import json as _json
+    at = page(align_model="reverser", alignment_tab="Attention vs attribution")
+    assert not at.exception
+    rows = _json.loads((ROOT / "results" / "explanation.json").read_text())["rows"]
+    tables = [d.value for d in at.dataframe]
+    tau = next(t for t in tables if list(t.columns)[1:] == ["grad x input", "integrated grad.", "leave-one-out"])
+    top = next(t for t in tables if "permuted" in t.columns)
+    assert len(tau.columns) == 4 and len(top.columns) == 5                # model + 3 methods (+ permuted)
+    assert list(tau["model"]) == [r["model"] for r in rows]
+    assert list(top["permuted"]) == [r["permutation_survival"] for r in rows]
+    assert f"{rows[0]['sentences']} sentences ({rows[0]['steps']:,} steps)" in texts(at)
+
+
+def test_every_model_table_shows_each_kind_in_full(env):
+    import json as _json
+    at = page()
+    assert not at.exception
+    rows = _json.loads((ROOT / "results" / "alignment.json").read_text())["rows"]
+    table = at.table[0].value
+    assert list(table["kind"]) == [r["kind"] for r in rows]          # wrapped in a static table, never cut
+    assert list(table["aligner"]) == [r["model"] for r in rows]
