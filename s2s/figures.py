@@ -111,9 +111,17 @@ def token_bars(tokens: Sequence[str], values: Sequence[float], value_title: str,
                   hovertemplate="%{hovertext}: %{" + ("x" if horizontal else "y") + ":" + value_format
                   + "}<extra></extra>")
     # Vertical bars: labels stand upright (-90 degrees), so neighbours never overlap as long as
-    # the font is no taller than a bar is wide; half a column at 1280 px is ~380 px wide.
-    size = 14 if horizontal or len(tokens) <= 20 else 11 if len(tokens) <= 30 else 9
-    token_axis = dict(tickmode="array", tickvals=pos, ticktext=labels, tickfont=dict(size=size))
+    # the font is no taller than a bar is wide; half a column at 1280 px is ~380 px wide. Past
+    # 30 pieces that font would be unreadable on a projector: every k-th piece and the
+    # highlighted one are labelled instead, at a readable size (hover names every bar).
+    size = 14 if horizontal or len(tokens) <= 20 else 11 if len(tokens) <= 30 else 12
+    shown = pos
+    if not horizontal and len(tokens) > 30:
+        k = -(-len(tokens) // 15)                 # at most 15 regular labels, and the highlighted one,
+        near = -(-k // 2)                         # which pushes out any label closer than k/2 to it
+        shown = [i for i in pos[::k] if highlight is None or abs(i - highlight) >= near]
+        shown = sorted(shown + ([highlight] if highlight is not None else []))
+    token_axis = dict(tickmode="array", tickvals=shown, ticktext=[labels[i] for i in shown], tickfont=dict(size=size))
     value_axis = dict(title=dict(text=value_title), range=list(value_range) if value_range else None)
     if horizontal:
         axes = dict(yaxis=dict(autorange="reversed", **token_axis), xaxis=value_axis)

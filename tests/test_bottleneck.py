@@ -247,14 +247,25 @@ def test_length_stress_and_cost_views_add_the_transformer(zoo_env, tiny_transfor
     assert "some-transformer" in text and "decoder self-attention" in text
 
 
-def test_long_log_p_bars_stand_their_labels_upright_and_small():
-    """Many pieces along x: labels at -90 degrees, in a font no taller than half a column at
-    1280 px gives each bar, so rotated neighbours never overlap."""
+def test_long_log_p_bars_stand_their_labels_upright_and_readable():
+    """Pieces along x: labels at -90 degrees. Up to 30, every piece is labelled in a font no
+    taller than half a column at 1280 px gives each bar; past 30, every k-th piece and the
+    lowest bar are, at a size a projector shows, never closer than a label is tall."""
     short = token_bars(list("abcde"), [-0.1] * 5, "log p", horizontal=False)
-    long = token_bars([f"▁w{i}" for i in range(36)], [-0.5] * 36, "log p", horizontal=False)
+    thirty = token_bars([f"▁w{i}" for i in range(30)], [-0.5] * 30, "log p", horizontal=False)
+    long = token_bars([f"▁w{i}" for i in range(48)], [-0.5] * 48, "log p", horizontal=False, highlight=7)
     assert short.layout.xaxis.tickangle == long.layout.xaxis.tickangle == -90
-    assert long.layout.xaxis.tickfont.size <= 380 / 36 < short.layout.xaxis.tickfont.size
-    assert len(long.layout.xaxis.ticktext) == 36                       # every piece labelled, none dropped
+    assert len(thirty.layout.xaxis.ticktext) == 30 and thirty.layout.xaxis.tickfont.size <= 380 / 30
+    ticks = list(long.layout.xaxis.tickvals)
+    assert 7 in ticks and 0 in ticks and len(ticks) <= 17 and long.layout.xaxis.tickfont.size >= 12
+    assert list(long.layout.xaxis.ticktext) == [f"▁w{i}" for i in ticks]
+    for n in (31, 45, 48, 61, 75, 120, 250):                          # any length, the lowest bar anywhere
+        for low in {0, 1, n // 3, n // 2 + 1, n - 2, n - 1}:
+            fig = token_bars([f"p{i}" for i in range(n)], [-0.5] * n, "log p", horizontal=False, highlight=low)
+            ticks = list(fig.layout.xaxis.tickvals)
+            assert low in ticks and len(ticks) <= 16
+            gaps = [b - a for a, b in zip(ticks, ticks[1:])]
+            assert min(gaps) * 380 / n >= fig.layout.xaxis.tickfont.size, (n, low)   # neighbours never overlap
 
 
 def test_cost_view_is_timed_on_request_once_per_server(zoo_env, monkeypatch):
