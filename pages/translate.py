@@ -487,8 +487,13 @@ with tabs[5]:
                                      else "output (French)", title=f"{name}, layer {layer + 1} · head {head + 1}",
                                      height=max(360, 150 + 24 * len(y)))
                 st.plotly_chart(fig, key="head_enlarged")
+                # uniform over what each row may read: a masked position has weight exactly 0
+                # (decoder self-attention's row j reads j + 1 tokens, not all of them)
+                support = (w[layer, head] > 0).sum(axis=1)
+                uniform = (f"uniform over {len(x)} tokens: {np.log(len(x)):.2f}" if (support == len(x)).all() else
+                           f"uniform over the tokens each row may read: {np.log(np.maximum(support, 1)).mean():.2f}")
                 st.caption(f"Mean entropy of this head: {mean_entropy(w[layer, head]):.2f} nats "
-                           f"(0: each row on one token; uniform over {len(x)} tokens: {np.log(len(x)):.2f}).")
+                           f"(0: each row on one token; {uniform}).")
             with grid:
                 st.plotly_chart(heads_grid(w, x, y, kind, selected=(layer, head), width=760), key="heads_grid",
                                 on_select=lambda: pick_head(L, H), selection_mode="points")

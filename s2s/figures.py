@@ -807,14 +807,17 @@ def heads_grid(weights: np.ndarray, x_tokens: Sequence[str], y_tokens: Sequence[
     fig = make_subplots(rows=L, cols=H, horizontal_spacing=0.02, vertical_spacing=0.05,
                         subplot_titles=[f"layer {l + 1} · head {h + 1}" for l in range(L) for h in range(H)])
     hover = [[f"{ys[j]} ← {xs[i]}" for i in range(len(xs))] for j in range(len(ys))]
+    # a small map is ~100 px a side on a projector: upright labels, at most 12 per axis (every
+    # k-th token past that; hover names every cell), so neighbours never run into each other
+    xt, yt = (list(range(0, n, -(-n // 12))) for n in (len(xs), len(ys)))
     for l in range(L):
         for h in range(H):
             fig.add_trace(go.Heatmap(z=w[l, h], zmin=0, zmax=1, colorscale=PROJECTOR_SCALE, showscale=(l, h) == (0, 0),
                                      colorbar=dict(title=dict(text="α"), thickness=12, len=0.6), hoverinfo="skip"),
                           row=l + 1, col=h + 1)
-            fig.update_xaxes(showticklabels=l == L - 1, tickmode="array", tickvals=list(range(len(xs))), ticktext=xs,
-                             tickangle=-60, tickfont=dict(size=10), row=l + 1, col=h + 1)
-            fig.update_yaxes(showticklabels=h == 0, tickmode="array", tickvals=list(range(len(ys))), ticktext=ys,
+            fig.update_xaxes(showticklabels=l == L - 1, tickmode="array", tickvals=xt, ticktext=[xs[i] for i in xt],
+                             tickangle=-90, tickfont=dict(size=10), row=l + 1, col=h + 1)
+            fig.update_yaxes(showticklabels=h == 0, tickmode="array", tickvals=yt, ticktext=[ys[j] for j in yt],
                              autorange="reversed", tickfont=dict(size=10), row=l + 1, col=h + 1)
     jj, ii = np.meshgrid(range(len(ys)), range(len(xs)), indexing="ij")
     for l in range(L):

@@ -73,12 +73,16 @@ def test_the_heads_tab_draws_every_head_and_enlarges_the_one_chosen(transformer)
     at.run()
     big = chart(at, "head_enlarged")
     assert np.allclose(z(big), w[0, 1], atol=1e-4) and "layer 1 · head 2" in big["layout"]["title"]["text"]
-    assert "Mean entropy of this head" in texts(at)
+    assert f"uniform over {len(x)} tokens: {np.log(len(x)):.2f}" in texts(at)      # cross: every source piece
+    xaxis = grid["layout"][f"xaxis{(L - 1) * H + 1}"]                 # the bottom row's labels stand upright
+    assert xaxis["tickangle"] == -90 and len(xaxis["tickvals"]) <= 12
 
     _widget(at, "heads_kind").set_value("decoder").run()      # causal: no step reads a later piece
     x, y, w = attention_heads(d, "decoder")
     big = chart(at, "head_enlarged")
     assert np.allclose(z(big), w[0, 1], atol=1e-4) and np.allclose(np.triu(z(big), 1), 0.0)
+    causal = np.log(np.arange(1, len(y) + 1)).mean()                 # row j may read j + 1 pieces
+    assert f"uniform over the tokens each row may read: {causal:.2f}" in texts(at)
     assert big["layout"]["xaxis"]["ticktext"][0] in ("<s>", "&lt;s&gt;")      # the first input, escaped for plotly
     assert "causal" in texts(at)
     _widget(at, "heads_kind").set_value("encoder").run()
@@ -138,3 +142,12 @@ def test_every_other_tab_works_for_the_transformer(transformer):
     notes = " | ".join(a["text"] for a in chart(at.run(), "model_diagram")["layout"]["annotations"] if a.get("text"))
     assert "causal self-attention" in notes and "cross-attention over the encoder" in notes
     assert not at.exception
+
+
+def test_small_maps_label_at_most_twelve_tokens_a_side():
+    from s2s.figures import heads_grid
+    w = np.full((2, 4, 30, 40), 1 / 40)
+    fig = heads_grid(w, [f"s{i}" for i in range(40)], [f"t{j}" for j in range(30)])
+    bottom, left = fig.layout["xaxis5"], fig.layout["yaxis5"]          # layer 2, head 1
+    assert len(bottom.tickvals) <= 12 and len(left.tickvals) <= 12 and bottom.tickangle == -90
+    assert list(bottom.ticktext) == [f"s{i}" for i in bottom.tickvals]
