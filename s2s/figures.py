@@ -294,13 +294,17 @@ def beam_tree_figure(tree: Sequence[dict], final_nodes: Sequence[int], plot_widt
 def context_scatter(points: np.ndarray, tokens: Sequence[str], title: str) -> go.Figure:
     """2-D projection of the context vectors c_1..c_t, joined in decoding order."""
     labels = [display_token(t) for t in tokens]
+    same = len(points) > 0 and not np.any(points)          # a fixed vector: every step one point
+    # labels on at most ~20 points (hover names every step), none where they would all pile up
+    k = -(-len(labels) // 20) or 1
+    shown = ["" if same or j % k else t for j, t in enumerate(labels)]
     path = go.Scatter(
-        x=points[:, 0], y=points[:, 1], mode="lines+markers+text", text=labels, textposition="top center",
+        x=points[:, 0], y=points[:, 1], mode="lines+markers+text", text=shown, textposition="top center",
         marker=dict(size=9, color=list(range(len(labels))), colorscale="Viridis", showscale=False),
         line=dict(color="#bbbbbb", width=1), hovertext=[f"step {j + 1}: {t}" for j, t in enumerate(labels)],
         hovertemplate="%{hovertext}<extra></extra>")
     xaxis, yaxis, notes = dict(title=dict(text="PC 1")), dict(title=dict(text="PC 2")), []
-    if len(points) and not np.any(points):
+    if same:
         xaxis["range"] = yaxis["range"] = [-1, 1]
         notes = [dict(x=0, y=-0.5, showarrow=False, font=dict(size=14),
                       text=f"one point: the same vector at all {len(points)} steps")]

@@ -195,8 +195,11 @@ def test_context_scatter_says_when_every_step_reads_the_same_vector():
     from s2s.figures import context_scatter
     fig = context_scatter(np.zeros((4, 2)), ["a", "b", "c", "</s>"], "none")
     assert "one point" in fig.layout.annotations[0].text
+    assert not any(fig.data[0].text)                                  # no four labels piled on the one point
     fig = context_scatter(np.arange(8.0).reshape(4, 2), ["a", "b", "c", "</s>"], "additive")
-    assert not fig.layout.annotations
+    assert not fig.layout.annotations and list(fig.data[0].text) == ["a", "b", "c", "&lt;/s&gt;"]
+    fig = context_scatter(np.arange(80.0).reshape(40, 2), [f"w{j}" for j in range(40)], "additive")
+    assert sum(bool(t) for t in fig.data[0].text) == 20 and len(fig.data[0].hovertext) == 40
 
 
 def test_one_colour_per_model_from_its_attention():
