@@ -370,6 +370,26 @@ def arrival_query(page: str) -> dict[str, str]:
     return st.session_state.pop("_arrival_query", {})
 
 
+def scroll_into_view(selector: str) -> None:
+    """Scroll the page so that the first element matching the CSS `selector` (a constant,
+    never user text) is at the top of the window, once this run has been drawn: a link to a
+    tab below the fold would otherwise open with the tab out of sight. Streamlit has no call
+    for this; a script in a zero-height component iframe (same origin) scrolls its parent."""
+    import streamlit.components.v1 as components
+    components.html(f"""<script>
+const doc = window.parent.document, selector = {json.dumps(selector)};
+let tries = 0;
+function scroll() {{
+  const app = doc.querySelector('[data-testid="stApp"]'), el = doc.querySelector(selector);
+  if (el && app && app.dataset.testScriptState === 'notRunning') {{
+    el.scrollIntoView({{block: 'start'}});
+    setTimeout(() => el.scrollIntoView({{block: 'start'}}), 400);   // after the charts above settle
+  }} else if (tries++ < 100) setTimeout(scroll, 100);
+}}
+scroll();
+</script>""", height=0)
+
+
 def tab_from_query(query: dict, key: str, labels: list[str]) -> None:
     """Open the tab a link names (?tab=<its label>) by seeding the st.tabs key; call before
     st.tabs. An unknown label is ignored."""

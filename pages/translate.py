@@ -150,7 +150,8 @@ def set_example():
 head, pick = st.columns([3, 2], vertical_alignment="bottom")
 head.title("Translate & Align", help="Type an English sentence and watch an encoder-decoder translate it to French: "
                                      "which source words each output word attends to, step by step.")
-for note in ui.state_from_query(ui.arrival_query("translate"), DEFAULTS, RANGES, CHOICES):
+arrival = ui.arrival_query("translate")
+for note in ui.state_from_query(arrival, DEFAULTS, RANGES, CHOICES):
     st.info(note)
 name = ui.model_picker()
 if name is None:
@@ -293,6 +294,8 @@ if S.method == "beam" and d.nbest:      # below the heatmap: the first screen sh
 # (Their widgets' values are kept above, for when a tab reopens.)
 S.setdefault("delay", 0.4)
 tabs = st.tabs(TABS, key="tab", on_change="rerun")
+if arrival.get("tab") in TABS:     # a link to a tab (the Start page's): show the tab, not the heatmap above it
+    ui.scroll_into_view('[data-testid="stTabs"]')
 
 # ------------------------------------------------------------------ step by step
 with tabs[0]:

@@ -486,3 +486,15 @@ def test_a_cold_server_has_the_browser_load_plotly_while_the_page_waits(app, mon
     assert chart(at, "plotly_early") is None and chart(at, "heatmap") is not None
 
 
+
+
+def test_a_link_to_a_tab_scrolls_the_tabs_into_view(app):
+    """Arriving with ?tab=… the page adds a zero-height script that scrolls the tabs to the
+    top (the tab's view is below the heatmap); a plain visit adds none."""
+    def scrolls(at) -> bool:
+        return any("scrollIntoView" in str(e.proto) for e in at.get("iframe"))
+    at = app(tab="Beam tree", method="beam")
+    assert not at.exception and scrolls(at)
+    at.run()                                                   # a later run of the page: no scroll
+    assert not scrolls(at)
+    assert not scrolls(app())

@@ -141,6 +141,12 @@ def test_the_start_page_links_open_their_page_with_the_example_set(server, chrom
     assert value_of(page, "English text", "I think it's going to rain tomorrow.") == "I think it's going to rain tomorrow."
     assert page.get_by_role("radio", name="Beam search").is_checked()
     assert page.locator("[role='tab'][aria-selected='true']").inner_text() == "Beam tree"
+    # the link is to the tab: the page scrolls the tabs to the top, the beam tree on screen
+    page.wait_for_function("() => { const r = document.querySelector('[data-testid=\"stTabs\"]')"
+                           ".getBoundingClientRect(); return r.top > -10 && r.top < 120; }", timeout=20_000)
+    page.wait_for_timeout(600)                                 # the second scroll, after the charts settle
+    tree = page.locator(".st-key-beam_tree .js-plotly-plot").bounding_box()
+    assert 0 <= tree["y"] < 720 - 200
     keep(page, tmp_path, "start_link_beam_tree.png")
     # back to the outline, and another link to the same page: read on this arrival too
     nav_link(page, "Start here").click()
