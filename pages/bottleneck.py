@@ -123,10 +123,11 @@ with c1:
     n = c3.number_input("Held-out inputs to recompute on", 20, 1200, 200, step=20, key="bn_n")
     # the files the app ships or the split wrote, or one the user uploads: never a path typed
     # into the page, which would let any visitor read any file of the server
-    files = {f"{p.parent.name}/{p.name}": p for p in HELD_OUT_FILES if p.is_file()}
+    files = {p.relative_to(ROOT).as_posix(): p for p in HELD_OUT_FILES if p.is_file()}
     own = "your own TSV (upload)"
     choice = c4.selectbox("Held-out pairs", [*files, own], key="bn_held_out",
-                          help="test_long.tsv: held-out Tatoeba pairs joined 1-8 at a time")
+                          help="test_long.tsv: held-out Tatoeba pairs joined 1–8 at a time (shipped in examples/); "
+                               "test.tsv: single held-out pairs (once the split is made); or a file of your own")
     upload = st.file_uploader("A TSV of English<TAB>French lines (UTF-8)", type=["tsv", "txt"],
                               key="bn_upload") if choice == own else None
     if st.button("Recompute (greedy)", key="bn_recompute", disabled=choice == own and upload is None):
