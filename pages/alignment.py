@@ -13,7 +13,7 @@ import streamlit as st
 import ui
 from s2s.alignment import (DEFAULT_RULE, RULE_PARAMS, RULES, GoldError, GoldPair, links, read_gold, score,
                            word_attention)
-from s2s.explain import EPSILON, KINDS, METHODS, SHORT, counterfactual, explain
+from s2s.explain import EPSILON, KINDS, METHODS, counterfactual, explain
 from s2s.figures import attribution_grid, counterfactual_figure, gold_alignment_figure, tau_figure
 from s2s.text import InputError, clean_text
 
@@ -243,18 +243,19 @@ with tabs[1]:
         if summary is not None:
             st.subheader("Over the test set")
             # two narrow tables, not one of ten columns: at 1280 px its last columns were off-screen
+            abbr = {"grad_x_input": "grad×input", "integrated_gradients": "IG", "leave_one_out": "LOO"}
             c1, c2 = st.columns(2)
             c1.markdown("**Median Kendall τ**: attention against each attribution, per step")
-            c1.dataframe(pd.DataFrame([{"model": r["model"]} | {SHORT[m]: r["kendall_tau"][m]["median"] for m in METHODS}
+            c1.dataframe(pd.DataFrame([{"model": r["model"]} | {abbr[m]: r["kendall_tau"][m]["median"] for m in METHODS}
                                        for r in summary["rows"]]),
                          hide_index=True, width="stretch",
-                         column_config={SHORT[m]: st.column_config.NumberColumn(format="%+.2f") for m in METHODS})
-            c2.markdown("**Same top source piece** as attention; and the top kept when α is **permuted**")
-            c2.dataframe(pd.DataFrame([{"model": r["model"]} | {SHORT[m]: r["argmax_agreement"][m] for m in METHODS}
-                                       | {"permuted": r["permutation_survival"]} for r in summary["rows"]]),
+                         column_config={abbr[m]: st.column_config.NumberColumn(format="%+.2f") for m in METHODS})
+            c2.markdown("**Same top source piece** as attention (% of steps); and the top kept when α is **permuted**")
+            c2.dataframe(pd.DataFrame([{"model": r["model"]} | {abbr[m]: 100 * r["argmax_agreement"][m] for m in METHODS}
+                                       | {"permuted": 100 * r["permutation_survival"]} for r in summary["rows"]]),
                          hide_index=True, width="stretch",
-                         column_config={k: st.column_config.NumberColumn(format="percent")
-                                        for k in [*(SHORT[m] for m in METHODS), "permuted"]})
+                         column_config={k: st.column_config.NumberColumn(format="%.0f%%")
+                                        for k in [*abbr.values(), "permuted"]})
             sizes = sorted({(r["sentences"], r["steps"]) for r in summary["rows"]})
-            st.caption(", ".join(f"{n} sentences ({k:,} steps)" for n, k in sizes) + " per model. "
-                       f"Written by `{summary['command']}`.")
+            st.caption(", ".join(f"{n} sentences ({k:,} steps)" for n, k in sizes) + " per model. IG: integrated "
+                       f"gradients; LOO: leave-one-out. Written by `{summary['command']}`.")

@@ -175,11 +175,11 @@ def test_the_test_set_summary_fits_in_two_narrow_tables(env):
     assert not at.exception
     rows = _json.loads((ROOT / "results" / "explanation.json").read_text())["rows"]
     tables = [d.value for d in at.dataframe]
-    tau = next(t for t in tables if list(t.columns)[1:] == ["grad x input", "integrated grad.", "leave-one-out"])
-    top = next(t for t in tables if "permuted" in t.columns)
-    assert len(tau.columns) == 4 and len(top.columns) == 5                # model + 3 methods (+ permuted)
+    tau = next(t for t in tables if list(t.columns) == ["model", "grad×input", "IG", "LOO"])
+    top = next(t for t in tables if list(t.columns) == ["model", "grad×input", "IG", "LOO", "permuted"])
     assert list(tau["model"]) == [r["model"] for r in rows]
-    assert list(top["permuted"]) == [r["permutation_survival"] for r in rows]
+    assert list(tau["LOO"]) == [r["kendall_tau"]["leave_one_out"]["median"] for r in rows]
+    assert list(top["permuted"]) == pytest.approx([100 * r["permutation_survival"] for r in rows])
     assert f"{rows[0]['sentences']} sentences ({rows[0]['steps']:,} steps)" in texts(at)
 
 
