@@ -105,7 +105,7 @@ corpus_names = sorted(corpora, key=lambda c: (-len({i.cell for i in corpora[c]})
 
 def passage_picker(with_distance: bool = False) -> tuple[str | None, list, int]:
     """The passage, the corpus's models and K, shared by the two tabs that measure trained models."""
-    c1, c2, c3 = st.columns([4, 4, 3])
+    c1, c2, c3 = st.columns([4, 5, 3])     # at 1280 px: the corpus box's text and all three passages fit
     K = c3.slider("How far back, K (characters)", 10, 200, 200, 10, key="max_distance") if with_distance else 200
     corpus = c1.selectbox("Models trained on", corpus_names, key="corpus", on_change=lambda: S.pop("passage_source", None),
                           format_func=lambda c: f"{CORPUS_NAMES.get(c.split('/')[0], c)}: "     # short: fits the box

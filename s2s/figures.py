@@ -630,7 +630,8 @@ def gradient_flow_figure(flows: dict, title: str) -> go.Figure:
         if zero is not None and zero > 0 and f.grad_norm[0] > 0:
             last = f.grad_norm[zero - 1] / f.grad_norm[0]
             notes.append(dict(x=f.distances[zero - 1], y=math.log10(last), text=f"0 (below float precision) from k = {zero}",
-                              showarrow=True, arrowhead=2, ax=0, ay=-36, xanchor="center",
+                              showarrow=True, arrowhead=2, ax=-200, ay=0, xanchor="right",   # far left of the
+                              # line's end, clear of the legend at the bottom right
                               font=dict(size=14, color=CELL_COLORS.get(f.cell, "#555")), bgcolor="rgba(255,255,255,0.85)"))
     return figure(traces, title=dict(text=html.escape(title, quote=False), x=0.01, font=dict(size=18)),
                   annotations=notes,
