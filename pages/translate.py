@@ -183,7 +183,7 @@ with st.form("input", border=False):
 # waits: the form above is already in the browser, which loads its widgets' code meanwhile,
 # instead of after the wait, just before the heatmap.
 from s2s.attention import SCORES, scaling_statistics  # noqa: E402
-from s2s.decode import Decoding, attention_heads, attention_of, forced, translate  # noqa: E402
+from s2s.decode import Decoding, attention_heads, attention_of, forced, is_search_error, translate  # noqa: E402
 from s2s.evaluate import bleu_breakdown  # noqa: E402
 
 tr = ui.get_model(name)
@@ -380,10 +380,11 @@ with tabs[2]:
                 st.caption(f"Perplexity exp(−log p / {len(f.target_tokens)} tokens) is the Shannon game's score: "
                            f"at each token the model was, on average, as unsure as if it chose among {ppl:.1f} "
                            "equally likely tokens.")
-                if S.method != "sample" and f.log_prob > d.log_prob + 1e-6:
-                    st.warning(f"Search error: the model scores this reference higher (log p {f.log_prob:.2f}) than "
-                               f"its own {METHODS[S.method].lower()} output ({d.log_prob:.2f}). The model prefers "
-                               "the reference; the search did not find it.")
+                if is_search_error(d, f, S.method):
+                    by = "log p" if S.method == "greedy" else "log p / lp(|y|), the score beam search ranks by"
+                    st.warning(f"Search error: the model scores this reference higher than its own "
+                               f"{METHODS[S.method].lower()} output by {by} (log p {f.log_prob:.2f} against "
+                               f"{d.log_prob:.2f}). The model prefers the reference; the search did not find it.")
                 c1, c2 = st.columns([3, 2])
                 with c1:
                     if f.attention is not None:

@@ -121,8 +121,27 @@ class Hypothesis:
     node: int = -1      # its last token in Decoding.beam_tree
 
 
+BEAM_ALPHA = 0.6     # the length penalty's exponent beam search uses unless told otherwise
+
+
 def length_penalty(length: int, alpha: float) -> float:
     return ((5 + length) / 6) ** alpha
+
+
+def is_search_error(output: Decoding, reference: Decoding, method: str, alpha: float = BEAM_ALPHA,
+                    tolerance: float = 1e-4) -> bool:
+    """Whether the search failed on this reference: the model scores the (forced) reference
+    higher than the search's own output, by what the search maximises. Greedy decoding aims
+    at max log p(y); beam search ranks by log p(y) / lp(|y|), so a longer reference with a
+    higher log p but a lower normalised score is no search error. Sampling searches nothing.
+    Forced and searched log-probs of one sequence differ by float rounding (~1e-5): a
+    `tolerance` below which the two are the same."""
+    if method == "greedy":
+        return reference.log_prob > output.log_prob + tolerance
+    if method == "beam":
+        score = lambda d: d.log_prob / length_penalty(len(d.target_ids), alpha)   # noqa: E731
+        return score(reference) > score(output) + tolerance
+    return False
 
 
 def repeated_ngram_mask(prefix: torch.Tensor, n: int, vocab: int) -> torch.Tensor | None:
@@ -321,7 +340,7 @@ def _all_at_once(tr: Translator, src_ids: list[int], ref: list[int],
 
 
 @torch.inference_mode()
-def beam_search(tr: Translator, text: str, width: int = 5, n_best: int | None = None, alpha: float = 0.6,
+def beam_search(tr: Translator, text: str, width: int = 5, n_best: int | None = None, alpha: float = BEAM_ALPHA,
                 max_len: int | None = None, no_repeat: int = 0) -> Decoding:
     """Beam search; returns the best hypothesis, plus `nbest` and `beam_tree`.
 
@@ -464,7 +483,7 @@ def greedy_batch_stopped(tr: Translator, texts: Sequence[str], batch_size: int =
 # ------------------------------------------------------------------ batched beam search
 
 @torch.inference_mode()
-def beam_search_batch(tr: Translator, texts: Sequence[str], width: int = 5, alpha: float = 0.6,
+def beam_search_batch(tr: Translator, texts: Sequence[str], width: int = 5, alpha: float = BEAM_ALPHA,
                       max_len: int | None = None, batch_size: int = 32, attention: bool = False,
                       progress: Callable[[int, int], None] | None = None, no_repeat: int = 0) -> list[Decoding]:
     """Beam search over many sentences at once: for each text, the best hypothesis of

@@ -146,3 +146,25 @@ def test_without_states_keeps_what_a_view_shows_and_is_much_smaller(tiny_additiv
     assert [h.translation for h in slim.nbest] == [h.translation for h in d.nbest] and slim.beam_tree == d.beam_tree
     assert d.states is not None                      # the original is untouched
     assert len(pickle.dumps(slim)) < len(pickle.dumps(d)) / 3
+
+
+def test_a_search_error_is_judged_by_what_the_search_maximises(tiny_additive):
+    """Greedy aims at log p, beam search at log p / lp(|y|); the search's own output forced
+    back through the model is no error (its log p differs by float rounding only)."""
+    from dataclasses import replace
+    from s2s.checkpoint import load_translator
+    from s2s.decode import is_search_error, length_penalty
+    tr = load_translator(tiny_additive)
+    d = beam_search(tr, "a b c", width=3)
+    f = forced(tr, "a b c", reference_ids=d.target_ids)
+    assert abs(f.log_prob - d.log_prob) < 1e-4 and not is_search_error(d, f, "beam")
+
+    def scored(dec, log_prob: float, extra: int = 0):     # a decoding with another log p (and length)
+        return replace(dec, token_log_probs=[log_prob], target_ids=dec.target_ids + [dec.target_ids[-1]] * extra)
+    assert not is_search_error(d, scored(f, d.log_prob + 5e-6), "beam")       # rounding, not an error
+    # a long output, and a short reference with a higher log p but a lower score by beam search's ranking
+    out, short = scored(d, -2.0, extra=20), scored(f, -1.5)
+    assert short.log_prob / length_penalty(len(short.target_ids), 0.6) < out.log_prob / length_penalty(len(out.target_ids), 0.6)
+    assert not is_search_error(out, short, "beam") and is_search_error(out, short, "greedy")
+    assert is_search_error(out, scored(f, -0.5), "beam")                       # higher by both: an error
+    assert not is_search_error(out, scored(f, -0.5), "sample")                 # sampling searches nothing
