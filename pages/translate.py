@@ -516,9 +516,14 @@ with tabs[6]:
         else:
             probes = trace["probes"]
             points = trace["points"]
+            if S.get("probe", 0) >= len(probes):      # another model's probes: fewer of them
+                S.pop("probe", None)
             i = st.selectbox("Probe sentence", range(len(probes)), format_func=lambda i: probes[i]["source"], key="probe")
             k = st.select_slider("Training step", options=list(range(len(points))), value=len(points) - 1,
-                                 format_func=lambda k: str(points[k]["step"]), key="trace_step")
+                                 format_func=lambda k: str(points[k]["step"]),
+                                 # a slider per model: with one key, the browser kept the last model's
+                                 # step label on the thumb while the chart showed the new model's step
+                                 key=f"trace_step_{name}")
             st.caption("The probe's reference translation is forced, so the matrix keeps its shape while the model "
                        f"learns. log p(reference) at this step: {points[k]['probes'][i]['log_prob']:.2f}")
             if before := tr.metrics.get("before"):

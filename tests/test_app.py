@@ -346,9 +346,27 @@ def test_alignment_lines_and_training_trace(app):
     at = open_tab(app(), "Alignment lines")
     assert chart(at, "lines") is not None
     at = open_tab(at, "Attention emerges")
-    _widget(at, "trace_step").set_value(0)
+    _widget(at, "trace_step_en-fr-additive").set_value(0)
     at.run()
     assert "after 0 training steps" in json.dumps(chart(at, "trace_heatmap")["layout"]["title"])
+
+
+def test_another_models_trace_opens_on_its_own_last_step(zoo, tmp_path, monkeypatch):
+    """Each model has its own step slider: one shared slider kept the last model's step label
+    on its thumb in the browser while the chart showed the new model's step."""
+    shutil.copytree(zoo, tmp_path / "zoo")
+    metrics = tmp_path / "zoo" / "en-fr-dot" / "metrics.json"
+    trace = json.loads((zoo / "en-fr-additive" / "metrics.json").read_text())["trace"]
+    trace["points"] = trace["points"][:2]                      # a shorter training: fewer points
+    metrics.write_text(json.dumps({**(json.loads(metrics.read_text()) if metrics.exists() else {}), "trace": trace}))
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(tmp_path / "zoo"))
+    at = open_tab(translate_page(), "Attention emerges")
+    _widget(at, "trace_step_en-fr-additive").set_value(1)       # an index the other model has too
+    at.run()
+    at.selectbox(key="model").set_value("en-fr-dot").run()
+    assert not at.exception and _widget(at, "trace_step_en-fr-dot").value == 1        # its own slider, at its end
+    assert not any(w.key == "trace_step_en-fr-additive" for w in at.select_slider)   # gone, with its labels
+    assert f"after {trace['points'][1]['step']} training steps" in json.dumps(chart(at, "trace_heatmap")["layout"]["title"])
 
 
 def test_a_broken_checkpoint_is_reported_and_the_others_work(zoo, tmp_path, monkeypatch):

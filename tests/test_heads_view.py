@@ -135,7 +135,7 @@ def test_every_other_tab_works_for_the_transformer(transformer):
     at = open_tab(submit(at, method="beam"), "Beam tree")
     assert chart(at, "beam_tree") is not None
     at = open_tab(at, "Attention emerges")
-    _widget(at, "trace_step").set_value(0)
+    _widget(at, "trace_step_en-fr-transformer").set_value(0)
     at.run()
     assert "after 0 training steps" in chart(at, "trace_heatmap")["layout"]["title"]["text"]
     at.session_state["diagram_open"] = True
