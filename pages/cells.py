@@ -252,7 +252,7 @@ else:
                 st.plotly_chart(cell_traces_figure(
                     shown, {f"layer {s.layer} cell {s.cell} (r={s.r:+.2f})":
                             signal_of(traces[s.layer])[:, s.cell].numpy() for s in ranked[:3]},
-                    feature=values_f, feature_name=feature_label), key="top_traces")
+                    feature=values_f, feature_name=feature_label, y_title=memory), key="top_traces")
                 st.selectbox("Color the text with", [(s.layer, s.cell) for s in ranked], key="ranked_pick",
                              format_func=lambda lc: f"layer {lc[0]} cell {lc[1]}", on_change=choose_cell, index=None,
                              placeholder="Pick a cell to show it on the Colored text tab…")
@@ -282,14 +282,15 @@ else:
 # ------------------------------------------------------------------ translation models
 with tabs["Translation models"]:
     if tabs["Translation models"].open:
-        st.caption("The translation models are LSTMs too: their encoder reads the source both ways, and the decoder "
-                   "writes the output. Their cell states, traced with the same equations, for one sentence.")
-        usable = [i.name for i in ui.translation_models() if i.error is None]
+        st.caption("The recurrent translation models are LSTMs too: their encoder reads the source both ways, and "
+                   "the decoder writes the output. Their cell states, traced with the same equations, for one sentence.")
+        # only models with an LSTM (read from their configs): a Transformer has no cell state
+        usable = [i.name for i in ui.translation_models() if i.error is None and i.arch == "rnn" and i.cell == "lstm"]
         if not usable:
             st.info("No translation model in `checkpoints/`.")
         else:
             with st.form("translation_cells"):
-                c1, c2, c3 = st.columns([2, 4, 1], vertical_alignment="bottom")
+                c1, c2, c3 = st.columns([2, 4, 1.5], vertical_alignment="bottom")    # the button label fits
                 tname = c1.selectbox("Model", usable, index=usable.index(ui.DEFAULT_MODEL) if ui.DEFAULT_MODEL in usable else 0)
                 sentence = c2.text_input("English sentence", value="I went to the lecture.")
                 c3.form_submit_button("Trace sentence", type="primary")

@@ -103,7 +103,9 @@ def explain_scores(d: Decoding, f: Decoding, reference: str) -> None:
                     f"chrF = **{b['chrf']:.1f}**")
         zeros = [f"p{n}" for n, m in zip("₁₂₃₄", b["matches"]) if m == 0]
         st.caption("One sentence and one reference: BLEU is meant for a whole test set."
-                   + (f" Here {', '.join(zeros)} = 0, which would make the product 0; sacrebleu smooths the zero "
+                   + (" Here no word of the output is in the reference (p₁ = 0), so BLEU is 0 however it is "
+                      "smoothed." if b["matches"][0] == 0 else
+                      f" Here {', '.join(zeros)} = 0, which would make the product 0; sacrebleu smooths the zero "
                       "counts instead." if zeros else ""))
     tokens = pd.DataFrame({"reference token": f.target_tokens, "p": np.exp(f.token_log_probs).round(4),
                            "rank": f.token_ranks})
@@ -217,7 +219,7 @@ with out:
     stopped = "" if d.target_tokens[-1] == "</s>" else " · stopped at the max length"
     if S.norepeat and S.method != "sample":
         stopped += f" · repeated {S.norepeat}-grams blocked"
-    st.caption(f"French · {METHODS[S.method]} · {len(d.target_tokens)} pieces · log p = {d.log_prob:.2f} · "
+    st.caption(f"French · {METHODS[S.method]} · {len(d.target_tokens)} piece{'s' if len(d.target_tokens) != 1 else ''} · log p = {d.log_prob:.2f} · "
                f"decoded in {ms:.0f} ms on {tr.device.type.upper()}{stopped}")
 view_box, play_box = toggle.columns([3, 2], vertical_alignment="center")
 words = view_box.segmented_control("Show tokens as", ["words", "pieces"], key="view", label_visibility="collapsed",

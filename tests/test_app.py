@@ -225,6 +225,17 @@ def test_play_fills_in_the_heatmap_on_the_first_screen(app, monkeypatch):
     assert np.allclose(array(chart(at, "heatmap")["data"][0]["z"]), array(final["data"][0]["z"]))
 
 
+def test_bleu_with_no_word_in_common_says_it_is_zero(app):
+    at = open_tab(submit(app(), text="a b c"), "Forced decoding")
+    _widget(at, "reference").set_value("x y")
+    [b for b in at.button if b.label == "Score this translation"][0].click()
+    at.run()
+    assert not at.exception and "BLEU-4 = BP · (p₁p₂p₃p₄)^¼ = **0.000**" in texts(at)
+    captions = " ".join(c.value for c in at.caption)
+    assert "no word of the output is in the reference (p₁ = 0), so BLEU is 0" in captions
+    assert "smooths the zero counts instead" not in captions
+
+
 def test_forced_decoding_scores_a_reference(app):
     at = open_tab(submit(app(), text="a b c"), "Forced decoding")
     _widget(at, "reference").set_value("c b a")

@@ -220,6 +220,8 @@ def test_the_shipped_encoder_explains_its_white_column(monkeypatch):
     monkeypatch.delenv("S2S_CHECKPOINTS", raising=False)
     at = open_tab(cells_page(), "Translation models")
     assert not at.exception
+    offered = next(b.options for b in at.selectbox if b.label == "Model")
+    assert "en-fr-additive" in offered and "en-fr-transformer" not in offered    # no cell state to trace
     notes = [c.value for c in at.caption if "wipes its memory" in c.value]
     assert len(notes) == 1 and "`</s>` the forward direction" in notes[0], notes
     assert re.search(r"forget gate \(f = 0\.[01]\d\) and input gate \(i = 0\.0\d\)", notes[0]), notes[0]
@@ -247,6 +249,8 @@ def test_a_gru_is_traced_coloured_and_ranked_by_its_own_gates(trio_env):
     at = open_tab(at, "Find cells")
     at.selectbox(key="feature").set_value("brace_depth").run()        # trained on code: it opened on kernel code
     assert at.dataframe[0].value.shape == (10, 3) and "correlation of h" in " ".join(c.value for c in at.caption)
+    traces = json.loads([c for c in at.get("plotly_chart") if "top_traces" in c.proto.id][0].proto.spec)
+    assert "h" in json.dumps(traces["layout"]["yaxis"]["title"]) and "tanh(c)" not in json.dumps(traces["layout"])
     at = open_tab(at, "Gates")
     assert all(k in chart_ids(at) for k in ("sat0", "sat1", "gate_traces"))
     gates = json.loads([c for c in at.get("plotly_chart") if "gate_traces" in c.proto.id][0].proto.spec)
