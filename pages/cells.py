@@ -164,8 +164,12 @@ else:
     # the passage controls act on the character model's tabs only: hidden while the
     # translation models' tab (which has its own sentence box) is the one open
     passage_tab = S.get("cells_tab") != "Translation models"
+    if "source" in S and S.source is None:      # its selected button clicked again: keep that choice
+        S.source = S.get("last_source", "Example")
     source = st.segmented_control("Text", ["Example", "Your text", "Sample from the model"], key="source",
                                   default="Example") if passage_tab else None
+    if source is not None:
+        S.last_source = source
     if source == "Example":
         # the box names the example on show (none once the text is the user's own or a sample)
         S.example_pick = next((label for label in EXAMPLES if example_text(label) == S.cell_text), None)
@@ -192,22 +196,24 @@ else:
         if by not in (None, lm_name) and sampled == S.cell_text:
             st.caption(f"This text is {by}'s sample, traced here through {lm_name}; press **Sample** for one of "
                        f"{lm_name}'s own.")
+    traces = None        # the character model's tabs draw nothing without a passage it can read
     if passage_tab:
         try:
             text = clean_passage(S.cell_text)
         except InputError as e:
-            st.warning(str(e))
-            st.stop()
-        traces = trace_cached(path, text)
-        shown = lm.model.shown(text)
-        if shown != text:
-            st.caption("Characters the model never saw in training are shown as \ufffd and read as one unknown symbol.")
+            st.warning(str(e))       # the tabs stay, so the translation models' tab is still one click away
+        else:
+            traces = trace_cached(path, text)
+            shown = lm.model.shown(text)
+            if shown != text:
+                st.caption("Characters the model never saw in training are shown as \ufffd and read as one unknown "
+                           "symbol.")
     # only the open tab runs (see the Translate page)
     tabs = dict(zip(tab_names, st.tabs(tab_names, key="cells_tab", on_change="rerun")))
 
     # -------------------------------------------------------------- colored text
     with tabs["Colored text"]:
-        if tabs["Colored text"].open:
+        if tabs["Colored text"].open and traces is not None:
             c1, c2, c3 = st.columns([1, 1, 2])
             c1.number_input("Layer", 0, L - 1, key="layer", help="0 reads the characters; higher layers read the one below")
             c2.number_input("Cell", 0, H - 1, key="cell")
@@ -222,7 +228,7 @@ else:
 
     # -------------------------------------------------------------- find cells
     with tabs["Find cells"]:
-        if tabs["Find cells"].open:
+        if tabs["Find cells"].open and traces is not None:
             names = list(FEATURES) + [CUSTOM]
             c1, c2 = st.columns([1, 1])
             feature = c1.selectbox("Feature", names, key="feature",
@@ -259,7 +265,7 @@ else:
 
     # -------------------------------------------------------------- gates
     with tabs["Gates"]:
-        if tabs["Gates"].open:
+        if tabs["Gates"].open and traces is not None:
             gates = traces[0].GATES
             if not gates:
                 st.info(NO_GATES)

@@ -110,6 +110,21 @@ def test_own_text_is_shown_as_text_and_bad_text_gets_a_message(zoo_env):
     [b for b in at.button if b.label == "Trace"][0].click()
     at.run()
     assert not at.exception and any("empty" in w.value for w in at.warning)
+    at.text_area(key="typed").set_value("x" * 6000)                  # too long: a message, and the tabs stay
+    [b for b in at.button if b.label == "Trace"][0].click()
+    at.run()
+    assert not at.exception and any("limit" in w.value for w in at.warning)
+    assert not html_blocks(at) and [t.label for t in at.tabs][-1] == "Translation models"   # tabs still there
+    at = open_tab(at, "Translation models")                          # which does not need the passage
+    assert not at.exception and any(b.label == "Model" for b in at.selectbox)
+
+
+def test_clicking_the_chosen_text_button_again_keeps_it(zoo_env):
+    at = cells_page()
+    at.segmented_control(key="source").set_value("Your text").run()
+    at.segmented_control(key="source").set_value(None).run()          # what a second click on it sends
+    assert not at.exception and at.segmented_control(key="source").value == "Your text"
+    assert any(t.key == "typed" for t in at.text_area)
 
 
 def test_sampling_fills_the_text(zoo_env):
