@@ -219,7 +219,8 @@ with out:
     stopped = "" if d.target_tokens[-1] == "</s>" else " · stopped at the max length"
     if S.norepeat and S.method != "sample":
         stopped += f" · repeated {S.norepeat}-grams blocked"
-    st.caption(f"French · {METHODS[S.method]} · {len(d.target_tokens)} piece{'s' if len(d.target_tokens) != 1 else ''} · log p = {d.log_prob:.2f} · "
+    n_out = len(d.target_tokens)
+    st.caption(f"French · {METHODS[S.method]} · {n_out} piece{'s' if n_out != 1 else ''} · log p = {d.log_prob:.2f} · "
                f"decoded in {ms:.0f} ms on {tr.device.type.upper()}{stopped}")
 view_box, play_box = toggle.columns([3, 2], vertical_alignment="center")
 words = view_box.segmented_control("Show tokens as", ["words", "pieces"], key="view", label_visibility="collapsed",
@@ -376,6 +377,10 @@ with tabs[2]:
             except InputError as e:
                 st.warning(str(e))
             else:
+                if unknown_ref := tr.tokenizer.unknown_characters(ref):
+                    st.caption(f"{len(unknown_ref)} character{'s' if len(unknown_ref) > 1 else ''} of the reference "
+                               "not in this model's vocabulary, read as `<unk>`: "
+                               + " ".join(ui.code_span(ch) for ch in unknown_ref[:20]))
                 ppl = float(np.exp(-f.log_prob / len(f.target_tokens)))
                 st.markdown(f"log p(reference) = **{f.log_prob:.2f}**, perplexity **{ppl:.2f}** "
                             f"(the model's own output: log p = {d.log_prob:.2f})")
