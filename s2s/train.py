@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import math
 import os
@@ -521,6 +522,12 @@ def main(argv=None) -> int:
         dist.all_gather_object(sums, (weights_checksum(model), my_tokens))
         say(f"{world} processes hold identical weights: {len({c for c, _ in sums}) == 1} "
             f"(checksums {[c for c, _ in sums]}); target tokens computed by each: {[n for _, n in sums]}")
+        # Every rank past the last collective, and DDP's reducer (which holds the group and gloo's
+        # pending work) gone, before the group: a rank that exited with them alive was killed by
+        # SIGABRT at interpreter shutdown ("terminate called without an active exception").
+        dist.barrier()
+        del net
+        gc.collect()
         dist.destroy_process_group()
         if not main_process:
             return 0
