@@ -25,6 +25,11 @@ def figure(traces: Sequence[go.BasePlotlyType], **layout) -> go.Figure:
     return go.Figure(data=list(traces), layout=dict(plot_bgcolor="white", **layout))
 
 
+def label_step(n: int, most: int) -> int:
+    """Label every k-th of n tokens so that at most `most` are labelled (hover names the rest)."""
+    return max(1, -(-n // most))
+
+
 def display_token(piece: str) -> str:
     """A token for a plotly label, HTML-escaped (plotly renders a subset of HTML in labels).
     Subword pieces keep their word-start marker "▁", so "▁lect" "ure" reads as one word."""
@@ -117,7 +122,7 @@ def token_bars(tokens: Sequence[str], values: Sequence[float], value_title: str,
     size = 14 if horizontal or len(tokens) <= 20 else 11 if len(tokens) <= 30 else 12
     shown = pos
     if not horizontal and len(tokens) > 30:
-        k = -(-len(tokens) // 15)                 # at most 15 regular labels, and the highlighted one,
+        k = label_step(len(tokens), 15)           # at most 15 regular labels, and the highlighted one,
         near = -(-k // 2)                         # which pushes out any label closer than k/2 to it
         shown = [i for i in pos[::k] if highlight is None or abs(i - highlight) >= near]
         shown = sorted(shown + ([highlight] if highlight is not None else []))
@@ -296,7 +301,7 @@ def context_scatter(points: np.ndarray, tokens: Sequence[str], title: str) -> go
     labels = [display_token(t) for t in tokens]
     same = len(points) > 0 and not np.any(points)          # a fixed vector: every step one point
     # labels on at most ~20 points (hover names every step), none where they would all pile up
-    k = -(-len(labels) // 20) or 1
+    k = label_step(len(labels), 20)
     shown = ["" if same or j % k else t for j, t in enumerate(labels)]
     path = go.Scatter(
         x=points[:, 0], y=points[:, 1], mode="lines+markers+text", text=shown, textposition="top center",
@@ -814,7 +819,7 @@ def heads_grid(weights: np.ndarray, x_tokens: Sequence[str], y_tokens: Sequence[
     hover = [[f"{ys[j]} ← {xs[i]}" for i in range(len(xs))] for j in range(len(ys))]
     # a small map is ~100 px a side on a projector: upright labels, at most 12 per axis (every
     # k-th token past that; hover names every cell), so neighbours never run into each other
-    xt, yt = (list(range(0, n, -(-n // 12))) for n in (len(xs), len(ys)))
+    xt, yt = (list(range(0, n, label_step(n, 12))) for n in (len(xs), len(ys)))
     for l in range(L):
         for h in range(H):
             fig.add_trace(go.Heatmap(z=w[l, h], zmin=0, zmax=1, colorscale=PROJECTOR_SCALE, showscale=(l, h) == (0, 0),
