@@ -3,6 +3,7 @@
 The page is layout and widgets only; the measurements are s2s.gradients and
 s2s.memory_gap, the figures s2s.figures.
 """
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -43,8 +44,8 @@ def flow_cached(path: str, text: str, max_distance: int) -> GradientFlow:
 
 
 def share(x: float) -> str:
-    """A gradient share for a caption: 0.031 -> '3.1e-02'; exact zeros say so."""
-    return "0 (below float precision)" if x == 0 else f"{x:.1e}"
+    """A gradient share for a caption: 0.031 -> '3.1e-02'; exact zeros and overflows say so."""
+    return "0 (below float precision)" if x == 0 else "∞ (past float range)" if x == math.inf else f"{x:.1e}"
 
 
 st.title("Gates & Gradients")

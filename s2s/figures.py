@@ -584,8 +584,35 @@ CELL_COLORS = {"rnn": "#d62728", "gru": "#1f77b4", "lstm": "#2ca02c"}     # one 
 
 
 def _positive(values: Sequence[float]) -> list[float | None]:
-    """Values for a log axis: an exact 0 (a gradient below float precision) becomes a gap."""
-    return [v if v > 0 else None for v in values]
+    """Values for a log axis: an exact 0 (below float precision) or inf (past float range)
+    becomes a gap."""
+    return [v if 0 < v < math.inf else None for v in values]
+
+
+def float_limit_marks(lines: Sequence[tuple[Sequence[float], Sequence[float], str, str]], label: str
+                      ) -> tuple[list[go.Scatter], str | None]:
+    """A line on a log axis whose float32 values reach 0 (underflow) or inf (overflow) leaves
+    the chart there, as if the data ended. For lines (x, y, name, colour): a cross where each
+    such line ends (its hover says where and why, "from k = 3"), and a short note saying what
+    the crosses mean, for the caller to place (None when every line stays in range)."""
+    marks, limits = [], set()
+    for x, y, name, color in lines:
+        out = next((k for k, v in enumerate(y) if not 0 < v < math.inf), None)
+        if not out:                     # in range throughout, or nothing drawn at all
+            continue
+        limit = "0" if y[out] == 0 else "∞"
+        limits.add(limit)
+        why = "0 (below float precision)" if limit == "0" else "∞ (past float range)"
+        marks.append(go.Scatter(x=[x[out - 1]], y=[y[out - 1]], mode="markers", showlegend=False,
+                                marker=dict(symbol="x-thin", size=14, line=dict(width=3, color=color)),
+                                hovertemplate=f"{html.escape(name, quote=False)}: {why} from {label} = {x[out]:g}"
+                                              "<extra></extra>"))
+    if not limits:
+        return marks, None
+    reached = " or ".join(sorted(limits))
+    why = {"0": "below float precision", "∞": "past float range"}
+    return marks, (f"× value reached {reached}<br>({', '.join(why[l] for l in sorted(limits))}):<br>"
+                   "the line stops there")
 
 
 def _log_axis(title: str) -> dict:
@@ -597,18 +624,24 @@ def untrained_flow_figure(flows: Sequence, title: str) -> go.Figure:
     """||d(u.m_T)/dm_t|| against T - t (log y) for untrained cells (s2s.gradients.UntrainedFlow;
     m is the memory: an LSTM's c, a GRU's or RNN's h), with the product of the keep gates
     (prod f, prod (1 - z)) dashed in the cell's colour."""
-    traces = []
+    traces, ends = [], []
     for f in flows:
         color, name = CELL_COLORS.get(f.cell, "#555"), CELL_NAMES.get(f.cell, f.cell)
         traces.append(go.Scatter(x=f.distances, y=_positive(f.grad_norm), mode="lines", name=f"{name}: gradient",
                                  line=dict(color=color, width=4),
                                  hovertemplate=f"{name}<br>T - t = %{{x}}<br>‖∂(u·m_T)/∂m_t‖ = %{{y:.2e}}<extra></extra>"))
+        ends.append((f.distances, f.grad_norm, f"{name}: gradient", color))
         if f.keep_product is not None:
             gate = "f" if f.cell == "lstm" else "(1 − z)"
             traces.append(go.Scatter(x=f.distances, y=_positive(f.keep_product), mode="lines",
                                      name=f"{name}: ∏ {gate}", line=dict(color=color, width=3, dash="dash"),
                                      hovertemplate=f"{name}<br>T - t = %{{x}}<br>mean ∏ {gate} = %{{y:.2e}}<extra></extra>"))
-    return figure(traces, title=dict(text=html.escape(title, quote=False), x=0.01, font=dict(size=18)),
+            ends.append((f.distances, f.keep_product, f"{name}: ∏ {gate}", color))
+    marks, note = float_limit_marks(ends, "T − t")
+    return figure(traces + marks, title=dict(text=html.escape(title, quote=False), x=0.01, font=dict(size=18)),
+                  # under the legend, beside the plot: no corner of the plot is free of lines at every setting
+                  annotations=[dict(xref="paper", yref="paper", x=1.02, y=0.02, xanchor="left", yanchor="bottom",
+                                    showarrow=False, align="left", text=note, font=dict(size=14))] if note else [],
                   xaxis=dict(title=dict(text="steps back, T − t"), showgrid=True, gridcolor="#e5e5e5",
                              linecolor="#444", mirror=True),
                   yaxis=_log_axis("‖∂(u·m_T)/∂m_t‖ (log scale)"), font=dict(size=16), height=390,
@@ -629,17 +662,14 @@ def gradient_flow_figure(flows: dict, title: str) -> go.Figure:
                            "<br>g(k) = %{customdata:.2e}<extra></extra>")))
     # a gradient that underflows to exactly 0 leaves the log axis: say so where its line ends,
     # or the line looks as if the measurement stopped there
-    notes = []
-    for f in flows.values():
-        zero = next((k for k, g in zip(f.distances, f.grad_norm) if g == 0), None)
-        if zero is not None and zero > 0 and f.grad_norm[0] > 0:
-            last = f.grad_norm[zero - 1] / f.grad_norm[0]
-            notes.append(dict(x=f.distances[zero - 1], y=math.log10(last), text=f"0 (below float precision) from k = {zero}",
-                              showarrow=True, arrowhead=2, ax=-200, ay=0, xanchor="right",   # far left of the
-                              # line's end, clear of the legend at the bottom right
-                              font=dict(size=14, color=CELL_COLORS.get(f.cell, "#555")), bgcolor="rgba(255,255,255,0.85)"))
-    return figure(traces, title=dict(text=html.escape(title, quote=False), x=0.01, font=dict(size=18)),
-                  annotations=notes,
+    marks, note = float_limit_marks([(f.distances, [g / f.grad_norm[0] for g in f.grad_norm], label,
+                                      CELL_COLORS.get(f.cell, "#555")) for label, f in flows.items() if f.grad_norm[0] > 0],
+                                    "k")
+    return figure(traces + marks, title=dict(text=html.escape(title, quote=False), x=0.01, font=dict(size=18)),
+                  # top right, inside the plot: the curves start at 1 on the left and fall
+                  annotations=[dict(xref="paper", yref="paper", x=0.99, y=0.98, xanchor="right", yanchor="top",
+                                    showarrow=False, align="left", text=note, font=dict(size=14),
+                                    bgcolor="rgba(255,255,255,0.85)")] if note else [],
                   xaxis=dict(title=dict(text="k, characters back"), showgrid=True, gridcolor="#e5e5e5",
                              linecolor="#444", mirror=True),
                   yaxis=_log_axis("g(k) / g(0) (log scale)"), font=dict(size=16), height=390,

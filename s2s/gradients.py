@@ -139,7 +139,7 @@ def gradient_flow(model: CharLM, text: str, max_distance: int = 200, positions: 
             state = _with_probe(state, probes[-1])
         log_p = torch.log_softmax(model.out(state[0]), dim=-1).gather(1, ids[ends + 1][:, None])
         grads = torch.autograd.grad(log_p.sum(), probes)
-    norms = torch.stack([g.norm(dim=1).mean() for g in grads]).flip(0)        # index k = K - j
+    norms = torch.stack([g.double().norm(dim=1).mean() for g in grads]).flip(0)   # index k = K - j (float64: see below)
     product = None
     if cfg.cell == "lstm":
         log_f = torch.cat([top.forget_gate.new_zeros(1, cfg.hidden), top.forget_gate.clamp_min(1e-30).log().cumsum(0)])
@@ -214,7 +214,9 @@ def untrained_flow(cell: str, radius: float = 1.0, forget_bias: float = 3.0, hid
             if keep is not None:
                 keeps.append(keep.detach())
         grads = torch.autograd.grad((state[memory] * u).sum(), probes)
-    norms = [float(g.norm(dim=1).mean()) for g in reversed(grads)]         # distance T - t = 0, 1, ...
+    # the norm in float64: a float32 gradient with entries near 1e19 is still finite, but the sum of
+    # their squares is not, and the chart would show the norm's overflow as the gradient's
+    norms = [float(g.double().norm(dim=1).mean()) for g in reversed(grads)]    # distance T - t = 0, 1, ...
     keep_product = None
     if keeps:
         # prod_{s=t+1..T} keep_s for distance T - t: a cumulative product from the end

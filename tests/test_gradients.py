@@ -1,5 +1,6 @@
 """Gradient flow: the library's g(k) equals finite differences; the untrained demo; the CLI contract."""
 import json
+import math
 
 import pytest
 import torch
@@ -139,13 +140,39 @@ def test_cli_refuses_a_translation_model(tiny_additive, tmp_path, capsys):
 
 
 def test_a_gradient_that_underflows_is_marked_where_its_line_ends():
-    """An exact 0 cannot be drawn on a log axis: the figure says where and why the line stops."""
+    """An exact 0 cannot be drawn on a log axis: a cross ends the line, its hover says where, a note why."""
     from s2s.figures import gradient_flow_figure
     from s2s.gradients import GradientFlow
     rnn = GradientFlow("rnn", [0, 1, 2, 3, 4], [1.0, 1e-10, 1e-30, 0.0, 0.0], 8)
     lstm = GradientFlow("lstm", [0, 1, 2, 3, 4], [1.0, 0.5, 0.4, 0.3, 0.2], 8)
     fig = gradient_flow_figure({"rnn": rnn, "lstm": lstm}, "t")
-    notes = [a for a in fig.layout.annotations if "below float precision" in a.text]
-    assert len(notes) == 1 and "from k = 3" in notes[0].text
-    assert notes[0].x == 2 and notes[0].y == pytest.approx(-30)          # log10 of the last value drawn
+    crosses = [t for t in fig.data if t.mode == "markers"]
+    assert len(crosses) == 1 and "from k = 3" in crosses[0].hovertemplate
+    assert list(crosses[0].x) == [2] and list(crosses[0].y) == [pytest.approx(1e-30)]   # the last value drawn
+    assert len(fig.layout.annotations) == 1 and "below float precision" in fig.layout.annotations[0].text
     assert list(fig.data[0].y) == [1.0, 1e-10, 1e-30, None, None]       # the zeros are a gap, not a dip
+
+
+def test_the_live_demo_marks_lines_that_leave_the_float_range_and_only_those():
+    """Untrained cells: an overflow (inf) ends its line with a cross and a note; lines in range get none."""
+    from s2s.figures import untrained_flow_figure
+    from s2s.gradients import UntrainedFlow
+    rnn = UntrainedFlow("rnn", [0, 1, 2, 3], [1.0, 1e10, 1e30, math.inf], None)
+    lstm = UntrainedFlow("lstm", [0, 1, 2, 3], [1.0, 0.9, 0.8, 0.7], [1.0, 0.9, 0.0, 0.0])
+    fig = untrained_flow_figure([rnn, lstm], "t")
+    crosses = [t for t in fig.data if t.mode == "markers"]
+    assert [(list(c.x), list(c.y)) for c in crosses] == [([2], [1e30]), ([1], [0.9])]   # the RNN, then LSTM's prod f
+    assert "∞ (past float range) from T − t = 3" in crosses[0].hovertemplate
+    assert "0 (below float precision) from T − t = 2" in crosses[1].hovertemplate
+    (note,) = fig.layout.annotations
+    assert "0 or ∞" in note.text
+    in_range = untrained_flow_figure([UntrainedFlow("gru", [0, 1, 2], [1.0, 0.9, 0.8], [1.0, 0.5, 0.25])], "t")
+    assert in_range.layout.annotations == () and all(t.mode == "lines" for t in in_range.data)
+
+
+def test_an_exploding_gradient_is_measured_where_float32_still_holds_it():
+    """rho = 3 over 200 steps: the gradient's entries stay finite in float32 (about 1e25), so its
+    norm must too; summing float32 squares overflowed to inf past about 1e19."""
+    flow = untrained_flow("rnn", 3.0, 3.0, 64, 200)
+    assert all(math.isfinite(g) for g in flow.grad_norm)
+    assert flow.grad_norm[-1] > 1e20
