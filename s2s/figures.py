@@ -666,18 +666,16 @@ def gradient_flow_figure(flows: dict, title: str) -> go.Figure:
                                       CELL_COLORS.get(f.cell, "#555")) for label, f in flows.items() if f.grad_norm[0] > 0],
                                     "k")
     return figure(traces + marks, title=dict(text=html.escape(title, quote=False), x=0.01, font=dict(size=18)),
-                  # top right, inside the plot: the curves start at 1 on the left and fall
-                  annotations=[dict(xref="paper", yref="paper", x=0.99, y=0.98, xanchor="right", yanchor="top",
-                                    showarrow=False, align="left", text=note, font=dict(size=14),
-                                    bgcolor="rgba(255,255,255,0.85)")] if note else [],
+                  # under the legend, beside the plot, as on the untrained cells' chart
+                  annotations=[dict(xref="paper", yref="paper", x=1.01, y=0.02, xanchor="left", yanchor="bottom",
+                                    showarrow=False, align="left", text=note, font=dict(size=14))] if note else [],
                   xaxis=dict(title=dict(text="k, characters back"), showgrid=True, gridcolor="#e5e5e5",
                              linecolor="#444", mirror=True),
                   yaxis=_log_axis("g(k) / g(0) (log scale)"), font=dict(size=16), height=390,
-                  # inside the plot, bottom right (where a vanished curve has left room): on a
-                  # 1280 x 720 projector a legend under the axis falls below the fold
-                  legend=dict(x=0.99, xanchor="right", y=0.03, yanchor="bottom", bgcolor="rgba(255,255,255,0.85)",
-                              bordercolor="#bbb", borderwidth=1),
-                  margin=dict(l=70, r=20, t=50, b=50))
+                  # beside the plot, top right: under the axis it falls below the fold of a 1280 x 720
+                  # projector, and inside the plot no corner is free of the curves for every passage
+                  legend=dict(x=1.01, xanchor="left", y=1, yanchor="top", font=dict(size=14)),
+                  margin=dict(l=70, r=10, t=50, b=50))
 
 
 def memory_span_figure(half_lives: Sequence[int], max_distance: int, title: str) -> go.Figure:

@@ -245,7 +245,7 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     out = {"model": lm.name, "cell": flow.cell, "distances": flow.distances,
-           "grad_norm": [round(g, 8) for g in flow.grad_norm], "positions": flow.positions}
+           "grad_norm": [float(f"{g:.6g}") for g in flow.grad_norm], "positions": flow.positions}
     if flow.forget_product is not None:
         out["forget_product"] = [round(float(v), 6) for v in flow.forget_product.mean(1)]
     if a.json:

@@ -117,6 +117,16 @@ def test_cli_prints_the_documented_object(gru_checkpoint, tmp_path, capsys):
     assert all(isinstance(g, float) and g >= 0 for g in out["grad_norm"]) and out["positions"] >= 1
 
 
+def test_cli_json_keeps_a_tiny_gradient(gru_checkpoint, tmp_path, capsys, monkeypatch):
+    """Six significant digits, not a fixed number of decimals: an RNN's g(200) near 1e-38 is printed, not 0."""
+    text = tmp_path / "t.txt"
+    text.write_text(TEXT)
+    monkeypatch.setattr(gradients, "gradient_flow",
+                        lambda *a, **k: gradients.GradientFlow("gru", [0, 1], [0.6377949, 3.3841234e-38], 4))
+    assert gradients.main(["--model", str(gru_checkpoint), "--text-file", str(text), "--max-distance", "1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["grad_norm"] == [0.637795, 3.38412e-38]
+
+
 @pytest.mark.parametrize("make_args, message", [
     (lambda ck, f, tmp: ["--model", str(tmp / "nope"), "--text-file", str(f)], "does not exist"),
     (lambda ck, f, tmp: ["--model", str(ck), "--text-file", str(tmp / "missing.txt")], "cannot read"),
