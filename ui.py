@@ -341,6 +341,14 @@ def get_model(name: str) -> Translator | None:
         return None
 
 
+def unknown_characters_note(unknown: list[str], of_what: str) -> str:
+    """A caption naming the characters of `of_what` ("your text", "the reference") that the model's
+    vocabulary lacks: each is read as <unk>, which would otherwise look like the app dropping them."""
+    n = len(unknown)
+    return (f"{n} character{'s' if n > 1 else ''} of {of_what} {'are' if n > 1 else 'is'} not in this model's "
+            "vocabulary and read as `<unk>`: " + " ".join(code_span(ch) for ch in unknown[:20]) + (" …" if n > 20 else ""))
+
+
 def code_span(piece: str) -> str:
     """A token as a markdown code span: shown literally, whatever characters it holds."""
     return "`" + piece.replace("`", "ˋ") + "`"

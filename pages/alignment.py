@@ -200,6 +200,10 @@ with tabs[1]:
                 e = None
             if e is not None:
                 ui.escaped(e.translation, "1.3rem")
+                tokenizer = ui.load_path(path).tokenizer
+                for typed, whose in ((text, "the English"), (None if stale else reference, "the French")):
+                    if typed and (unknown := tokenizer.unknown_characters(typed)):
+                        st.caption(ui.unknown_characters_note(unknown, whose))
                 taus = e.kendall_tau()
                 same = e.argmax_agreement()
                 summary = "; ".join(f"{LONG[m]} median τ = {pd.Series(taus[m]).median():+.2f}, same top source "
@@ -215,8 +219,8 @@ with tabs[1]:
                            "x_i becomes <unk>.")
                 st.plotly_chart(tau_figure(e.target_tokens, {LONG[m]: taus[m] for m in METHODS}, METHOD_COLORS),
                                 width="stretch", key="tau_figure")
-        st.subheader("Counterfactual attention at one step")
-        if e is not None:
+        if e is not None:         # no heading over nothing when the model or the text cannot be explained
+            st.subheader("Counterfactual attention at one step")
             c = st.columns([2, 2, 1])
             step = c[0].selectbox("Step", range(len(e.target_tokens)), key="cf_step",
                                   format_func=lambda j: f"{j}: {e.target_tokens[j]}")

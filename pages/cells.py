@@ -251,7 +251,9 @@ else:
             elif values_f is not None:
                 ranked = rank_cells(traces, values_f, top=10)
                 memory = traces[0].SIGNALS[traces[0].MEMORY].split(",")[0]
-                st.caption(f"Every cell of every layer ranked by |r|, the correlation of {memory} with *{feature_label}* "
+                # a typed pattern as a code span: shown as typed, never read as Markdown (* _ [ ] and backslashes)
+                shown_feature = f"matches {ui.code_span(pattern)}" if feature == CUSTOM else f"*{feature_label}*"
+                st.caption(f"Every cell of every layer ranked by |r|, the correlation of {memory} with {shown_feature} "
                            f"over these {len(text):,} characters. Correlation is a lead, not an explanation: look at the trace.")
                 st.dataframe(pd.DataFrame([{"layer": s.layer, "cell": s.cell, "r": round(s.r, 3)} for s in ranked]),
                              hide_index=True, height=220)

@@ -28,8 +28,11 @@ TABS = ["Live: untrained cells", "Trained models", "LSTM memory", "Remembering a
 FAR = 50          # the distance the captions compare at: far enough to show vanishing, within the shortest text
 EQUATIONS = {
     "rnn": r"\text{RNN: } h_t = \tanh(W x_t + U h_{t-1}) \;\Rightarrow\; \frac{\partial h_t}{\partial h_{t-1}} = \mathrm{diag}(1 - h_t^2)\, U",
-    "lstm": r"\text{LSTM: } c_t = f_t \odot c_{t-1} + i_t \odot g_t \;\Rightarrow\; \frac{\partial c_t}{\partial c_{t-1}} = \mathrm{diag}(f_t)",
-    "gru": r"\text{GRU: } h_t = (1 - z_t) \odot h_{t-1} + z_t \odot \tilde h_t \;\Rightarrow\; \frac{\partial h_t}{\partial h_{t-1}} = \mathrm{diag}(1 - z_t) + \dots",
+    # the dashed lines are the first term alone; the solid ones are the whole derivative
+    "lstm": r"\text{LSTM: } c_t = f_t \odot c_{t-1} + i_t \odot g_t \;\Rightarrow\; \frac{\partial c_t}{\partial c_{t-1}} = "
+            r"\underbrace{\mathrm{diag}(f_t)}_{\text{memory path}} + \underbrace{\dots}_{\text{through } h_{t-1}}",
+    "gru": r"\text{GRU: } h_t = (1 - z_t) \odot h_{t-1} + z_t \odot \tilde h_t \;\Rightarrow\; \frac{\partial h_t}{\partial h_{t-1}} = "
+           r"\underbrace{\mathrm{diag}(1 - z_t)}_{\text{memory path}} + \underbrace{\dots}_{\text{through } \tilde h_t}",
 }
 
 
@@ -46,6 +49,19 @@ def flow_cached(path: str, text: str, max_distance: int) -> GradientFlow:
 def share(x: float) -> str:
     """A gradient share for a caption: 0.031 -> '3.1e-02'; exact zeros and overflows say so."""
     return "0 (below float precision)" if x == 0 else "∞ (past float range)" if x == math.inf else f"{x:.1e}"
+
+
+def gate_path_note(flows: list, k: int) -> str:
+    """How far the LSTM's whole gradient k steps back is from its memory path alone (∏ f, dashed),
+    as measured: the lecture's ∂c_t/∂c_{t−1} = f_t is one term of the derivative."""
+    lstm = next((f for f in flows if f.cell == "lstm"), None)
+    if lstm is None or not lstm.keep_product or lstm.keep_product[k] <= 0 or not math.isfinite(lstm.grad_norm[k]):
+        return ""
+    ratio = lstm.grad_norm[k] / lstm.keep_product[k]
+    where = f"{ratio:.1f} times" if ratio >= 1 else f"{ratio:.2g} of"
+    return (f"{k} steps back the LSTM's gradient (solid) is {where} its ∏ f (dashed): ∂c_t/∂c_(t−1) = f_t is the "
+            "memory path alone; the whole derivative also runs through h_(t−1) = o ⊙ tanh(c_(t−1)) into the next "
+            "step's gates and candidate, and those terms make the difference (the equations below).")
 
 
 st.title("Gates & Gradients")
@@ -90,7 +106,8 @@ with tabs[0]:
                               f"At ρ = {radius:.2f} the RNN's red line rises (exploding gradients): ")
                            + "each step multiplies the gradient by U = ρQ and by the tanh's slope 1 − h², at most "
                            "1, so it grows only once ρ outweighs that damping; a linear RNN would turn at ρ = 1. "
-                           "Raise the bias and the dashed products of the gates flatten.")
+                           "Raise the bias and the dashed products of the gates flatten. "
+                           + gate_path_note(flows, k))
             for cell in ("rnn", "lstm", "gru"):
                 st.latex(EQUATIONS[cell])
 
@@ -144,7 +161,8 @@ with tabs[1]:
                     st.plotly_chart(gradient_flow_figure(flows, "Trained models: the gradient of one prediction, "
                                                                 "k characters back"), key="trained_flow")
                     k = min(FAR, K)
-                    st.caption(f"g(k) = mean over {next(iter(flows.values())).positions} positions t of "
+                    n_pos = next(iter(flows.values())).positions
+                    st.caption(f"g(k) = mean over {n_pos} position{'s' if n_pos != 1 else ''} t of "
                                "‖∂ log p(x_{t+1} | x_≤t) / ∂h_{t−k}‖, the top layer's state. Measured on this passage, "
                                f"g({k})/g(0): " + "; ".join(f"{label.split(' (')[0]} {share(f.ratio(k))}"
                                                             for label, f in flows.items()) + ".")
@@ -168,9 +186,11 @@ with tabs[2]:
                 lives = flow.half_lives()
                 st.plotly_chart(memory_span_figure(lives, 200, f"How long each cell of {lstm.name}'s top layer keeps "
                                                                "half its memory"), key="half_lives")
+                # the counts follow the chart's bars (0, 1, 2–4 | … | 50–99, 100–200 | beyond), so a class can
+                # add them up from the chart
                 st.caption(f"Along the memory path ∂c_t/∂c_(t−k) = ∏ f, averaged over {flow.positions} positions of "
-                           f"this passage: {int((lives <= 5).sum())} of {len(lives)} cells keep half their memory for 5 "
-                           f"characters or fewer, {int((lives > 50).sum())} for more than 50, "
+                           f"this passage: {int((lives <= 4).sum())} of {len(lives)} cells keep half their memory for 4 "
+                           f"characters or fewer (the first three bars), {int((lives >= 50).sum())} for 50 or more, "
                            f"{int((lives > 200).sum())} beyond 200.")
 
 # ------------------------------------------------------------------ the gap experiment
@@ -202,7 +222,10 @@ with tabs[4]:
         if not rows:
             st.info("No character-level model in `checkpoints/`.")
         else:
-            st.dataframe(pd.DataFrame(rows), hide_index=True)
+            # one number of decimals for every figure (a metrics file may hold 1.625 beside 1.6253)
+            st.dataframe(pd.DataFrame(rows), hide_index=True,
+                         column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                        for c in ("test bits/char", "validation bits/char")})
             st.caption("Lower is better: the mean −log₂ p of each next character of the test part (the end of the "
                        "file, never trained on). Models on one corpus share the text, the size (2 layers × 256), the "
                        "steps and the schedule; only the cell differs.")

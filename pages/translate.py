@@ -378,9 +378,7 @@ with tabs[2]:
                 st.warning(str(e))
             else:
                 if unknown_ref := tr.tokenizer.unknown_characters(ref):
-                    st.caption(f"{len(unknown_ref)} character{'s' if len(unknown_ref) > 1 else ''} of the reference "
-                               "not in this model's vocabulary, read as `<unk>`: "
-                               + " ".join(ui.code_span(ch) for ch in unknown_ref[:20]))
+                    st.caption(ui.unknown_characters_note(unknown_ref, "the reference"))
                 ppl = float(np.exp(-f.log_prob / len(f.target_tokens)))
                 st.markdown(f"log p(reference) = **{f.log_prob:.2f}**, perplexity **{ppl:.2f}** "
                             f"(the model's own output: log p = {d.log_prob:.2f})")

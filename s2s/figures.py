@@ -386,7 +386,7 @@ def saturation_scatter(saturation: dict[str, dict[str, np.ndarray]], title: str 
                                  hovertemplate="%{text}<br>below 0.1: %{x:.0%}<br>above 0.9: %{y:.0%}<extra></extra>"))
     traces.append(go.Scatter(x=[0, 1], y=[1, 0], mode="lines", line=dict(color="#cccccc", dash="dot"),
                              hoverinfo="skip", showlegend=False))
-    return figure(traces, title=dict(text=html.escape(title)) if title else None, height=360,
+    return figure(traces, title=dict(text=html.escape(title, quote=False)) if title else None, height=360,
                   margin=dict(l=10, r=10, t=40 if title else 10, b=40), legend=dict(orientation="h", y=-0.22, x=0),
                   xaxis=dict(title=dict(text="fraction of time < 0.1 (left-saturated)"), range=[-0.02, 1.02],
                              tickformat=".0%"),
@@ -401,7 +401,7 @@ def state_heatmap(tokens: Sequence[str], states: np.ndarray, title: str, value_n
     z = np.asarray(states, dtype=float).T          # (H, T)
     labels = [display_token(t) for t in tokens]
     heat = go.Heatmap(z=z, x=list(range(len(labels))), y=list(range(z.shape[0])), zmin=-1, zmax=1,
-                      colorscale="RdBu_r", colorbar=dict(title=dict(text=html.escape(value_name)), thickness=12),
+                      colorscale="RdBu_r", colorbar=dict(title=dict(text=html.escape(value_name, quote=False)), thickness=12),
                       customdata=np.array([labels] * z.shape[0]),
                       hovertemplate="%{customdata} · cell %{y}: %{z:.3f}<extra></extra>")
     shapes = [] if highlight is None else [dict(type="rect", x0=-0.5, x1=len(labels) - 0.5, y0=highlight - 0.5,
@@ -409,9 +409,9 @@ def state_heatmap(tokens: Sequence[str], states: np.ndarray, title: str, value_n
     return figure([heat],
                   xaxis=dict(tickmode="array", tickvals=list(range(len(labels))), ticktext=labels, tickangle=-60,
                              side="top", tickfont=dict(size=13 if len(labels) <= 30 else 10),
-                             title=dict(text=html.escape(x_title), standoff=4)),
+                             title=dict(text=html.escape(x_title, quote=False), standoff=4)),
                   yaxis=dict(title=dict(text=f"cell (0–{z.shape[0] - 1})"), autorange="reversed"),
-                  title=dict(text=html.escape(title), y=0.99, yanchor="top"), height=height, shapes=shapes,
+                  title=dict(text=html.escape(title, quote=False), y=0.99, yanchor="top"), height=height, shapes=shapes,
                   margin=dict(l=10, r=10, t=140, b=10))
 
 
@@ -516,7 +516,7 @@ def model_diagram(cfg: dict, parameters: int | None = None) -> go.Figure:
     def box(x: float, y: float, w: float, text: str, color: str) -> None:
         shapes.append(dict(type="rect", x0=x - w / 2, x1=x + w / 2, y0=y - 0.32, y1=y + 0.32,
                            fillcolor=color, line=dict(color="#444", width=1)))
-        notes.append(dict(x=x, y=y, text=html.escape(text), showarrow=False, font=dict(size=15, color="#111")))
+        notes.append(dict(x=x, y=y, text=html.escape(text, quote=False), showarrow=False, font=dict(size=15, color="#111")))
 
     def arrow(x0: float, y0: float, x1: float, y1: float) -> None:
         notes.append(dict(x=x1, y=y1, ax=x0, ay=y0, xref="x", yref="y", axref="x", ayref="y", text="",

@@ -152,6 +152,18 @@ def accuracy(model: GapModel, x: torch.Tensor, y: torch.Tensor, chunk: int = 500
     return right / len(x)
 
 
+def describe_task(settings: dict) -> str:
+    """The experiment in one paragraph, with the settings it ran with (steps, seconds, symbols)."""
+    k, d = settings["n_symbols"], settings["n_distractors"]
+    return (f"Each sequence is one symbol out of {k}, then `gap` distractors drawn from {d} other symbols, "
+            f"then a query marker; at the query the model must name the first symbol (chance = 1/{k}). "
+            f"A one-hot input feeds one recurrent layer (Elman tanh RNN, GRU or LSTM, the same hidden size "
+            f"for all three, so their parameter counts differ) read out by a linear layer at the last step. "
+            f"Each run trains with Adam on fresh random batches until the last {WINDOW} batches are "
+            f"{SOLVED:.0%} right, or for at most {settings['steps']:,} steps or {settings['max_seconds']:g} s; "
+            f"accuracy is measured on {HELD_OUT:,} held-out sequences from another seed.")
+
+
 def train_gap(cell: str, gap: int, steps: int = DEFAULTS["steps"], max_seconds: float = DEFAULTS["max_seconds"],
               hidden: int = DEFAULTS["hidden"], batch: int = DEFAULTS["batch"], lr: float = DEFAULTS["lr"],
               seed: int = 0, clip: float = DEFAULTS["clip"], n_symbols: int = DEFAULTS["n_symbols"],
@@ -223,19 +235,12 @@ def run_experiment(gaps: Sequence[int], cells: Sequence[str] = ("rnn", "gru", "l
             rows.append(train_gap(cell, gap, **train_kwargs))
             if progress:
                 progress(rows[-1])
-    k, d = settings["n_symbols"], settings["n_distractors"]
-    task = (f"Each sequence is one symbol out of {k}, then `gap` distractors drawn from {d} other symbols, "
-            f"then a query marker; at the query the model must name the first symbol (chance = 1/{k}). "
-            f"A one-hot input feeds one recurrent layer (Elman tanh RNN, GRU or LSTM, the same hidden size "
-            f"for all three, so their parameter counts differ) read out by a linear layer at the last step. "
-            f"Each run trains with Adam on fresh random batches until the last {WINDOW} batches are "
-            f"{SOLVED:.0%} right, `steps`, or `max_seconds`; accuracy is measured on {HELD_OUT:,} held-out "
-            f"sequences from another seed.")
+    task = describe_task(settings)
     settings.update(cells=list(cells), gaps=sorted(set(gaps)), input="one-hot", optimizer="Adam",
                     gate_init_means=GATE_INIT_MEANS[settings["gate_init"]],
                     held_out=HELD_OUT, early_stop=f"mean training accuracy of the last {WINDOW} batches >= {SOLVED}",
                     threads=torch.get_num_threads(), torch=torch.__version__.split("+")[0])
-    return {"task": task, "chance": round(1 / k, 4), "settings": settings, "results": rows}
+    return {"task": task, "chance": round(1 / settings["n_symbols"], 4), "settings": settings, "results": rows}
 
 
 def main(argv=None) -> int:

@@ -151,6 +151,7 @@ def test_attribution_tab_refuses_bad_input(env, text, message):
     at = page(align_model="reverser", alignment_tab="Attention vs attribution")
     at.text_area(key="explain_text").set_value(text).run()
     assert not at.exception and any(message in e.value for e in at.error)
+    assert "Counterfactual attention at one step" not in [h.value for h in at.subheader]   # no heading over nothing
 
 
 def test_attribution_tab_shows_html_as_text(env):
@@ -159,6 +160,12 @@ def test_attribution_tab_shows_html_as_text(env):
     assert not at.exception
     shown = [m.value for m in at.markdown if "s2s-text" in m.value]
     assert shown and all("<b>" not in s.split(">", 1)[1] for s in shown)
+    # characters the model cannot read are named, not silently dropped (they become <unk>)
+    assert any("of the English are not in this model's vocabulary" in c.value for c in at.caption)  # < > /
+    at.text_input(key="explain_reference").set_value("d 😀 b a").run()
+    assert not at.exception
+    assert any("1 character of the French is not in this model's vocabulary" in c.value and "😀" in c.value
+               for c in at.caption)
 
 
 def test_no_attention_model_is_a_clear_message(zoo, tmp_path, monkeypatch):

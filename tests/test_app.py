@@ -234,12 +234,12 @@ def test_bleu_with_no_word_in_common_says_it_is_zero(app):
     captions = " ".join(c.value for c in at.caption)
     assert "no word of the output is in the reference (p₁ = 0), so BLEU is 0" in captions
     assert "smooths the zero counts instead" not in captions
-    assert "of the reference not in this model's vocabulary" not in captions
+    assert "of the reference is not in this model's vocabulary" not in captions
     _widget(at, "reference").set_value("x 😀 y")                      # a character the model cannot spell
     [b for b in at.button if b.label == "Score this translation"][0].click()
     at.run()
     assert not at.exception
-    assert any("1 character of the reference not in this model's vocabulary" in c.value for c in at.caption)
+    assert any("1 character of the reference is not in this model's vocabulary" in c.value for c in at.caption)
 
 
 def test_forced_decoding_scores_a_reference(app):

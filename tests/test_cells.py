@@ -251,3 +251,16 @@ def test_train_chars_past_the_test_part_is_refused(code_text_file, tmp_path, cap
     from s2s import train_charlm
     rc = train_charlm.main(["--data", str(code_text_file), "--out", str(tmp_path / "x"), "--train-chars", "99999999"])
     assert rc == 2 and "--train-chars must be between 1 and" in capsys.readouterr().err
+
+
+def test_state_heatmap_text_is_escaped_once_and_keeps_quotes():
+    """Plotly reads chart text as HTML: < and & are escaped, but a quote escaped as &quot; would show
+    as those six characters in the title (the decoder's title holds the model's French)."""
+    import numpy as np
+    from s2s.figures import saturation_scatter, state_heatmap
+    fig = state_heatmap(["a", "b"], np.zeros((3, 2)), 'decoder (C\'est "toy" & <b>)', value_name='"c"',
+                        x_title="piece 'x'")
+    assert fig.layout.title.text == "decoder (C'est \"toy\" &amp; &lt;b&gt;)"
+    assert fig.layout.xaxis.title.text == "piece 'x'" and fig.data[0].colorbar.title.text == '"c"'
+    sat = {"forget_gate": {"low": [0.1], "high": [0.2]}}
+    assert saturation_scatter(sat, 'gates of "x"').layout.title.text == 'gates of "x"'

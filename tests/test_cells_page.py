@@ -93,6 +93,9 @@ def test_find_cells_features_regex_and_pick(zoo_env):
     assert not at.exception and any("regular expression" in w.value for w in at.warning)
     at.text_input(key="regex").set_value("zzzz").run()      # never matches: a constant feature
     assert any("same value at every character" in i.value for i in at.info)
+    at.text_input(key="regex").set_value(r"\{|_[a-z]+_|\*").run()      # Markdown's own characters
+    assert not at.exception
+    assert any("with matches `\\{|_[a-z]+_|\\*`" in c.value for c in at.caption)   # a code span: shown as typed
 
 
 def test_own_text_is_shown_as_text_and_bad_text_gets_a_message(zoo_env):

@@ -1,5 +1,6 @@
 """AppTest: the Gates & Gradients page, on tiny RNN, GRU and LSTM character models."""
 import json
+import re
 import shutil
 
 import pytest
@@ -71,6 +72,18 @@ def test_live_demo_says_which_way_the_rnn_line_goes_as_measured(trio_env):
         assert f"At ρ = {radius:.2f} the RNN's red line {direction}" in captions(at)
 
 
+def test_live_demo_says_how_far_the_lstm_gradient_is_from_its_forget_gate_product(trio_env):
+    """The lecture's dc_t/dc_(t-1) = f_t is the memory path alone: the caption gives the measured
+    ratio of the whole gradient to prod f, so the solid and dashed green lines do not contradict it."""
+    from s2s.gradients import DEMO_DEFAULTS, untrained_flow
+    at = page()
+    lstm = untrained_flow("lstm", **DEMO_DEFAULTS)
+    ratio = lstm.grad_norm[50] / lstm.keep_product[50]
+    assert ratio > 1          # at the opening settings the h path lifts it far above prod f
+    assert f"50 steps back the LSTM's gradient (solid) is {ratio:.1f} times its ∏ f (dashed)" in captions(at)
+    assert any("memory path" in e.value for e in at.get("latex"))
+
+
 def test_trained_models_tab_compares_the_three_cells(trio_env):
     at = open_tab(page(), "Trained models")
     assert not at.exception and "trained_flow" in chart_ids(at)
@@ -98,6 +111,16 @@ def test_your_text_handles_empty_short_and_hostile_passages(trio_env, typed, mes
         assert "<script>" not in " ".join(m.value for m in at.markdown)
 
 
+def test_a_passage_with_room_for_one_position_says_one_position(trio_env):
+    at = open_tab(page(), "Trained models")
+    at.slider(key="max_distance").set_value(10).run()
+    at.segmented_control(key="passage_source").set_value("Your text").run()
+    at.text_area(key="passage_typed").set_value("abcdefghijkl")        # 12 characters: K + 2
+    at.button[0].click().run()
+    assert not at.exception and "trained_flow" in chart_ids(at)
+    assert "mean over 1 position t of" in captions(at) and "1 positions" not in captions(at)
+
+
 def test_lstm_memory_tab_counts_cells_by_half_life(trio_env):
     at = open_tab(page(), "LSTM memory")
     assert not at.exception and "half_lives" in chart_ids(at)
@@ -105,6 +128,12 @@ def test_lstm_memory_tab_counts_cells_by_half_life(trio_env):
     hidden = load_charlm(trio_env / "charlm-tiny-lstm").model.cfg.hidden
     assert sum(fig["data"][0]["y"]) == hidden            # every cell of the top layer in one bar
     assert f"of {hidden} cells" in captions(at)
+    # the caption's counts can be added up from the bars: its thresholds are bar edges
+    bars = dict(zip(fig["data"][0]["x"], fig["data"][0]["y"]))
+    low = re.search(r"(\d+) of \d+ cells keep half their memory for 4 characters or fewer", captions(at))
+    high = re.search(r"(\d+) for 50 or more", captions(at))
+    assert int(low.group(1)) == sum(bars.get(label, 0) for label in ("0", "1", "2–4"))
+    assert int(high.group(1)) == sum(n for label, n in bars.items() if int(re.findall(r"\d+", label)[0]) >= 50)
 
 
 def test_gap_tab_draws_the_shipped_experiment(trio_env):
@@ -122,6 +151,8 @@ def test_bits_per_character_table_lists_every_character_model(trio_env):
     df = at.dataframe[0].value
     assert list(df["cell"]) == ["Elman RNN", "GRU", "LSTM"]
     assert (df["test bits/char"] > 0).all()
+    columns = json.loads(at.dataframe[0].proto.columns)       # one number of decimals for every figure
+    assert all(columns[c]["type_config"]["format"] == "%.3f" for c in ("test bits/char", "validation bits/char"))
 
 
 def test_page_without_character_models_says_how_to_train_them(tmp_path, monkeypatch):

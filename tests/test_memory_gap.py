@@ -100,6 +100,7 @@ def test_cli_writes_the_json_file(tmp_path, capsys):
     assert set(saved) == {"task", "chance", "settings", "results", "command"} and saved["chance"] == 0.125
     assert saved["command"].startswith("python -m s2s.memory_gap --gaps 2 --steps 20")   # how to reproduce it
     assert "first symbol" in saved["task"]
+    assert "at most 20 steps or 180 s" in saved["task"] and "`steps`" not in saved["task"]   # values, not names
     rows = saved["results"]
     assert [r["cell"] for r in rows] == ["rnn", "gru", "lstm"]
     for r in rows:
