@@ -34,4 +34,5 @@ page = st.navigation(pages)
 # A page reads the URL's query string when the user arrives on it (a shared link, a link on
 # the start page), never on its later reruns, which keep what the user changed since.
 ui.note_arrival(page.url_path)
+ui.restore_kept()     # the widgets a page asked to keep survive a visit to another page
 page.run()

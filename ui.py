@@ -369,6 +369,25 @@ def note_arrival(page: str) -> None:
         st.session_state["_arrival_query"] = st.query_params.to_dict()
 
 
+def keep_across_pages(*keys: str) -> None:
+    """Keep these widgets' values while they are not drawn: in a closed tab, behind a warning
+    that stops the page, or while the reader visits another page. Streamlit forgets a widget's
+    value at the end of any run that does not draw it; a value written back through session
+    state is kept (Streamlit's own idiom), and the widget shows it instead of its default.
+    Call before the widgets are drawn: every page's kept values are written back now, for this
+    run, and restore_kept (app.py) does the same on every run of every page."""
+    st.session_state.setdefault("_kept_across_pages", set()).update(keys)
+    restore_kept()
+
+
+def restore_kept() -> None:
+    """Write every keep_across_pages key back (app.py calls it on every run, before the page)."""
+    state = st.session_state
+    for key in state.get("_kept_across_pages", ()):
+        if key in state:
+            state[key] = state[key]
+
+
 def arrival_query(page: str) -> dict[str, str]:
     """The URL's query parameters if the user has just arrived on `page` (its URL path: a link
     opened or a Start-here link followed), else {}. Read once: later reruns of the page keep

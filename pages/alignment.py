@@ -84,6 +84,9 @@ if not models:
     st.stop()
 by_name = {m.name: m for m in models}
 S = st.session_state
+# kept while their tab is closed, and while the reader visits another page
+ui.keep_across_pages("align_model", "alignment_tab", "gold_source", "gold_pair", "rule", "typed_en", "typed_fr",
+                     "explain_text", "explain_reference", "cf_step", "cf_kind", "cf_eps")
 if S.get("align_model") not in by_name:
     S["align_model"] = ui.DEFAULT_MODEL if ui.DEFAULT_MODEL in by_name else models[0].name
 with st.sidebar:
@@ -96,9 +99,6 @@ tr = ui.get_model(name)
 if tr is None:
     st.stop()
 path = ui.model_path(name)
-for k in ("gold_source", "gold_pair", "rule", "explain_text", "explain_reference"):   # kept while a tab is closed
-    if k in S:
-        S[k] = S[k]
 ui.tab_from_query(query, "alignment_tab", TABS)     # a link may name the tab (?tab=Attention+vs+attribution)
 tabs = st.tabs(TABS, key="alignment_tab", on_change="rerun")
 

@@ -107,6 +107,8 @@ st.caption("A character-level model reads text one character at a time. Some of 
            "things we can name: being inside quotes, the depth of nested braces, the position in a line "
            "(Karpathy, Johnson and Fei-Fei 2015). Find them yourself.")
 S = st.session_state
+# widgets in a closed tab, or on a page the reader has left, are not drawn: keep their values
+ui.keep_across_pages("charlm", "cells_tab", *KEPT)
 models = ui.charlm_models()
 with st.sidebar:
     st.markdown("### Character model")
@@ -129,7 +131,8 @@ with st.sidebar:
 
 tab_names = ["Colored text", "Find cells", "Gates", "Translation models"]
 # a link may name the tab (?tab=Find+cells); seeded first, as the passage controls depend on it
-ui.tab_from_query(ui.arrival_query("cells"), "cells_tab", tab_names if models else tab_names[3:])
+arrival = ui.arrival_query("cells")
+ui.tab_from_query(arrival, "cells_tab", tab_names if models else tab_names[3:])
 lm = None
 if models:
     try:
@@ -150,16 +153,16 @@ else:
     # a model trained on code opens on code and its brace-depth cell, one trained on prose on
     # quotes: what it was trained on is in its metrics, whatever its folder is called
     is_code = "linux" in lm.metrics.get("train", {}).get("data", "")
+    first = next(iter(EXAMPLES)) if is_code else list(EXAMPLES)[2]      # this model's own example
+    if arrival:      # a link (the Start page's) opens on an example passage, as it promises
+        S.source = "Example"
+        S.pop("cell_text", None)
     if "cell_text" not in S:
-        first = next(iter(EXAMPLES)) if is_code else list(EXAMPLES)[2]
         S.cell_text = example_text(first)
     feature0, layer0, cell0 = best_known_cell(lm.metrics, "brace_depth" if is_code else "inside_quotes")
     S.setdefault("layer", layer0)
     S.setdefault("cell", cell0)
     S.setdefault("feature", feature0)
-    for k in KEPT:      # widgets in a closed tab are not drawn; keep their values for when it opens again
-        if k in S:
-            S[k] = S[k]
     S.layer, S.cell = min(int(S.layer), L - 1), min(int(S.cell), H - 1)   # another model may be smaller
     # the passage controls act on the character model's tabs only: hidden while the
     # translation models' tab (which has its own sentence box) is the one open
@@ -168,6 +171,9 @@ else:
         S.source = S.get("last_source", "Example")
     source = st.segmented_control("Text", ["Example", "Your text", "Sample from the model"], key="source",
                                   default="Example") if passage_tab else None
+    if source == "Example" and S.get("last_source", "Example") != "Example" \
+            and not any(example_text(label) == S.cell_text for label in EXAMPLES):
+        S.cell_text = example_text(first)       # back from a sample or one's own text: an example, as the button says
     if source is not None:
         S.last_source = source
     if source == "Example":

@@ -68,9 +68,9 @@ st.title("Gates & Gradients")
 st.caption("Training sends the error back through time, one multiplication per step. In a plain RNN the product "
            "shrinks (or blows up) geometrically; an LSTM's memory is multiplied by its forget gates, a GRU's by 1 − z.")
 S = st.session_state
-for k in ("corpus", "passage_source", "passage_typed", "max_distance"):   # kept while their tab is closed
-    if k in S:
-        S[k] = S[k]
+# kept while their tab is closed, and while the reader visits another page
+ui.keep_across_pages("gradients_tab", "radius", "forget_bias", "hidden", "length", "corpus", "passage_source",
+                     "passage_typed", "max_distance")
 ui.tab_from_query(ui.arrival_query("gradients"), "gradients_tab", TABS)     # a link may name the tab (?tab=Trained+models)
 tabs = st.tabs(TABS, key="gradients_tab", on_change="rerun")
 

@@ -152,6 +152,10 @@ def set_example():
 head, pick = st.columns([3, 2], vertical_alignment="bottom")
 head.title("Translate & Align", help="Type an English sentence and watch an encoder-decoder translate it to French: "
                                      "which source words each output word attends to, step by step.")
+# Streamlit forgets the state of a widget that a run does not draw: a closed tab's widgets, the
+# words/pieces control when a warning below stops the page, and every one of them while the
+# reader is on another page. Keep their values for the run that draws them again.
+ui.keep_across_pages("model", *DEFAULTS, "delay", "probe")
 arrival = ui.arrival_query("translate")
 for note in ui.state_from_query(arrival, DEFAULTS, RANGES, CHOICES):
     st.info(note)
@@ -198,12 +202,6 @@ settings = dict(method=S.method, beam=S.beam, nbest=S.nbest, temp=float(S.temp),
 if submitted:
     st.query_params.from_dict({"model": name, "text": S.text, "view": S.view, "tab": S.get("tab", TABS[0]),
                                **{k: str(v) for k, v in settings.items()}})
-# Streamlit forgets the state of a widget that a run does not draw: a closed tab's widgets, and
-# the words/pieces control when a warning below stops the page. Keep their values for the run
-# that draws them again.
-for k in ("view", "tab", "delay", "reference", "probe"):
-    if k in S:
-        S[k] = S[k]
 if S.get("view") not in CHOICES["view"]:      # None once its selected option is clicked again
     S.view = DEFAULTS["view"]
 try:

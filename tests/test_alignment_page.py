@@ -198,3 +198,15 @@ def test_every_model_table_shows_each_kind_in_full(env):
     table = at.table[0].value
     assert list(table["kind"]) == [r["kind"] for r in rows]          # wrapped in a static table, never cut
     assert list(table["aligner"]) == [r["model"] for r in rows]
+
+
+def test_the_chosen_pair_model_and_rule_survive_a_visit_to_another_page(env):
+    at = page(gold_pair=2, rule="argmax")
+    at.selectbox(key="align_model").set_value("reverser").run()
+    at.switch_page("pages/translate.py")
+    at.run()
+    at.switch_page("pages/alignment.py")
+    at.run()
+    assert not at.exception
+    assert at.selectbox(key="align_model").value == "reverser"
+    assert at.number_input(key="gold_pair").value == 2 and at.selectbox(key="rule").value == "argmax"

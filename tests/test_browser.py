@@ -1,5 +1,6 @@
 """A real headless Chromium driving `streamlit run app.py` through the main flows."""
 import json
+import re
 import os
 import shutil
 from pathlib import Path
@@ -240,6 +241,28 @@ def test_bottleneck_page_draws_its_charts(server, chrome):
     page.get_by_role("button", name="Time the models").click()    # the cost view, timed on request
     page.wait_for_function(f"{charts} >= 3", timeout=90_000)
     page.wait_for_selector("text=Measure again", timeout=30_000)
+    assert exceptions(page) == []
+
+
+def test_the_translate_page_keeps_its_sentence_and_model_across_pages(server, chrome):
+    """Streamlit forgets a widget not drawn in a run, another page's run included; app.py writes
+    the kept ones back (ui.restore_kept), so a class can visit the Bottleneck page and come back."""
+    page = open_app(chrome, server, 1280, 720)
+    text, last = ("My sister plays the violin.", "violon.") if SHIPPED else ("a b c", "c")
+    page.get_by_role("textbox", name="English text").fill(text)
+    page.get_by_role("button", name="Translate", exact=True).click()
+    page.wait_for_function("() => document.querySelector('[data-testid=\"stApp\"]').dataset.testScriptState"
+                           " === 'notRunning'", timeout=60_000)
+    box = page.locator('[data-testid="stSelectbox"]').filter(has_text="Translation model")
+    box.locator("input").click()
+    page.get_by_role("option", name=re.compile(r"^en-fr-none\b")).click()
+    page.wait_for_selector("text=This model has no attention", timeout=60_000)
+    nav_link(page, "Bottleneck").click()
+    page.wait_for_selector("text=What the decoder sees", timeout=90_000)
+    nav_link(page, "Translate & Align").click()
+    page.wait_for_selector("text=This model has no attention", timeout=90_000)     # still the model chosen
+    assert value_of(page, "English text", text) == text
+    assert "en-fr-none" in (box.text_content() or "") + box.locator("input").input_value()
     assert exceptions(page) == []
 
 

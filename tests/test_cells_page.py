@@ -304,3 +304,44 @@ def test_translation_tab_hides_the_passage_controls_and_follows_a_cell(zoo_env):
     assert any("pick_fwd" in k for k in figs) and any("pick_bwd" in k for k in figs)
     at = open_tab(at, "Colored text")
     assert at.segmented_control(key="source").value == "Your text"             # kept while hidden
+
+
+def test_model_cell_and_text_survive_a_visit_to_another_page(trio_env):
+    """An instructor moves between pages: the model, its cell and the passage stay together."""
+    at = cells_page()
+    at.selectbox(key="charlm").set_value("charlm-tiny-gru").run()
+    at.number_input(key="cell").set_value(5).run()
+    at.segmented_control(key="source").set_value("Your text").run()
+    at.text_area(key="typed").set_value("int main() { return 0; }\n" * 8)
+    at.button[0].click().run()
+    assert not at.exception
+    at.switch_page("pages/gradients.py")
+    at.run()
+    at.switch_page("pages/cells.py")
+    at.run()
+    assert not at.exception
+    assert at.selectbox(key="charlm").value == "charlm-tiny-gru" and at.number_input(key="cell").value == 5
+    assert at.segmented_control(key="source").value == "Your text"
+    assert at.session_state["cell_text"].startswith("int main()")
+
+
+def test_a_start_link_opens_on_an_example_and_example_leaves_a_sample(zoo_env):
+    """"Each link opens the page and tab with an example already set"; the Example button after a
+    sample shows an example, not the sample."""
+    at = cells_page()
+    at.segmented_control(key="source").set_value("Sample from the model").run()
+    [b for b in at.button if b.label == "Sample"][0].click().run()
+    sample = at.session_state["cell_text"]
+    at.segmented_control(key="source").set_value("Example").run()
+    assert not at.exception and at.session_state["cell_text"] != sample
+    assert at.selectbox(key="example_pick").value is not None            # the box names the example shown
+    at.segmented_control(key="source").set_value("Your text").run()
+    at.text_area(key="typed").set_value("my own passage " * 20)
+    at.button[0].click().run()
+    at.switch_page("pages/start.py")
+    at.run()
+    at.query_params["tab"] = "Colored text"                                # what the Start page's link carries
+    at.switch_page("pages/cells.py")
+    at.run()
+    assert not at.exception and at.segmented_control(key="source").value == "Example"
+    assert at.selectbox(key="example_pick").value is not None and "my own passage" not in at.session_state["cell_text"]

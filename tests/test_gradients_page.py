@@ -175,3 +175,17 @@ def test_corpus_choice_switches_the_models_compared(trio_env):
     fig = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert [t["name"] for t in fig["data"]] == ["LSTM (zz-another-lstm)"]
     assert at.segmented_control(key="passage_source").value == "War and Peace"
+
+
+def test_the_live_settings_survive_a_visit_to_another_page(trio_env):
+    at = page()
+    at.slider(key="radius").set_value(3.0).run()
+    at.slider(key="length").set_value(200).run()
+    at.switch_page("pages/cells.py")
+    at.run()
+    at.switch_page("pages/gradients.py")
+    at.run()
+    assert not at.exception
+    assert at.slider(key="radius").value == 3.0 and at.slider(key="length").value == 200
+    assert "ρ = 3.00" in " ".join(str(json.loads(c.proto.spec)["layout"]["title"]["text"])
+                                  for c in at.get("plotly_chart"))
