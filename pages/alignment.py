@@ -183,8 +183,10 @@ with tabs[1]:
         left, right = st.columns([1, 3])
         with left:
             text = st.text_area("English", EXAMPLE, key="explain_text", height=90, max_chars=600)
+            # no max_chars: its counter covers the end of the text in a column this narrow; a
+            # reference over the app's character limit gets clean_text's message instead
             reference = st.text_input("French (optional: explain this instead of the model's translation)",
-                                      EXAMPLE_REFERENCE, key="explain_reference", max_chars=800)
+                                      EXAMPLE_REFERENCE, key="explain_reference")
         # the example's French left in the box after new English is typed translates nothing
         # of it: forcing that pair would explain a mismatch, so the model's own output is used
         stale = reference.strip() == EXAMPLE_REFERENCE and text.strip() != EXAMPLE

@@ -154,6 +154,14 @@ def test_attribution_tab_refuses_bad_input(env, text, message):
     assert "Counterfactual attention at one step" not in [h.value for h in at.subheader]   # no heading over nothing
 
 
+def test_a_long_french_reference_gets_a_message_not_a_counter(env):
+    at = page(align_model="reverser", alignment_tab="Attention vs attribution")
+    assert not at.text_input(key="explain_reference").max_chars         # no counter over the text
+    at.text_input(key="explain_reference").set_value("d c b a " * 200).run()
+    assert not at.exception and any("reference is 1,599 characters long; the limit is 1,000" in e.value
+                                    for e in at.error)
+
+
 def test_attribution_tab_shows_html_as_text(env):
     at = page(align_model="reverser", alignment_tab="Attention vs attribution")
     at.text_area(key="explain_text").set_value("a <b>b</b> c").run()
