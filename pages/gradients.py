@@ -32,7 +32,7 @@ EQUATIONS = {
     "lstm": r"\text{LSTM: } c_t = f_t \odot c_{t-1} + i_t \odot g_t \;\Rightarrow\; \frac{\partial c_t}{\partial c_{t-1}} = "
             r"\underbrace{\mathrm{diag}(f_t)}_{\text{memory path}} + \underbrace{\dots}_{\text{through } h_{t-1}}",
     "gru": r"\text{GRU: } h_t = (1 - z_t) \odot h_{t-1} + z_t \odot \tilde h_t \;\Rightarrow\; \frac{\partial h_t}{\partial h_{t-1}} = "
-           r"\underbrace{\mathrm{diag}(1 - z_t)}_{\text{memory path}} + \underbrace{\dots}_{\text{through } \tilde h_t}",
+           r"\underbrace{\mathrm{diag}(1 - z_t)}_{\text{memory path}} + \underbrace{\dots}_{\text{through } z_t,\, \tilde h_t}",
 }
 
 
