@@ -244,7 +244,8 @@ else:
                     pattern = c2.text_input("Regular expression (characters inside a match count as 1)", value=r"\d+",
                                             max_chars=200, key="regex")
                     values_f = regex_feature(pattern)(text)
-                    feature_label = f"matches /{pattern}/"
+                    # the chart's legend: a long pattern cut short, or the legend wraps over the traces
+                    feature_label = f"matches /{pattern if len(pattern) <= 30 else pattern[:29] + '…'}/"
                 else:
                     values_f = FEATURES[feature].values(text)
                     feature_label = FEATURES[feature].label

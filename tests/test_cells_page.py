@@ -96,6 +96,11 @@ def test_find_cells_features_regex_and_pick(zoo_env):
     at.text_input(key="regex").set_value(r"\{|_[a-z]+_|\*").run()      # Markdown's own characters
     assert not at.exception
     assert any("with matches `\\{|_[a-z]+_|\\*`" in c.value for c in at.caption)   # a code span: shown as typed
+    long = "|".join(["int", "char", "void", "return", "static", "struct", "unsigned", "const"])
+    at.text_input(key="regex").set_value(long).run()
+    names = [t["name"] for c in at.get("plotly_chart") for t in json.loads(c.proto.spec)["data"] if "name" in t]
+    assert "matches /int|char|void|return|static|s…/ (scaled)" in names      # the legend stays one line
+    assert any(f"with matches `{long}`" in c.value for c in at.caption)        # the caption has it whole
 
 
 def test_own_text_is_shown_as_text_and_bad_text_gets_a_message(zoo_env):
