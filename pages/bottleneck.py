@@ -48,6 +48,10 @@ if first is None:
              "attention model.")
     st.stop()
 NONE = fixed[0]                    # the fixed-vector model
+# kept while the reader visits another page, as the other pages' choices are
+ui.keep_across_pages("bn_model", "bn_text", "bn_ref", "bn_k", "bn_n", "bn_held_out", "bn_views")
+if st.session_state.get("bn_model") not in attention_models:     # a kept model no longer in checkpoints/
+    st.session_state.pop("bn_model", None)
 with st.sidebar:
     st.markdown("### Compare")
     other = st.selectbox("Attention model", attention_models, key="bn_model", index=attention_models.index(first))

@@ -335,3 +335,17 @@ def test_warm_up_decodes_the_bottleneck_pages_first_screen(zoo_env, monkeypatch)
     assert calls == []          # the side by side, stress test and decoder views were all cached
     assert ui._altair_ready.is_set() and "altair" in sys.modules    # and its charts' library imported
     assert ui.bottleneck_default(ui.translation_models()) == "en-fr-additive"
+
+
+def test_the_typed_text_and_stress_setting_survive_a_visit_to_another_page(zoo_env):
+    at = bottleneck_page()
+    at.slider(key="bn_k").set_value(2).run()
+    at.text_area(key="bn_text").set_value("The dog runs. The cat sleeps.")
+    [b for b in at.button if b.label == "Translate with both"][0].click()
+    at.run()
+    at.switch_page("pages/alignment.py")
+    at.run()
+    at.switch_page("pages/bottleneck.py")
+    at.run()
+    assert not at.exception
+    assert at.text_area(key="bn_text").value == "The dog runs. The cat sleeps." and at.slider(key="bn_k").value == 2
