@@ -341,12 +341,14 @@ def get_model(name: str) -> Translator | None:
         return None
 
 
-def unknown_characters_note(unknown: list[str], of_what: str) -> str:
+def unknown_characters_note(unknown: list[str], of_what: str, why: str = "") -> str:
     """A caption naming the characters of `of_what` ("your text", "the reference") that the model's
-    vocabulary lacks: each is read as <unk>, which would otherwise look like the app dropping them."""
+    vocabulary lacks: each is read as <unk>, which would otherwise look like the app dropping them.
+    `why`, if given, follows `<unk>` (", a symbol it learned almost nothing about")."""
     n = len(unknown)
     return (f"{n} character{'s' if n > 1 else ''} of {of_what} {'are' if n > 1 else 'is'} not in this model's "
-            "vocabulary and read as `<unk>`: " + " ".join(code_span(ch) for ch in unknown[:20]) + (" …" if n > 20 else ""))
+            f"vocabulary and read as `<unk>`{why}: " + " ".join(code_span(ch) for ch in unknown[:20])
+            + (" …" if n > 20 else ""))
 
 
 def code_span(piece: str) -> str:
@@ -374,8 +376,9 @@ def keep_across_pages(*keys: str) -> None:
     that stops the page, or while the reader visits another page. Streamlit forgets a widget's
     value at the end of any run that does not draw it; a value written back through session
     state is kept (Streamlit's own idiom), and the widget shows it instead of its default.
-    Call before the widgets are drawn: every page's kept values are written back now, for this
-    run, and restore_kept (app.py) does the same on every run of every page."""
+    Call before the widgets are drawn. app.py's restore_kept writes every page's kept values
+    back on every run; this call does it too, for a page run without app.py (AppTest runs the
+    page alone after switch_page)."""
     st.session_state.setdefault("_kept_across_pages", set()).update(keys)
     restore_kept()
 

@@ -202,9 +202,8 @@ with tabs[1]:
                 e = None
             if e is not None:
                 ui.escaped(e.translation, "1.3rem")
-                tokenizer = ui.load_path(path).tokenizer
                 for typed, whose in ((text, "the English"), (None if stale else reference, "the French")):
-                    if typed and (unknown := tokenizer.unknown_characters(typed)):
+                    if typed and (unknown := tr.tokenizer.unknown_characters(typed)):
                         st.caption(ui.unknown_characters_note(unknown, whose))
                 taus = e.kendall_tau()
                 same = e.argmax_agreement()

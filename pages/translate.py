@@ -241,10 +241,8 @@ if len(letters) >= 8 and sum(ch.isupper() for ch in letters) > 0.8 * len(letters
                "try it in sentence case.")
 unknown = tr.tokenizer.unknown_characters(S.text)
 if unknown:
-    st.caption(f"{len(unknown)} character{'s' if len(unknown) > 1 else ''} of your text "
-               f"{'are' if len(unknown) > 1 else 'is'} not in this model's vocabulary and read as `<unk>`, a "
-               "symbol it learned almost nothing about, so expect odd output: "
-               + " ".join(ui.code_span(ch) for ch in unknown[:20]) + (" …" if len(unknown) > 20 else ""))
+    st.caption(ui.unknown_characters_note(unknown, "your text",
+                                          ", a symbol it learned almost nothing about, so expect odd output"))
 shown, title = d.attention, None        # what the heatmap shows: for a Transformer, the layer and head chosen
 if d.attention is None:
     st.info("This model has **no attention**: its decoder sees one fixed vector (the final encoder state) at "

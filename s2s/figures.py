@@ -589,12 +589,17 @@ def _positive(values: Sequence[float]) -> list[float | None]:
     return [v if 0 < v < math.inf else None for v in values]
 
 
+REASONS = {"0": "below float precision", "∞": "past float range"}    # why a log axis loses a line there
+
+
 def float_limit_marks(lines: Sequence[tuple[Sequence[float], Sequence[float], str, str]], label: str
-                      ) -> tuple[list[go.Scatter], str | None]:
+                      ) -> tuple[list[go.Scatter], list[dict]]:
     """A line on a log axis whose float32 values reach 0 (underflow) or inf (overflow) leaves
     the chart there, as if the data ended. For lines (x, y, name, colour): a cross where each
-    such line ends (its hover says where and why, "from k = 3"), and a short note saying what
-    the crosses mean, for the caller to place (None when every line stays in range)."""
+    such line ends (its hover says where and why, "from k = 3"), and a note saying what the
+    crosses mean, beside the plot under a legend placed there (no corner of the plot is free of
+    lines at every setting). Returns the crosses' traces and the note's annotations (none when
+    every line stays in range)."""
     marks, limits = [], set()
     for x, y, name, color in lines:
         out = next((k for k, v in enumerate(y) if not 0 < v < math.inf), None)
@@ -602,17 +607,16 @@ def float_limit_marks(lines: Sequence[tuple[Sequence[float], Sequence[float], st
             continue
         limit = "0" if y[out] == 0 else "∞"
         limits.add(limit)
-        why = "0 (below float precision)" if limit == "0" else "∞ (past float range)"
         marks.append(go.Scatter(x=[x[out - 1]], y=[y[out - 1]], mode="markers", showlegend=False,
                                 marker=dict(symbol="x-thin", size=14, line=dict(width=3, color=color)),
-                                hovertemplate=f"{html.escape(name, quote=False)}: {why} from {label} = {x[out]:g}"
-                                              "<extra></extra>"))
+                                hovertemplate=f"{html.escape(name, quote=False)}: {limit} ({REASONS[limit]}) "
+                                              f"from {label} = {x[out]:g}<extra></extra>"))
     if not limits:
-        return marks, None
-    reached = " or ".join(sorted(limits))
-    why = {"0": "below float precision", "∞": "past float range"}
-    return marks, (f"× value reached {reached}<br>({', '.join(why[l] for l in sorted(limits))}):<br>"
-                   "the line stops there")
+        return marks, []
+    note = (f"× value reached {' or '.join(sorted(limits))}<br>"
+            f"({', '.join(REASONS[l] for l in sorted(limits))}):<br>the line stops there")
+    return marks, [dict(xref="paper", yref="paper", x=1.01, y=0.02, xanchor="left", yanchor="bottom", showarrow=False,
+                        align="left", text=note, font=dict(size=14))]
 
 
 def _log_axis(title: str) -> dict:
@@ -639,9 +643,7 @@ def untrained_flow_figure(flows: Sequence, title: str) -> go.Figure:
             ends.append((f.distances, f.keep_product, f"{name}: ∏ {gate}", color))
     marks, note = float_limit_marks(ends, "T − t")
     return figure(traces + marks, title=dict(text=html.escape(title, quote=False), x=0.01, font=dict(size=18)),
-                  # under the legend, beside the plot: no corner of the plot is free of lines at every setting
-                  annotations=[dict(xref="paper", yref="paper", x=1.02, y=0.02, xanchor="left", yanchor="bottom",
-                                    showarrow=False, align="left", text=note, font=dict(size=14))] if note else [],
+                  annotations=note,
                   xaxis=dict(title=dict(text="steps back, T − t"), showgrid=True, gridcolor="#e5e5e5",
                              linecolor="#444", mirror=True),
                   yaxis=_log_axis("‖∂(u·m_T)/∂m_t‖ (log scale)"), font=dict(size=16), height=390,
@@ -651,24 +653,22 @@ def untrained_flow_figure(flows: Sequence, title: str) -> go.Figure:
 def gradient_flow_figure(flows: dict, title: str) -> go.Figure:
     """g(k) / g(0) against k (log y) for trained models {label: s2s.gradients.GradientFlow}:
     how much of the gradient of a prediction reaches the state k characters back."""
-    traces = []
+    traces, ends = [], []
     for label, f in flows.items():
         g0 = f.grad_norm[0]
+        ratios = [g / g0 for g in f.grad_norm] if g0 > 0 else []
+        ends.append((f.distances, ratios, label, CELL_COLORS.get(f.cell, "#555")))
         traces.append(go.Scatter(
-            x=f.distances, y=_positive([g / g0 for g in f.grad_norm]), mode="lines",
+            x=f.distances, y=_positive(ratios), mode="lines",
             name=html.escape(label, quote=False), line=dict(color=CELL_COLORS.get(f.cell, "#555"), width=4),
             customdata=f.grad_norm,
             hovertemplate=(f"{html.escape(label, quote=False)}<br>k = %{{x}}<br>g(k)/g(0) = %{{y:.2e}}"
                            "<br>g(k) = %{customdata:.2e}<extra></extra>")))
     # a gradient that underflows to exactly 0 leaves the log axis: say so where its line ends,
     # or the line looks as if the measurement stopped there
-    marks, note = float_limit_marks([(f.distances, [g / f.grad_norm[0] for g in f.grad_norm], label,
-                                      CELL_COLORS.get(f.cell, "#555")) for label, f in flows.items() if f.grad_norm[0] > 0],
-                                    "k")
+    marks, note = float_limit_marks(ends, "k")
     return figure(traces + marks, title=dict(text=html.escape(title, quote=False), x=0.01, font=dict(size=18)),
-                  # under the legend, beside the plot, as on the untrained cells' chart
-                  annotations=[dict(xref="paper", yref="paper", x=1.01, y=0.02, xanchor="left", yanchor="bottom",
-                                    showarrow=False, align="left", text=note, font=dict(size=14))] if note else [],
+                  annotations=note,
                   xaxis=dict(title=dict(text="k, characters back"), showgrid=True, gridcolor="#e5e5e5",
                              linecolor="#444", mirror=True),
                   yaxis=_log_axis("g(k) / g(0) (log scale)"), font=dict(size=16), height=390,

@@ -163,6 +163,18 @@ def app_page(path: str | None = None):
     return at
 
 
+def away_and_back(at, away: str, back: str, clear_query: bool = False):
+    """Switch the app to page `away`, then back to page `back`, as a reader does in the sidebar
+    (whose links carry no query string: `clear_query` drops what the AppTest kept)."""
+    at.switch_page(away)
+    at.run()
+    if clear_query:
+        for key in list(at.query_params):
+            del at.query_params[key]
+    at.switch_page(back)
+    return at.run()
+
+
 @pytest.fixture(scope="session")
 def charlm_trio(code_text_file, tiny_root, tiny_charlm) -> dict[str, Path]:
     """The tiny LSTM and the same model with a GRU and an Elman RNN cell, trained identically

@@ -5,7 +5,7 @@ import shutil
 import numpy as np
 import pytest
 
-from conftest import ROOT, app_page
+from conftest import ROOT, app_page, away_and_back
 from s2s.alignment import links, read_gold, score, word_attention
 from s2s.checkpoint import load_translator
 from test_alignment import reversal_gold
@@ -211,10 +211,7 @@ def test_every_model_table_shows_each_kind_in_full(env):
 def test_the_chosen_pair_model_and_rule_survive_a_visit_to_another_page(env):
     at = page(gold_pair=2, rule="argmax")
     at.selectbox(key="align_model").set_value("reverser").run()
-    at.switch_page("pages/translate.py")
-    at.run()
-    at.switch_page("pages/alignment.py")
-    at.run()
+    at = away_and_back(at, "pages/translate.py", "pages/alignment.py")
     assert not at.exception
     assert at.selectbox(key="align_model").value == "reverser"
     assert at.number_input(key="gold_pair").value == 2 and at.selectbox(key="rule").value == "argmax"

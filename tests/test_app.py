@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT, five_translators
+from conftest import ROOT, away_and_back, five_translators
 
 
 @pytest.fixture(scope="module")
@@ -538,11 +538,7 @@ def test_a_link_to_a_tab_scrolls_the_tabs_into_view(app):
 def test_the_typed_sentence_and_model_survive_a_visit_to_another_page(app):
     at = submit(app(), text="The cat sleeps.")
     _widget(at, "model").set_value("en-fr-dot").run()
-    at.switch_page("pages/gradients.py")      # (tests/test_browser.py does it through the Bottleneck page)
-    at.run()
-    for key in list(at.query_params):          # a sidebar link carries no query: the page keeps what it had
-        del at.query_params[key]
-    at.switch_page("pages/translate.py")
-    at.run()
+    # (tests/test_browser.py goes through the Bottleneck page, with app.py's restore_kept)
+    at = away_and_back(at, "pages/gradients.py", "pages/translate.py", clear_query=True)
     assert not at.exception
     assert _widget(at, "text").value == "The cat sleeps." and _widget(at, "model").value == "en-fr-dot"

@@ -6,7 +6,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import app_page
+from conftest import app_page, away_and_back
 from s2s.bottleneck import (STRESS_PAIRS, StressRow, cosine_similarity, first_failure, joined_example, pca_2d,
                             repetition_rate, stress_row)
 from s2s.checkpoint import load_translator
@@ -343,9 +343,6 @@ def test_the_typed_text_and_stress_setting_survive_a_visit_to_another_page(zoo_e
     at.text_area(key="bn_text").set_value("The dog runs. The cat sleeps.")
     [b for b in at.button if b.label == "Translate with both"][0].click()
     at.run()
-    at.switch_page("pages/alignment.py")
-    at.run()
-    at.switch_page("pages/bottleneck.py")
-    at.run()
+    at = away_and_back(at, "pages/alignment.py", "pages/bottleneck.py")
     assert not at.exception
     assert at.text_area(key="bn_text").value == "The dog runs. The cat sleeps." and at.slider(key="bn_k").value == 2

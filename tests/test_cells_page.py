@@ -7,7 +7,7 @@ import shutil
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT, app_page
+from conftest import ROOT, app_page, away_and_back
 from s2s.checkpoint import load_charlm
 
 
@@ -320,10 +320,7 @@ def test_model_cell_and_text_survive_a_visit_to_another_page(trio_env):
     at.text_area(key="typed").set_value("int main() { return 0; }\n" * 8)
     at.button[0].click().run()
     assert not at.exception
-    at.switch_page("pages/gradients.py")
-    at.run()
-    at.switch_page("pages/cells.py")
-    at.run()
+    at = away_and_back(at, "pages/gradients.py", "pages/cells.py")
     assert not at.exception
     assert at.selectbox(key="charlm").value == "charlm-tiny-gru" and at.number_input(key="cell").value == 5
     assert at.segmented_control(key="source").value == "Your text"

@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from conftest import ROOT, app_page
+from conftest import ROOT, app_page, away_and_back
 from s2s.checkpoint import load_charlm
 
 HOSTILE = ('<script>alert("x")</script> &amp; \x00\x1b[31m ‮ 😀 ' * 40)
@@ -181,10 +181,7 @@ def test_the_live_settings_survive_a_visit_to_another_page(trio_env):
     at = page()
     at.slider(key="radius").set_value(3.0).run()
     at.slider(key="length").set_value(200).run()
-    at.switch_page("pages/cells.py")
-    at.run()
-    at.switch_page("pages/gradients.py")
-    at.run()
+    at = away_and_back(at, "pages/cells.py", "pages/gradients.py")
     assert not at.exception
     assert at.slider(key="radius").value == 3.0 and at.slider(key="length").value == 200
     assert "ρ = 3.00" in " ".join(str(json.loads(c.proto.spec)["layout"]["title"]["text"])
