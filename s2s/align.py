@@ -1,7 +1,12 @@
 """Reading an attention matrix: words instead of pieces, entropy, argmax alignment.
 
-A sentencepiece piece that starts with "▁" starts a word; the pieces after it, up to
-the next "▁", belong to the same word ("▁lect" "ure" "." is one word, "lecture.").
+Tokenizers mark word boundaries in one of five ways (the convention is read off the pieces):
+    "▁"     sentencepiece (the shipped models, Marian, T5, NLLB, mBART): "▁lect" "ure" = "lecture"
+    "Ġ"     byte-level BPE (BART): "Ġlect" "ure"
+    "##"    WordPiece: "lect" "##ure"
+    "@@"    subword-nmt BPE (older fairseq models): "lect@@" "ure"
+    "</w>"  BPE with end-of-word marks (XLM, FSMT): "lect" "ure</w>"
+Special tokens (</s>, <pad>, language codes such as __fr__ or fra_Latn) stand alone.
 Merging pieces into words keeps each row a distribution:
 
     source side: the weight of a word is the SUM over its pieces   (mass is preserved)
@@ -9,25 +14,73 @@ Merging pieces into words keeps each row a distribution:
 """
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 import numpy as np
 
 WORD_START = "\u2581"
 SPECIALS = {"</s>", "<s>", "<pad>", "<unk>"}
+CONVENTIONS = ("\u2581", "Ġ", "##", "@@", "</w>")
+_SPECIAL = re.compile(r"<[^<>\s]+>|__[a-z]{2,3}(_[A-Za-z]+)?__|[a-z]{2,3}_[A-Z][a-z]{3}|[a-z]{2}_[A-Z]{2}")
 
 
-def word_spans(pieces: Sequence[str]) -> list[tuple[str, list[int]]]:
+def is_special(piece: str) -> bool:
+    """</s>, <pad>, <extra_id_0>, and language codes (__fr__, fra_Latn, fr_XX): never part of a word."""
+    return piece in SPECIALS or bool(_SPECIAL.fullmatch(piece))
+
+
+def piece_convention(pieces: Sequence[str]) -> str:
+    """Which of CONVENTIONS marks word boundaries in `pieces` ("▁" when none shows)."""
+    words = [p for p in pieces if not is_special(p)]
+    if any(p.startswith(WORD_START) for p in words):
+        return WORD_START
+    if any(p.startswith("Ġ") for p in words):
+        return "Ġ"
+    if any(p.endswith("</w>") for p in words):
+        return "</w>"
+    if any(p.endswith("@@") for p in words):
+        return "@@"
+    if any(p.startswith("##") for p in words):
+        return "##"
+    return WORD_START
+
+
+def _bare(piece: str, convention: str) -> str:
+    """A piece without its boundary mark."""
+    if convention in (WORD_START, "Ġ", "##"):
+        return piece[len(convention):] if piece.startswith(convention) else piece
+    return piece[:-len(convention)] if piece.endswith(convention) else piece
+
+
+def word_spans(pieces: Sequence[str], convention: str | None = None) -> list[tuple[str, list[int]]]:
     """Group piece indices into words: [(word, [piece indices])]. Special tokens stand alone."""
+    c = convention or piece_convention(pieces)
     spans: list[tuple[str, list[int]]] = []
     for i, p in enumerate(pieces):
-        starts = p.startswith(WORD_START) or p in SPECIALS or not spans or spans[-1][0] in SPECIALS
+        if is_special(p) or not spans or is_special(pieces[i - 1]):
+            starts = True
+        elif c in (WORD_START, "Ġ"):
+            starts = p.startswith(c)
+        elif c == "##":
+            starts = not p.startswith("##")
+        elif c == "@@":
+            starts = not pieces[i - 1].endswith("@@")
+        else:                                      # "</w>": the previous piece ended its word
+            starts = pieces[i - 1].endswith("</w>")
         if starts:
             spans.append((p, [i]))
         else:
             word, idx = spans[-1]
             spans[-1] = (word + p, idx + [i])
-    return [(w.lstrip(WORD_START) or w, idx) for w, idx in spans]
+    out = []
+    for w, idx in spans:
+        if is_special(w):
+            out.append((w, idx))
+            continue
+        text = "".join(_bare(pieces[i], c) for i in idx)
+        out.append((text or w, idx))
+    return out
 
 
 def merge_to_words(source_tokens: Sequence[str], target_tokens: Sequence[str], attention: np.ndarray

@@ -131,10 +131,24 @@ def read_json(path: Path, what: str) -> dict:
         raise CheckpointError(f"{what}: {path.name} is not valid JSON ({e})") from None
 
 
-def load_translator(path: str | Path, device: torch.device | str | None = None) -> Translator:
-    """Load a translation checkpoint folder, or raise CheckpointError naming it."""
+def load_translator(path: str | Path, device: torch.device | str | None = None, **hub_options) -> Translator:
+    """Load a translation model, or raise CheckpointError naming it. `path` is any of:
+        a shipped checkpoint folder (checkpoints/en-fr-additive) or its name (en-fr-additive)
+        a folder written by a Hugging Face model's save_pretrained (with its tokenizer)
+        hf:NAME, a Hugging Face hub model (downloaded once into huggingface-hub's cache)
+    `hub_options` (source_lang, target_lang, prefix) go to hub.load_hub."""
+    from . import hub
+    if hub.is_hub_spec(path) or hub.is_pretrained_folder(path):
+        try:
+            return hub.load_hub(path, device, **hub_options)
+        except hub.HubError as e:
+            raise CheckpointError(str(e)) from None
+    if hub_options and any(v is not None for v in hub_options.values()):
+        raise CheckpointError(f"{Path(path).name}: language and prefix options are for Hugging Face models only")
     from .tokenizer import Tokenizer
     path = Path(path)
+    if not path.exists() and len(path.parts) == 1 and (checkpoint_root() / path).is_dir():
+        path = checkpoint_root() / path         # a shipped model by its name
     what, config, cfg = _read_config(path, "translation")
     if not (path / "spm.model").is_file():
         raise CheckpointError(f"{what}: tokenizer spm.model is missing")

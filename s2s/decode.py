@@ -9,9 +9,23 @@ the attention matrix (target x source) and the decoder state of every step.
     forced       y_j = the reference's j-th token (teacher forcing): how the model aligns
                  and scores a given pair
 
-Greedy and beam search can block repeated n-grams (`no_repeat=n`, Paulus et al. 2018):
-a token that would complete an n-gram the hypothesis already contains gets probability
-0, so a decoder that has lost its place cannot loop on the same words to the length limit.
+What may be chosen at a step is one list of logits processors that every search applies
+(`DecodeSettings.processors`), each (prefix, scores, last) -> scores, the interface of
+transformers' LogitsProcessor plus `last`, the rows at their final allowed step:
+    NoRepeatNGram(n)   a token that would complete an n-gram the hypothesis already contains
+                       gets probability 0 (Paulus et al. 2018), so a decoder that has lost its
+                       place cannot loop on the same words to the length limit
+    Temperature(T), TopK(k)                         sampling only: softmax(logits / T), top k
+    SuppressTokens, BadWords, ForceToken            a Hugging Face model's own generation
+                       settings (never <pad>; the target language's code first; </s> at the
+                       length limit), so its searches choose what generate() would
+Greedy and sampling process the logits, beam search the log-probabilities (as transformers
+does). Processors decide which token is chosen; the log-probs a Decoding reports are always
+the model's own, log softmax of its raw logits.
+
+`DecodeSettings` carries one decoding's options; `decode(tr, text, settings)` runs it (the
+pages key their caches by it). The special ids come from the model's tokenizer (bos_id,
+eos_id, pad_id): a hub model's are not the shipped models' 0-3.
 
 The encoder runs once per sentence, and so do the attention keys (Memory).
 """
@@ -27,7 +41,6 @@ import torch.nn.functional as F
 from .checkpoint import Translator
 from .text import (MAX_BEAM, MAX_DECODE_LEN, MAX_NO_REPEAT, MAX_SOURCE_TOKENS, MAX_TOP_K, TEMPERATURE_RANGE,
                    InputError, check_range, clean_text)
-from .tokenizer import BOS, EOS, PAD
 
 TOPK_RECORDED = 5   # next-token candidates kept per step, for the step-by-step view
 
@@ -144,6 +157,193 @@ def is_search_error(output: Decoding, reference: Decoding, method: str, alpha: f
     return False
 
 
+# ------------------------------------------------------------------ what may be chosen
+
+class LogitsProcessor:
+    """scores (R, V) of R rows whose chosen tokens so far are `prefix` (R, j) -> scores with some
+    tokens ruled out (-inf) or reshaped. `last` (R,) bool: rows at their final allowed step."""
+
+    def __call__(self, prefix: torch.Tensor, scores: torch.Tensor, last: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class NoRepeatNGram(LogitsProcessor):
+    n: int
+
+    def __call__(self, prefix, scores, last):
+        return block_repeats(scores, prefix, self.n)
+
+
+@dataclass(frozen=True)
+class Temperature(LogitsProcessor):
+    """softmax(logits / T): T < 1 sharpens, T > 1 flattens."""
+    t: float
+
+    def __call__(self, prefix, scores, last):
+        return scores / self.t
+
+
+@dataclass(frozen=True)
+class TopK(LogitsProcessor):
+    """Only the k highest-scoring tokens may be chosen."""
+    k: int
+
+    def __call__(self, prefix, scores, last):
+        kth = scores.topk(min(self.k, scores.size(-1)), dim=-1).values[:, -1:]
+        return scores.masked_fill(scores < kth, float("-inf"))
+
+
+@dataclass(frozen=True)
+class SuppressTokens(LogitsProcessor):
+    """These tokens are never chosen (`first_only`: not as the first token)."""
+    ids: tuple[int, ...]
+    first_only: bool = False
+
+    def __call__(self, prefix, scores, last):
+        if self.first_only and prefix.size(1) > 0:
+            return scores
+        ids = [i for i in self.ids if 0 <= i < scores.size(-1)]
+        return scores.index_fill(-1, torch.tensor(ids, device=scores.device), float("-inf")) if ids else scores
+
+
+@dataclass(frozen=True)
+class BadWords(LogitsProcessor):
+    """No row may write one of these token sequences: the last token of each is ruled out
+    where the row's prefix ends with the sequence's other tokens."""
+    sequences: tuple[tuple[int, ...], ...]
+
+    def __call__(self, prefix, scores, last):
+        rows = prefix.tolist()
+        for seq in self.sequences:
+            *head, banned = seq
+            if not 0 <= banned < scores.size(-1):
+                continue
+            for r, row in enumerate(rows):
+                if not head or row[len(row) - len(head):] == head:
+                    scores[r, banned] = float("-inf")
+        return scores
+
+
+@dataclass(frozen=True)
+class ForceToken(LogitsProcessor):
+    """Every other token is ruled out: at the first step (`at="first"`: a multilingual model's
+    target language code), or at a row's last allowed step (`at="last"`: </s>)."""
+    token: int
+    at: str = "first"
+
+    def __call__(self, prefix, scores, last):
+        rows = (torch.ones_like(last) if prefix.size(1) == 0 else torch.zeros_like(last)) if self.at == "first" else last
+        if not bool(rows.any()):
+            return scores
+        forced = torch.full_like(scores, float("-inf"))
+        forced[:, self.token] = scores[:, self.token].clamp_min(torch.finfo(scores.dtype).min)
+        return torch.where(rows[:, None], forced, scores)
+
+
+def apply_processors(processors: Sequence[LogitsProcessor], prefix: torch.Tensor, scores: torch.Tensor,
+                     last: torch.Tensor) -> torch.Tensor:
+    for proc in processors:
+        scores = proc(prefix, scores, last)
+    return scores
+
+
+def model_processors(tr: Translator) -> list[LogitsProcessor]:
+    """A hub model's own constraints on which token is chosen (hub_model.HubSeq2Seq.constraints),
+    as generate() applies them; none for the shipped models."""
+    constraints = getattr(tr.model, "constraints", None)
+    if constraints is None:
+        return []
+    c = constraints()
+    out: list[LogitsProcessor] = []
+    single = tuple(w[0] for w in c["bad_words"] if len(w) == 1)
+    longer = tuple(tuple(w) for w in c["bad_words"] if len(w) > 1)
+    if single or c["suppress"]:
+        out.append(SuppressTokens(single + tuple(c["suppress"])))
+    if longer:
+        out.append(BadWords(longer))
+    if c["begin_suppress"]:
+        out.append(SuppressTokens(tuple(c["begin_suppress"]), first_only=True))
+    if c["forced_bos"] is not None:
+        out.append(ForceToken(int(c["forced_bos"]), "first"))
+    if c["forced_eos"] is not None:
+        out.append(ForceToken(int(c["forced_eos"]), "last"))
+    return out
+
+
+METHOD_NAMES = ("greedy", "beam", "sample", "forced")
+
+
+@dataclass(frozen=True)
+class DecodeSettings:
+    """One decoding's options: what `decode` runs, and the key a page caches its result by.
+
+        method       greedy | beam | sample | forced
+        width        beam search: hypotheses kept;  n_best: how many it returns (None: width)
+        alpha        beam search: the length penalty's exponent
+        max_len      output pieces at most (None: 2 x source + 10)
+        no_repeat    greedy and beam search: block repeated n-grams of this size (0: off)
+        temperature, top_k, seed                    sampling
+    """
+    method: str = "greedy"
+    width: int = 5
+    n_best: int | None = None
+    alpha: float = 0.6
+    max_len: int | None = None
+    no_repeat: int = 0
+    temperature: float = 1.0
+    top_k: int = 0
+    seed: int = 0
+
+    def checked(self) -> "DecodeSettings":
+        """Itself, if every option is in range; else InputError saying which is not."""
+        if self.method not in METHOD_NAMES:
+            raise InputError(f"Unknown decoding method {self.method!r}: use greedy, beam, sample or forced.")
+        check_range("Beam width", self.width, 1, MAX_BEAM)
+        if self.n_best is not None:
+            check_range("N-best", self.n_best, 1, self.width)
+        check_range("No-repeat n-gram size", self.no_repeat, 0, MAX_NO_REPEAT)
+        check_range("Temperature", self.temperature, *TEMPERATURE_RANGE)
+        check_range("Top-k", self.top_k, 0, MAX_TOP_K)
+        if self.max_len is not None:
+            check_range("Max length", self.max_len, 1, MAX_DECODE_LEN)
+        return self
+
+    def processors(self, tr: Translator) -> list[LogitsProcessor]:
+        """What rules the choice of each token: the model's own constraints, then the settings'."""
+        if self.method == "forced":
+            return []           # the reference is decoded whatever the model would choose
+        out = model_processors(tr)
+        if self.no_repeat and self.method != "sample":
+            out.insert(0, NoRepeatNGram(self.no_repeat))
+        if self.method == "sample":
+            if self.temperature != 1.0:
+                out.append(Temperature(self.temperature))
+            if self.top_k > 0:
+                out.append(TopK(self.top_k))
+        return out
+
+
+def decode(tr: Translator, text: str, settings: DecodeSettings = DecodeSettings(), reference: str | None = None,
+           reference_ids: Sequence[int] | None = None, on_step=None) -> Decoding:
+    """The one entry point: decode `text` as `settings` say (forced: the reference)."""
+    s = settings.checked()
+    if s.method == "beam":
+        return beam_search(tr, text, s.width, s.n_best, s.alpha, s.max_len, s.no_repeat)
+    if s.method == "sample":
+        return sample(tr, text, s.temperature, s.top_k, s.seed, s.max_len, on_step)
+    if s.method == "forced":
+        return forced(tr, text, reference, reference_ids, on_step)
+    return greedy(tr, text, s.max_len, on_step, s.no_repeat)
+
+
+def _select_state(model, state, index: torch.Tensor):
+    """Rows `index` of a decoder state: a tuple of tensors, or what the model's select_state says
+    (a hub model's key/value cache)."""
+    select = getattr(model, "select_state", None)
+    return select(state, index) if select is not None else tuple(s.index_select(0, index) for s in state)
+
+
 def repeated_ngram_mask(prefix: torch.Tensor, n: int, vocab: int) -> torch.Tensor | None:
     """(R, j) token prefixes -> (R, V) True where the next token would repeat an n-gram:
     y is blocked after y_<j iff (y_{j-n+1}, ..., y_{j-1}, y) occurs in y_<j already.
@@ -169,13 +369,14 @@ def block_repeats(logp: torch.Tensor, prefix: torch.Tensor, n: int) -> torch.Ten
 
 
 def encode_source(tr: Translator, text: str) -> list[int]:
-    """Clean `text` and turn it into source ids ending in EOS (InputError if unusable)."""
+    """Clean `text` and turn it into the source ids the encoder reads, ending in </s>
+    (a hub model's may also hold a task prefix or a language code); InputError if unusable."""
     text = clean_text(text)
-    ids = tr.tokenizer.encode(text)
-    if len(ids) > MAX_SOURCE_TOKENS:
-        raise InputError(f"The text is {len(ids)} subword pieces long; the limit is {MAX_SOURCE_TOKENS}. "
+    n = len(tr.tokenizer.encode(text))
+    if n > MAX_SOURCE_TOKENS:
+        raise InputError(f"The text is {n} subword pieces long; the limit is {MAX_SOURCE_TOKENS}. "
                          "Try a shorter passage.")
-    return ids + [EOS]
+    return tr.tokenizer.source_ids(text)
 
 
 def _max_len(n_src: int, max_len: int | None) -> int:
@@ -189,27 +390,34 @@ def _encode(tr: Translator, src_ids: list[int]):
     return tr.model.encode(src, torch.tensor([len(src_ids)]))
 
 
-Chooser = Callable[[int, torch.Tensor], int]   # (step j, logits (V,)) -> token id
+Chooser = Callable[[int, torch.Tensor], int]   # (step j, processed scores (V,)) -> token id
 
 
 @torch.inference_mode()
 def _left_to_right(tr: Translator, src_ids: list[int], choose: Chooser, max_len: int,
-                   on_step: Callable[[int, "Decoding"], None] | None = None) -> Decoding:
-    """Greedy, sampling and forced decoding share this loop; only `choose` differs.
-    The loop keeps raw per-step tensors; log-softmax and top-k run once at the end."""
-    model = tr.model
+                   on_step: Callable[[int, "Decoding"], None] | None = None,
+                   processors: Sequence[LogitsProcessor] = ()) -> Decoding:
+    """Greedy, sampling and forced decoding share this loop; only `choose` differs. Each
+    step's logits go through `processors` before `choose` sees them. The loop keeps raw
+    per-step tensors; log-softmax and top-k run once at the end."""
+    model, tok = tr.model, tr.tokenizer
     memory, state = _encode(tr, src_ids)
     feed = model.initial_feed(1)
-    y = torch.tensor([BOS], device=tr.device)
+    y = torch.tensor([tok.bos_id], device=tr.device)
     rec = _Record(tr, src_ids, memory)
     for j in range(max_len):
         st = model.decode_step(y, state, feed, memory)
         state, feed = st.state, st.feed
-        nxt = choose(j, st.logits[0])
+        scores = st.logits[0]
+        if processors:
+            prefix = torch.tensor([rec.ids], dtype=torch.long, device=scores.device).view(1, -1)
+            last = torch.tensor([j == max_len - 1], device=scores.device)
+            scores = apply_processors(processors, prefix, scores[None].float(), last)[0]
+        nxt = choose(j, scores)
         rec.add(nxt, st.logits[0], st, 0)
         if on_step is not None:
             on_step(j, rec.result())
-        if nxt == EOS:
+        if nxt == tok.eos_id:
             break
         y = torch.tensor([nxt], device=tr.device)
     return rec.result()
@@ -273,37 +481,24 @@ def _stack(rows: list[torch.Tensor]) -> np.ndarray:
 
 
 def greedy(tr: Translator, text: str, max_len: int | None = None, on_step=None, no_repeat: int = 0) -> Decoding:
+    settings = DecodeSettings("greedy", max_len=max_len, no_repeat=no_repeat).checked()
     src = encode_source(tr, text)
-    check_range("No-repeat n-gram size", no_repeat, 0, MAX_NO_REPEAT)
-    if not no_repeat:     # the default: nothing to track per step
-        return _left_to_right(tr, src, lambda j, logits: int(logits.argmax()), _max_len(len(src), max_len), on_step)
-    chosen: list[int] = []
-
-    def choose(j, logits):
-        best = int(block_repeats(logits[None].float(), torch.tensor([chosen], dtype=torch.long), no_repeat)[0].argmax())
-        chosen.append(best)
-        return best
-
-    return _left_to_right(tr, src, choose, _max_len(len(src), max_len), on_step)
+    return _left_to_right(tr, src, lambda j, scores: int(scores.argmax()), _max_len(len(src), max_len), on_step,
+                          settings.processors(tr))
 
 
 def sample(tr: Translator, text: str, temperature: float = 1.0, top_k: int = 0, seed: int = 0,
            max_len: int | None = None, on_step=None) -> Decoding:
     """Ancestral sampling from softmax(logits / T), restricted to the top k tokens if k > 0.
     Reported log-probs are the model's own (T = 1); the same seed gives the same sample."""
-    check_range("Temperature", temperature, *TEMPERATURE_RANGE)
-    check_range("Top-k", top_k, 0, MAX_TOP_K)
+    settings = DecodeSettings("sample", max_len=max_len, temperature=temperature, top_k=top_k, seed=seed).checked()
     src = encode_source(tr, text)
     gen = torch.Generator(device="cpu").manual_seed(int(seed))
 
-    def choose(j, logits):
-        scaled = logits.float() / temperature     # softmax(logits / T): log p / T up to a constant
-        if top_k > 0:
-            kth = scaled.topk(min(top_k, scaled.numel())).values[-1]
-            scaled = scaled.masked_fill(scaled < kth, float("-inf"))
-        return int(torch.multinomial(F.softmax(scaled, -1).cpu(), 1, generator=gen))
+    def choose(j, scores):     # softmax of the processed scores: (logits / T) restricted to the top k
+        return int(torch.multinomial(F.softmax(scores.float(), -1).cpu(), 1, generator=gen))
 
-    return _left_to_right(tr, src, choose, _max_len(len(src), max_len), on_step)
+    return _left_to_right(tr, src, choose, _max_len(len(src), max_len), on_step, settings.processors(tr))
 
 
 def forced(tr: Translator, text: str, reference: str | None = None, reference_ids: Sequence[int] | None = None,
@@ -314,7 +509,7 @@ def forced(tr: Translator, text: str, reference: str | None = None, reference_id
     if reference_ids is None:
         if reference is None:
             raise InputError("Give a reference translation to score.")
-        reference_ids = tr.tokenizer.encode(clean_text(reference, what="reference")) + [EOS]
+        reference_ids = tr.tokenizer.target_ids(clean_text(reference, what="reference"))
     ref = list(reference_ids)
     if not ref or len(ref) > MAX_DECODE_LEN:
         raise InputError(f"The reference is {len(ref)} pieces long; the limit is {MAX_DECODE_LEN}.")
@@ -330,7 +525,7 @@ def _all_at_once(tr: Translator, src_ids: list[int], ref: list[int],
     pass, since each step's input is the reference's previous token, known in advance;
     the same Decoding as step by step, up to float rounding."""
     memory, _ = _encode(tr, src_ids)
-    tgt_in = torch.tensor([[BOS] + ref[:-1]], device=tr.device)
+    tgt_in = torch.tensor([[tr.tokenizer.bos_id] + ref[:-1]], device=tr.device)
     rec = _Record(tr, src_ids, memory)
     for j, st in enumerate(tr.model.forced_steps(tgt_in, memory)):
         rec.add(ref[j], st.logits[0], st, 0)
@@ -348,9 +543,8 @@ def beam_search(tr: Translator, text: str, width: int = 5, n_best: int | None = 
     finished} where parent indexes the same list (-1 for the root). Each step's tensors are
     kept for the whole beam, so the best hypothesis's attention and states are read back
     along its path in the tree, without decoding it again."""
-    check_range("Beam width", width, 1, MAX_BEAM)
-    check_range("No-repeat n-gram size", no_repeat, 0, MAX_NO_REPEAT)
-    n_best = width if n_best is None else check_range("N-best", n_best, 1, width)
+    processors = DecodeSettings("beam", width, n_best, alpha, max_len, no_repeat).checked().processors(tr)
+    n_best = width if n_best is None else n_best
     model, tok = tr.model, tr.tokenizer
     src_ids = encode_source(tr, text)
     max_len = _max_len(len(src_ids), max_len)
@@ -362,14 +556,16 @@ def beam_search(tr: Translator, text: str, width: int = 5, n_best: int | None = 
     tree: list[tuple[int, int, float, int]] = []   # (step, token, log-prob sum, parent node)
     node_row: list[int] = []      # for each tree node: the row of the step batch it extends
     steps = []                    # for each step: its Step (logits (k, V), states, attention)
-    y = torch.tensor([BOS], device=tr.device)
-    V = len(tok)
+    y = torch.tensor([tok.bos_id], device=tr.device)
     for j in range(max_len):
         st = model.decode_step(y, state, feed, memory)
         steps.append(st)
         logp = F.log_softmax(st.logits.float(), dim=-1)                  # (k, V)
-        if no_repeat:
-            logp = block_repeats(logp, torch.tensor([h[0] for h in live], dtype=torch.long, device=logp.device), no_repeat)
+        if processors:
+            prefix = torch.tensor([h[0] for h in live], dtype=torch.long, device=logp.device).view(len(live), j)
+            last = torch.full((len(live),), j == max_len - 1, device=logp.device)
+            logp = apply_processors(processors, prefix, logp, last)
+        V = logp.size(-1)
         scores = torch.tensor([h[2] for h in live], device=logp.device)
         # the best 2w continuations overall are among each hypothesis's own best 2w
         row_v, row_i = logp.topk(min(2 * width, V), dim=-1)                 # (k, 2w)
@@ -382,7 +578,7 @@ def beam_search(tr: Translator, text: str, width: int = 5, n_best: int | None = 
             tree.append((j, t, v, live[k][1]))
             node_row.append(k)
             h = (live[k][0] + [t], len(tree) - 1, v)
-            if t == EOS:
+            if t == tok.eos_id:
                 finished.append(h)
             else:
                 new_live.append(h)
@@ -393,7 +589,7 @@ def beam_search(tr: Translator, text: str, width: int = 5, n_best: int | None = 
             break
         live = new_live
         idx = torch.tensor(keep, device=tr.device)
-        state = tuple(s.index_select(0, idx) for s in st.state)
+        state = _select_state(model, st.state, idx)
         feed = st.feed.index_select(0, idx)
         if memory.states.size(0) != len(keep):
             memory = memory1.select(torch.zeros(len(keep), dtype=torch.long, device=tr.device))
@@ -412,7 +608,7 @@ def beam_search(tr: Translator, text: str, width: int = 5, n_best: int | None = 
         rec.add(ranked[0][0][j], steps[j].logits[node_row[node]], steps[j], node_row[node])
     best = rec.result()
     best.nbest = nbest
-    best.beam_tree = [{"step": j, "token": tok.piece(t), "log_prob": v, "parent": parent, "finished": t == EOS}
+    best.beam_tree = [{"step": j, "token": tok.piece(t), "log_prob": v, "parent": parent, "finished": t == tok.eos_id}
                       for j, t, v, parent in tree]
     return best
 
@@ -443,8 +639,8 @@ def greedy_batch_stopped(tr: Translator, texts: Sequence[str], batch_size: int =
                          max_len: int | None = None, no_repeat: int = 0) -> tuple[list[str], list[bool]]:
     """`greedy_batch`, and for each sentence whether the decoder produced </s> itself
     (False: it ran to the length limit)."""
-    check_range("No-repeat n-gram size", no_repeat, 0, MAX_NO_REPEAT)
-    model = tr.model
+    processors = DecodeSettings("greedy", max_len=max_len, no_repeat=no_repeat).checked().processors(tr)
+    model, tok = tr.model, tr.tokenizer
     srcs = [encode_source(tr, t) for t in texts]
     order = sorted(range(len(srcs)), key=lambda i: len(srcs[i]))
     out: list[str] = [""] * len(srcs)
@@ -452,12 +648,12 @@ def greedy_batch_stopped(tr: Translator, texts: Sequence[str], batch_size: int =
     for b in range(0, len(order), batch_size):
         idx = order[b:b + batch_size]
         S = max(len(srcs[i]) for i in idx)
-        src = torch.full((len(idx), S), PAD, dtype=torch.long)
+        src = torch.full((len(idx), S), tok.pad_id, dtype=torch.long)
         for r, i in enumerate(idx):
             src[r, :len(srcs[i])] = torch.tensor(srcs[i])
         memory, state = model.encode(src.to(tr.device), torch.tensor([len(srcs[i]) for i in idx]))
         feed = model.initial_feed(len(idx))
-        y = torch.full((len(idx),), BOS, dtype=torch.long, device=tr.device)
+        y = torch.full((len(idx),), tok.bos_id, dtype=torch.long, device=tr.device)
         done = torch.zeros(len(idx), dtype=torch.bool, device=tr.device)
         limits = [_max_len(len(srcs[i]), max_len) for i in idx]     # each sentence's own, as in greedy
         last_step = torch.tensor(limits, device=tr.device) - 1
@@ -465,18 +661,20 @@ def greedy_batch_stopped(tr: Translator, texts: Sequence[str], batch_size: int =
         for j in range(max(limits)):
             st = model.decode_step(y, state, feed, memory)
             state, feed = st.state, st.feed
-            logits = block_repeats(st.logits.float(), torch.stack(ids, 1), no_repeat) if no_repeat and ids \
-                else st.logits
-            y = logits.argmax(-1).masked_fill(done, PAD)
+            logits = st.logits
+            if processors:
+                prefix = torch.stack(ids, 1) if ids else y.new_zeros(len(idx), 0)
+                logits = apply_processors(processors, prefix, logits.float(), last_step == j)
+            y = logits.argmax(-1).masked_fill(done, tok.pad_id)
             ids.append(y)
-            done |= (y == EOS) | (last_step == j)
+            done |= (y == tok.eos_id) | (last_step == j)
             if bool(done.all()):
                 break
         ids_t = torch.stack(ids, 1).tolist()
         for r, i in enumerate(idx):
             row = ids_t[r][:limits[r]]
-            stopped[i] = EOS in row
-            out[i] = tr.tokenizer.decode(row[:row.index(EOS)] if EOS in row else row)
+            stopped[i] = tok.eos_id in row
+            out[i] = tok.decode(row[:row.index(tok.eos_id)] if tok.eos_id in row else row)
     return out, stopped
 
 
@@ -502,8 +700,7 @@ def beam_search_batch(tr: Translator, texts: Sequence[str], width: int = 5, alph
     Decoding per text with tokens, translation and token log-probs, plus the attention
     matrix if `attention`; no per-step states, n-best or beam tree (`beam_search` has them).
     InputError if any text is unusable (check lines with `encode_source` first)."""
-    check_range("Beam width", width, 1, MAX_BEAM)
-    check_range("No-repeat n-gram size", no_repeat, 0, MAX_NO_REPEAT)
+    DecodeSettings("beam", width, max_len=max_len, no_repeat=no_repeat).checked()
     srcs = [encode_source(tr, t) for t in texts]
     order = sorted(range(len(srcs)), key=lambda i: len(srcs[i]))   # similar lengths: little padding
     out: list[Decoding | None] = [None] * len(srcs)
@@ -524,8 +721,10 @@ def _beam_batch(tr: Translator, srcs: list[list[int]], width: int, alpha: float,
     Each row carries its prefix's tokens, their log-probs and attention rows, copied from
     the parent row at every step (cheaper than walking back pointers for many sentences)."""
     model, tok, dev = tr.model, tr.tokenizer, tr.device
+    processors = DecodeSettings("beam", width, max_len=max_len, no_repeat=no_repeat).processors(tr)
+    EOS = tok.eos_id
     B, S = len(srcs), max(len(s) for s in srcs)
-    src = torch.full((B, S), PAD, dtype=torch.long)
+    src = torch.full((B, S), tok.pad_id, dtype=torch.long)
     for r, s in enumerate(srcs):
         src[r, :len(s)] = torch.tensor(s)
     memory0, state = model.encode(src.to(dev), torch.tensor([len(s) for s in srcs]))
@@ -533,7 +732,8 @@ def _beam_batch(tr: Translator, srcs: list[list[int]], width: int, alpha: float,
     limits = [_max_len(len(s), max_len) for s in srcs]
     sent = list(range(B))                               # the sentence of each block of rows
     score = torch.zeros(B, 1, device=dev)               # (n, k) log-prob sums of the live prefixes
-    y = torch.full((B,), BOS, dtype=torch.long, device=dev)
+    y = torch.full((B,), tok.bos_id, dtype=torch.long, device=dev)
+    limit_t = torch.tensor(limits, device=dev)
     ids = torch.zeros(B, 0, dtype=torch.long, device=dev)   # (n * k, j) each row's prefix
     lps = torch.zeros(B, 0, device=dev)                     # (n * k, j) its tokens' log-probs
     attn = torch.zeros(B, 0, S, device=dev) if attention else None   # (n * k, j, S) its attention rows
@@ -544,9 +744,10 @@ def _beam_batch(tr: Translator, srcs: list[list[int]], width: int, alpha: float,
         if st.alpha is None:
             attn = None                                  # a model without attention has none to record
         logp = F.log_softmax(st.logits.float(), dim=-1)  # (n * k, V)
-        if no_repeat:
-            logp = block_repeats(logp, ids, no_repeat)
         n, k = score.shape
+        if processors:      # each row at its own sentence's length limit
+            last = (limit_t[torch.tensor(sent, device=dev)] - 1 == j).repeat_interleave(k)
+            logp = apply_processors(processors, ids, logp, last)
         row_v, row_i = logp.topk(min(2 * width, logp.size(1)), dim=-1)   # (n * k, K)
         K = row_v.size(1)
         # the best 2w continuations of a sentence are among each of its prefixes' own best 2w
@@ -597,7 +798,7 @@ def _beam_batch(tr: Translator, srcs: list[list[int]], width: int, alpha: float,
         if len(keep) < n or w != k:                      # rows of a sentence all read its source
             memory = memory0.select(torch.tensor(sent, device=dev).repeat_interleave(w))
         rows = rows.reshape(-1)
-        state = tuple(s.index_select(0, rows) for s in st.state)
+        state = _select_state(model, st.state, rows)
         feed = st.feed.index_select(0, rows)
         ids = torch.cat([ids[rows], new_tok.reshape(-1, 1)], 1)
         lps = torch.cat([lps[rows], new_lp.reshape(-1, 1)], 1)

@@ -1,7 +1,14 @@
-"""The one tokenizer wrapper: a joint English-French sentencepiece model.
+"""The one tokenizer interface, two implementations.
 
-Ids 0-3 are reserved: <pad>, <unk>, <s> (BOS), </s> (EOS). The model file lives in each
-checkpoint folder as `spm.model`, so a checkpoint is self-contained.
+`Tokenizer`: the shipped models' joint English-French sentencepiece model. Ids 0-3 are
+reserved: <pad>, <unk>, <s> (BOS), </s> (EOS). The model file lives in each checkpoint
+folder as `spm.model`, so a checkpoint is self-contained.
+
+`HubTokenizer`: a Hugging Face model's own tokenizer behind the same methods. Its special
+ids are the model's (Marian's pad is its decoder start, NLLB starts the decoder with </s>
+and forces a language code first), so decoding reads `bos_id`, `eos_id` and `pad_id` from
+the tokenizer, never the constants below; `source_ids` / `target_ids` add what the model
+expects around a text (a task prefix, language codes, </s>).
 """
 from __future__ import annotations
 
@@ -15,6 +22,8 @@ PAD, UNK, BOS, EOS = 0, 1, 2, 3
 
 
 class Tokenizer:
+    pad_id, unk_id, bos_id, eos_id = PAD, UNK, BOS, EOS
+
     def __init__(self, model_file: str | Path):
         self.path = Path(model_file)
         self.sp = spm.SentencePieceProcessor(model_file=str(self.path))
@@ -25,6 +34,14 @@ class Tokenizer:
     def encode(self, text: str) -> list[int]:
         """Text -> piece ids (no BOS/EOS)."""
         return self.sp.encode(text)
+
+    def source_ids(self, text: str) -> list[int]:
+        """What the encoder reads: the pieces of `text`, then </s>."""
+        return self.encode(text) + [EOS]
+
+    def target_ids(self, text: str) -> list[int]:
+        """A reference as the decoder must write it: its pieces, then </s>."""
+        return self.encode(text) + [EOS]
 
     def decode(self, ids: Iterable[int]) -> str:
         return self.sp.decode([i for i in ids if i > EOS])
@@ -82,3 +99,54 @@ def train_tokenizer(sentences: Iterable[str], model_file: str | Path, vocab_size
     Path(model_file).parent.mkdir(parents=True, exist_ok=True)
     Path(model_file).write_bytes(buf.getvalue())
     return Tokenizer(model_file)
+
+
+class HubTokenizer:
+    """A Hugging Face tokenizer (`AutoTokenizer`) with `Tokenizer`'s methods.
+
+    `prefix` is prepended to every source text (T5's "translate English to French: ");
+    `source_lang` / `target_lang` are a multilingual tokenizer's own language codes
+    ("eng_Latn", "en_XX", "en"), None for a model with one language pair.
+    """
+
+    def __init__(self, hf, bos_id: int, eos_id: int, pad_id: int, prefix: str = "",
+                 source_lang: str | None = None, target_lang: str | None = None, hidden: Iterable[int] = ()):
+        self.hf = hf
+        self.bos_id, self.eos_id, self.pad_id = int(bos_id), int(eos_id), int(pad_id)
+        self.unk_id = hf.unk_token_id
+        self.prefix, self.source_lang, self.target_lang = prefix, source_lang, target_lang
+        if source_lang is not None:
+            hf.src_lang = source_lang
+        if target_lang is not None:
+            hf.tgt_lang = target_lang
+        self.hidden = {int(i) for i in hidden}      # ids decode() drops besides the special ones (language codes)
+
+    def __len__(self) -> int:
+        return len(self.hf)
+
+    def encode(self, text: str) -> list[int]:
+        """Text -> piece ids, nothing added."""
+        return list(self.hf(text, add_special_tokens=False)["input_ids"])
+
+    def source_ids(self, text: str) -> list[int]:
+        return list(self.hf(self.prefix + text)["input_ids"])
+
+    def target_ids(self, text: str) -> list[int]:
+        ids = list(self.hf(text_target=text)["input_ids"])
+        return ids if ids and ids[-1] == self.eos_id else ids + [self.eos_id]
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return self.hf.decode([int(i) for i in ids if int(i) not in self.hidden], skip_special_tokens=True).strip()
+
+    def piece(self, i: int) -> str:
+        p = self.hf.convert_ids_to_tokens(int(i))
+        return p if isinstance(p, str) else f"<{int(i)}>"     # an id past the tokenizer (T5 pads its vocabulary)
+
+    def pieces(self, ids: Iterable[int]) -> list[str]:
+        return [self.piece(i) for i in ids]
+
+    def unknown_characters(self, text: str) -> list[str]:
+        if self.unk_id is None:            # a byte-level tokenizer spells everything
+            return []
+        seen = dict.fromkeys(ch for ch in text if not ch.isspace())
+        return [ch for ch in seen if self.unk_id in self.encode(ch)]

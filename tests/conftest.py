@@ -11,11 +11,16 @@ import shutil
 import sys
 from pathlib import Path
 
-import pytest
-import torch
+# No test reaches the network: huggingface-hub reads this once, when first imported, and then
+# answers from its local cache only (a hub name that is not cached fails at once).
+os.environ["HF_HUB_OFFLINE"] = "1"
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))     # tests/hub_models.py
 # OMP_NUM_THREADS=1 keeps tests from fighting a training run for the cores (OpenMP spins)
 torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or max(1, min(2, os.cpu_count() or 1))))
 
@@ -209,3 +214,12 @@ def five_translators(root: Path, tiny_additive: Path, tiny_none: Path, untrained
         shutil.copytree(untrained[att].path, root / f"en-fr-{att}")
     return root
 
+
+
+@pytest.fixture(scope="session")
+def hub_models(tmp_path_factory) -> dict[str, Path]:
+    """Tiny randomly initialised Hugging Face models (Marian, T5, M2M100), each written with
+    save_pretrained into its own folder with a tokenizer trained on the fly (tests/hub_models.py)."""
+    import hub_models as builders
+    root = tmp_path_factory.mktemp("hub")
+    return {name: build(root / name) for name, build in builders.BUILDERS.items()}

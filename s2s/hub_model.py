@@ -1,0 +1,120 @@
+"""The adapter that makes a transformers encoder-decoder a model of decode.py (loading: hub.py).
+
+decode.py's loops call encode once, then decode_step once per output token, exactly as for
+the shipped models; the adapter runs the Hugging Face model on one new token with its
+key/value cache (EncoderDecoderCache: the decoder's self-attention keys and values grow by one
+position a step, the cross-attention ones are computed at the first step and reused), and
+returns the step's logits with every layer and head of its attention.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from transformers.cache_utils import DynamicCache, EncoderDecoderCache
+from transformers.modeling_outputs import BaseModelOutput
+
+from .hub import HubConfig
+from .model import Memory, Step
+
+
+@dataclass
+class HubMemory(Memory):
+    """The encoder's output for the decoder, and its self-attention weights."""
+    self_attention: torch.Tensor | None = None    # (B, L_enc, H, S, S)
+
+    def select(self, index: torch.Tensor) -> "HubMemory":
+        base = Memory.select(self, index)
+        return HubMemory(base.states, None, base.mask, base.summary, base.mask_bias, base.src,
+                         None if self.self_attention is None else self.self_attention.index_select(0, index))
+
+
+class HubSeq2Seq(nn.Module):
+    """A transformers encoder-decoder with decode.py's interface (see model.py, transformer.py).
+
+    State: (s_j (B, d), the model's EncoderDecoderCache). Step.alpha is the last decoder
+    layer's cross-attention averaged over heads (B, S), as for the shipped Transformer;
+    Step.cross_attention (B, L, H, S) and Step.self_attention (B, L, H, j+1) hold every
+    layer and head; Step.context is alpha's average of the encoder states, sum_i alpha_ji h_i."""
+
+    is_lstm = False
+
+    def __init__(self, hf_model, cfg: HubConfig, tokenizer, forced_bos: int | None = None):
+        super().__init__()
+        self.hf = hf_model
+        self.cfg = cfg
+        self.tokenizer = tokenizer
+        self.forced_bos = forced_bos
+
+    def constraints(self) -> dict:
+        """What the model's generation config says about which token may be chosen:
+        {"forced_bos", "forced_eos", "bad_words", "suppress", "begin_suppress"} (decode.py's processors)."""
+        gen = self.hf.generation_config
+        return {"forced_bos": self.forced_bos, "forced_eos": gen.forced_eos_token_id,
+                "bad_words": [list(w) for w in (gen.bad_words_ids or [])],
+                "suppress": list(gen.suppress_tokens or []), "begin_suppress": list(gen.begin_suppress_tokens or [])}
+
+    def encode(self, src: torch.Tensor, src_len: torch.Tensor):
+        mask = torch.arange(src.size(1), device=src.device)[None, :] < src_len.to(src.device)[:, None]
+        out = self.hf.get_encoder()(input_ids=src, attention_mask=mask.long(), output_attentions=True,
+                                    return_dict=True)
+        h = out.last_hidden_state                                               # (B, S, d)
+        m = mask[..., None].to(h.dtype)
+        summary = (h * m).sum(1) / m.sum(1)
+        memory = HubMemory(h, None, mask, summary, src=src, self_attention=torch.stack(out.attentions, 1))
+        return memory, self.initial_state(src.size(0), h)
+
+    def initial_state(self, batch: int, h: torch.Tensor):
+        cache = EncoderDecoderCache(DynamicCache(config=self.hf.config), DynamicCache(config=self.hf.config))
+        return (h.new_zeros(batch, self.cfg.d_model), cache)
+
+    def initial_feed(self, batch: int) -> torch.Tensor:
+        return torch.zeros(batch, 0, device=next(self.hf.parameters()).device)
+
+    @staticmethod
+    def select_state(state, index: torch.Tensor):
+        """Rows `index` of the state (beam search repeats and reorders hypotheses)."""
+        s, cache = state
+        cache.reorder_cache(index)           # in place: the old rows are never read again
+        return (s.index_select(0, index), cache)
+
+    def _run(self, tgt_in: torch.Tensor, memory: HubMemory, cache=None):
+        return self.hf(encoder_outputs=BaseModelOutput(last_hidden_state=memory.states),
+                       attention_mask=memory.mask.long(), decoder_input_ids=tgt_in, past_key_values=cache,
+                       use_cache=cache is not None, output_attentions=True, output_hidden_states=True,
+                       return_dict=True)
+
+    def decode_step(self, y_prev: torch.Tensor, state, feed: torch.Tensor, memory: HubMemory) -> Step:
+        out = self._run(y_prev[:, None], memory, state[1])
+        s = out.decoder_hidden_states[-1][:, -1]                                 # (B, d)
+        cross = torch.stack(out.cross_attentions, 1)[:, :, :, -1]               # (B, L, H, S)
+        alpha = cross[:, -1].float().mean(1)                                    # (B, S)
+        context = torch.bmm(alpha[:, None].to(memory.states.dtype), memory.states)[:, 0]
+        return Step(out.logits[:, -1], (s, out.past_key_values), feed, alpha, context,
+                    cross_attention=cross, self_attention=torch.stack(out.decoder_attentions, 1)[:, :, :, -1])
+
+    def forced_steps(self, tgt_in: torch.Tensor, memory: HubMemory) -> list[Step]:
+        """Every position of a forced decoding (B = 1) in one pass: the Steps decode_step would return."""
+        out = self._run(tgt_in, memory)
+        s = out.decoder_hidden_states[-1]                                        # (B, T, d)
+        cross = torch.stack(out.cross_attentions, 1)                              # (B, L, H, T, S)
+        self_w = torch.stack(out.decoder_attentions, 1)                           # (B, L, H, T, T)
+        alpha = cross[:, -1].float().mean(1)                                      # (B, T, S)
+        context = torch.bmm(alpha.to(memory.states.dtype), memory.states)
+        feed = self.initial_feed(tgt_in.size(0))
+        return [Step(out.logits[:, j], (s[:, j],), feed, alpha[:, j], context[:, j],
+                     cross_attention=cross[:, :, :, j], self_attention=self_w[:, :, :, j, :j + 1])
+                for j in range(tgt_in.size(1))]
+
+    def embedded_forward(self, src_embeds: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor):
+        """Teacher forcing from source *embeddings* (attributions differentiate through them):
+        (B, S, d) inputs_embeds -> logits (B, T, V), cross-attention mean of the last layer (B, T, S)."""
+        out = self.hf(inputs_embeds=src_embeds, attention_mask=src_mask.long(), decoder_input_ids=tgt_in,
+                      output_attentions=True, return_dict=True)
+        return out.logits, out.cross_attentions[-1].mean(1)
+
+    def source_embeddings(self, src: torch.Tensor) -> torch.Tensor:
+        """(B, S) ids -> (B, S, d) what the encoder's embedding layer gives (before any scaling
+        the encoder applies itself)."""
+        return self.hf.get_encoder().get_input_embeddings()(src)
