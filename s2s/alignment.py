@@ -4,6 +4,7 @@ against human word alignments with the alignment error rate (Och & Ney 2003).
     python -m s2s.alignment --model checkpoints/en-fr-additive --gold ../shared/data/hansards-en-fr-align --json
     python -m s2s.alignment --model DIR --gold examples/hansards_trial --split trial --rule argmax
     python -m s2s.alignment --model DIR --gold DIR --split trial --sweep     # how the default rule was chosen
+    python -m s2s.alignment --model hf:Helsinki-NLP/opus-mt-en-fr --gold DIR --heads   # every layer x head
     python -m s2s.alignment --gold DIR --table results/alignment.json --baseline-data data/tatoeba/train.tsv
                             # every attention model and the eflomal baseline: the README's table
 
@@ -23,7 +24,9 @@ pieces' columns (mass is preserved; </s> is left out), a French word's row is th
 its pieces' rows. Rules then turn the weights into links.
 
 --json prints aer, precision, recall, sentences, rule, params, model (the checkpoint's
-name), split, links (|A|), sure (|S|) and seconds (the forced decodings). Bad input (missing
+name), split, links (|A|), sure (|S|) and seconds (the forced decodings). --heads (a
+Transformer, ours or a Hugging Face model) scores every layer x head as an aligner instead:
+heads_aer [layer][head], best_head, and the last layer's head mean. Bad input (missing
 files, mismatched line counts, a link out of range, a model without attention) gives one
 line on stderr starting with "error:" and exit status 2.
 """
@@ -44,7 +47,7 @@ import numpy as np
 from .checkpoint import CheckpointError, Translator, load_translator
 from .decode import forced
 from .text import InputError, clean_text
-from .tokenizer import EOS, Tokenizer
+from .tokenizer import Tokenizer
 
 Link = tuple[int, int]    # (English word, French word), both counted from 0 (the .wa files count from 1)
 SPLITS = ("test", "trial")
@@ -140,6 +143,8 @@ def word_pieces(tokenizer: Tokenizer, words: Sequence[str]) -> tuple[list[int], 
     cleaned = text.split(" ")
     if len(cleaned) != len(words):
         raise InputError(f"a word of {' '.join(words)[:60]!r} is nothing but control characters")
+    if hasattr(tokenizer, "word_pieces"):         # a hub model's tokenizer (tokenizer.HubTokenizer)
+        return tokenizer.word_pieces(cleaned)
     ends, pos = [], 0                             # byte offset where each word ends
     for w in cleaned:
         pos += len(w.encode("utf-8"))
@@ -171,7 +176,7 @@ def pieces_to_words(attention: np.ndarray, french_of: Sequence[int], english_of:
     return rows @ a @ cols
 
 
-def word_attention(tr: Translator, english: Sequence[str], french: Sequence[str]) -> np.ndarray:
+def word_attention(tr: Translator, english: Sequence[str], french: Sequence[str], heads: bool = False) -> np.ndarray:
     """The model's attention over the gold's words under forced decoding of the gold French:
     a (len(french) x len(english)) matrix, each row the French word's mean attention row
     without </s> (rows sum to a little under 1).
@@ -179,16 +184,32 @@ def word_attention(tr: Translator, english: Sequence[str], french: Sequence[str]
     The tokens are fed as they are, joined with spaces ("de les", "l' homme", mostly lower
     case), although the models were trained on natural, cased, untokenised text: the
     attention is read on slightly unnatural input, as it would be for any aligner given
-    this gold standard's tokens."""
-    en_ids, english_of = word_pieces(tr.tokenizer, english)
-    fr_ids, french_of = word_pieces(tr.tokenizer, french)
-    d = forced(tr, " ".join(english), reference_ids=fr_ids + [EOS])
+    this gold standard's tokens.
+
+    With `heads`, a Transformer's every layer and head instead: (layers, heads, len(french),
+    len(english)); None for a recurrent model (it has one attention)."""
+    tok = tr.tokenizer
+    en_ids, english_of = word_pieces(tok, english)
+    fr_ids, french_of = word_pieces(tok, french)
+    # what the model reads and writes around the words: </s>, and for a hub model a task
+    # prefix or language codes (what it puts around an empty text); the words' own pieces are
+    # fed as they are, so the mapping holds whatever the tokenizer would do across words
+    around_src, around_tgt = tok.source_ids(""), tok.target_ids("")
+    source = around_src[:-1] + en_ids + around_src[-1:]
+    target = around_tgt[:-1] + fr_ids + around_tgt[-1:]
+    e0, f0 = len(around_src) - 1, len(around_tgt) - 1
+    d = forced(tr, " ".join(english), reference_ids=target, source_ids=source)
     if d.attention is None:
         raise InputError(f"{tr.name} has no attention to read (a fixed-vector model)")
-    if d.source_tokens != tr.tokenizer.pieces(en_ids) + ["</s>"]:      # the same encoding, or the mapping is wrong
-        raise RuntimeError(f"source pieces differ from the word mapping's: {d.source_tokens} vs {en_ids}")
-    # drop the </s> column (a parking place, not a word) and the row that predicts </s>
-    return pieces_to_words(d.attention[:len(fr_ids), :len(en_ids)], french_of, english_of, len(french), len(english))
+    # drop the </s> column (a parking place, not a word), the row that predicts </s>, and
+    # a hub model's prefix and language codes
+    rows, cols = slice(f0, f0 + len(fr_ids)), slice(e0, e0 + len(en_ids))
+    to_words = lambda a: pieces_to_words(a[rows, cols], french_of, english_of, len(french), len(english))  # noqa: E731
+    if heads:
+        if d.cross_attention is None:
+            return None
+        return np.array([[to_words(w) for w in layer] for layer in d.cross_attention])
+    return to_words(d.attention)
 
 
 # ---------------------------------------------------------------------------------------
@@ -324,6 +345,23 @@ def score(predicted: Sequence[set[Link]], gold: Sequence[GoldPair]) -> Scores:
                   links=a, sure=s, sentences=len(gold))
 
 
+def head_scores(head_weights: Sequence[np.ndarray], gold: Sequence[GoldPair], rule: str = DEFAULT_RULE,
+                **params) -> list[list[Scores]]:
+    """A Transformer's every layer x head scored as an aligner: `head_weights` holds one
+    (layers, heads, French, English) array per gold pair (word_attention(..., heads=True));
+    the result is [layer][head] -> Scores with `rule`."""
+    L, H = head_weights[0].shape[:2]
+    return [[score([links(w[l, h], rule, **params) for w in head_weights], gold) for h in range(H)]
+            for l in range(L)]
+
+
+def best_head(table: Sequence[Sequence[Scores]]) -> tuple[int, int]:
+    """(layer, head), 0-based, of the lowest AER in a head_scores table (the first on a tie)."""
+    aer = np.array([[s.aer for s in row] for row in table])
+    l, h = np.unravel_index(int(aer.argmin()), aer.shape)
+    return int(l), int(h)
+
+
 def evaluate(tr: Translator, gold: Sequence[GoldPair], rule: str = DEFAULT_RULE, **params) -> Scores:
     """Score a model's attention, read with `rule`, against the gold alignments."""
     return score([links(word_attention(tr, g.english, g.french), rule, **params) for g in gold], gold)
@@ -407,6 +445,11 @@ def aer_table(gold: Sequence[GoldPair], models: Sequence[Translator],
                 "Transformer: last layer's cross-attention, mean of the heads")
         for rule in ("argmax", DEFAULT_RULE):
             rows.append(row(tr.name, kind, rule, [links(w, rule) for w in weights]))
+        if tr.arch == "transformer":      # every layer x head as an aligner, with the default rule
+            table = head_scores([word_attention(tr, g.english, g.french, heads=True) for g in gold], gold)
+            l, h = best_head(table)
+            rows[-1]["heads_aer"] = [[round(s.aer, 4) for s in r] for r in table]
+            rows[-1]["best_head"] = {"layer": l + 1, "head": h + 1, "aer": round(table[l][h].aer, 4)}
     if baseline_pairs is not None:
         extra = [(gold_tokens(e, "en"), gold_tokens(f, "fr")) for e, f in baseline_pairs]
         extra = [(e, f) for e, f in extra if e and f]
@@ -442,6 +485,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--baseline-data", metavar="TSV",
                    help="with --table: English<TAB>French pairs eflomal aligns along with the gold "
                         "(e.g. data/tatoeba/train.tsv)")
+    p.add_argument("--heads", action="store_true",
+                   help="a Transformer (ours or a Hugging Face model): the AER of every layer x head with --rule, "
+                        "and the best head")
     p.add_argument("--json", action="store_true", help="print one JSON object (one a line with --sweep)")
     a = p.parse_args(argv)
     if (a.model is None) == (a.table is None):
@@ -453,17 +499,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         tr = load_translator(a.model)
         if tr.model.cfg.attention == "none":
             raise InputError(f"{tr.name} has no attention to read (a fixed-vector model)")
+        if a.heads and tr.arch != "transformer":
+            raise InputError(f"{tr.name} is a recurrent model: it has one attention, not layers x heads")
         t = time.perf_counter()
         weights = []
         for n, g in enumerate(gold, 1):
             try:
-                weights.append(word_attention(tr, g.english, g.french))
+                weights.append(word_attention(tr, g.english, g.french, heads=a.heads))
             except InputError as e:
                 raise InputError(f"{a.split} pair {n}: {e}") from None
         seconds = time.perf_counter() - t          # the forced decodings: all the work
     except (CheckpointError, InputError, GoldError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if a.heads:
+        return _print_heads(a, tr.name, weights, gold, seconds)
     for rule, params in SWEEP if a.sweep else [(a.rule, RULE_PARAMS[a.rule])]:
         s = score([links(w, rule, **params) for w in weights], gold)
         r = {"aer": round(s.aer, 4), "precision": round(s.precision, 4), "recall": round(s.recall, 4),
@@ -476,6 +526,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{tr.name}  {a.split}  {rule} {setting}".rstrip()
                   + f"  AER {s.aer:.3f}  precision {s.precision:.3f}  recall {s.recall:.3f}"
                   f"  ({s.sentences} sentences, {s.links} links, {s.sure} sure)")
+    return 0
+
+
+def _print_heads(a: argparse.Namespace, name: str, weights: list[np.ndarray], gold: list[GoldPair],
+                 seconds: float) -> int:
+    """--heads: AER of every layer x head (rows: layers), the best head, and the head mean."""
+    table = head_scores(weights, gold, a.rule, **RULE_PARAMS[a.rule])
+    l, h = best_head(table)
+    mean = score([links(w[-1].mean(0), a.rule, **RULE_PARAMS[a.rule]) for w in weights], gold)
+    r = {"model": name, "split": a.split, "rule": a.rule, "sentences": len(gold),
+         "heads_aer": [[round(s.aer, 4) for s in row] for row in table],
+         "best_head": {"layer": l + 1, "head": h + 1, "aer": round(table[l][h].aer, 4),
+                       "precision": round(table[l][h].precision, 4), "recall": round(table[l][h].recall, 4)},
+         "last_layer_mean_aer": round(mean.aer, 4), "seconds": round(seconds, 1)}
+    if a.json:
+        print(json.dumps(r))
+        return 0
+    print(f"{name}  {a.split}  {a.rule}: AER of each layer (rows) x head (columns)")
+    for k, row in enumerate(table, 1):
+        print(f"  layer {k:>2}  " + " ".join(f"{s.aer:.3f}" for s in row))
+    print(f"best: layer {l + 1} head {h + 1}, AER {table[l][h].aer:.3f}; the last layer's head mean: AER {mean.aer:.3f}")
     return 0
 
 

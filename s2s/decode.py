@@ -502,10 +502,13 @@ def sample(tr: Translator, text: str, temperature: float = 1.0, top_k: int = 0, 
 
 
 def forced(tr: Translator, text: str, reference: str | None = None, reference_ids: Sequence[int] | None = None,
-           on_step=None) -> Decoding:
+           on_step=None, source_ids: Sequence[int] | None = None) -> Decoding:
     """Teacher-force a reference (text, or piece ids ending in EOS): the model's alignment
-    and per-token log-probs for that exact pair."""
-    src = encode_source(tr, text)
+    and per-token log-probs for that exact pair. `source_ids`, if given, are read instead of
+    `text`'s encoding (s2s.alignment feeds the gold's words piece by piece)."""
+    if source_ids is not None and not 0 < len(source_ids) <= MAX_SOURCE_TOKENS + 16:
+        raise InputError(f"The source is {len(source_ids)} pieces long; the limit is {MAX_SOURCE_TOKENS}.")
+    src = encode_source(tr, text) if source_ids is None else list(source_ids)
     if reference_ids is None:
         if reference is None:
             raise InputError("Give a reference translation to score.")

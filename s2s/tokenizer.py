@@ -145,6 +145,28 @@ class HubTokenizer:
     def pieces(self, ids: Iterable[int]) -> list[str]:
         return [self.piece(i) for i in ids]
 
+    def word_pieces(self, words: list[str]) -> tuple[list[int], list[int]]:
+        """The piece ids of `words` joined by spaces (nothing added) and, for each piece, the
+        index of the word it belongs to: from the tokenizer's character offsets where it has
+        them (a fast tokenizer), else word by word (Marian's and M2M100's sentencepiece)."""
+        import bisect
+        text = " ".join(words)
+        if getattr(self.hf, "is_fast", False):
+            enc = self.hf(text, add_special_tokens=False, return_offsets_mapping=True)
+            ends, pos = [], 0
+            for w in words:
+                pos += len(w)
+                ends.append(pos)
+                pos += 1
+            owner = [min(bisect.bisect_right(ends, start), len(words) - 1) for start, _ in enc["offset_mapping"]]
+            return list(enc["input_ids"]), owner
+        ids, owner = [], []
+        for k, w in enumerate(words):
+            piece_ids = self.encode(w)
+            ids += piece_ids
+            owner += [k] * len(piece_ids)
+        return ids, owner
+
     def unknown_characters(self, text: str) -> list[str]:
         if self.unk_id is None:            # a byte-level tokenizer spells everything
             return []
