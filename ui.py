@@ -19,7 +19,8 @@ from streamlit.runtime.pages_manager import PagesManager     # internal: see run
 
 # The registry imports no torch: the start page draws while warm_up imports it (below).
 from s2s.checkpoint import (CheckpointError, CheckpointInfo, LanguageModel, Translator, checkpoint_root,
-                            default_device, list_checkpoints, load_charlm, load_translator)
+                            default_device, hub_checkpoints, list_checkpoints, load_charlm, load_translator)
+from s2s.hub import any_model_allowed, display_name, is_hub_spec, offered_models
 
 if TYPE_CHECKING:
     from s2s.decode import Decoding      # imports torch: only when a page decodes
@@ -86,8 +87,28 @@ def results_file(path: Path) -> dict | None:
 
 def model_path(name: str) -> str:
     """The full path of a checkpoint: what cached functions are keyed by, so that two
-    checkpoint folders with the same model name never share cached results."""
+    checkpoint folders with the same model name never share cached results. A hub model is
+    named by its spec (hf:NAME, or its folder), which is its path."""
+    if is_hub_spec(name) or name in hub_specs():
+        return name
     return str(checkpoint_root() / name)
+
+
+def hub_specs() -> list[str]:
+    """The hub models this session may load: the operator's list (S2S_HUB_MODELS), and with
+    S2S_ALLOW_ANY_MODEL=1 the ones this session named in the picker's box."""
+    added = st.session_state.get("_added_models", []) if any_model_allowed() else []
+    return list(dict.fromkeys(offered_models() + added))
+
+
+def hub_models() -> list[CheckpointInfo]:
+    """Registry rows of hub_specs(), from their configs (no weights, no download)."""
+    return list(_hub_rows(tuple(hub_specs())))
+
+
+@st.cache_resource(ttl=60, show_spinner=False)
+def _hub_rows(specs: tuple[str, ...]) -> tuple[CheckpointInfo, ...]:
+    return tuple(hub_checkpoints(list(specs)))
 
 
 def warm_up() -> threading.Thread | None:
@@ -292,6 +313,8 @@ def test_bleu(info: CheckpointInfo) -> float | None:
 
 
 def model_label(info: CheckpointInfo) -> str:
+    if info.is_hub or is_hub_spec(info.name):
+        return f"{display_name(info.name)}  (Hugging Face)"
     bleu = test_bleu(info)
     return f"{info.name}" + (f"  (BLEU {bleu:.1f})" if bleu is not None else "")
 
@@ -299,20 +322,38 @@ def model_label(info: CheckpointInfo) -> str:
 def picker_help(usable: list[CheckpointInfo]) -> str:
     """What the models on offer are, counted from their configs."""
     recurrent = [i for i in usable if i.arch == "rnn"]
-    transformers = sum(i.arch == "transformer" for i in usable)
+    transformers = sum(i.arch == "transformer" and not i.is_hub for i in usable)
+    hub = sum(i.is_hub for i in usable)
     parts = []
     if recurrent:
         parts.append(f"{len(recurrent)} recurrent encoder-decoder{'s' if len(recurrent) > 1 else ''} "
                      f"(attention: {', '.join(i.attention or 'none' for i in recurrent)})")
     if transformers:
         parts.append(f"{transformers} Transformer{'s' if transformers > 1 else ''}")
-    return " and ".join(parts) + ", English→French."
+    text = " and ".join(parts) + ", English→French."
+    if hub:
+        text += (f" Also {hub} Hugging Face model{'s' if hub > 1 else ''} the server's operator lists (S2S_HUB_MODELS): "
+                 "the research models, beside the lesson's.")
+    return text
 
 
-def model_picker(key: str = "model") -> str | None:
-    """Sidebar select box over the translation checkpoints; returns the chosen name."""
-    usable = [i for i in translation_models() if i.error is None]
-    broken = [i for i in checkpoints_in(str(checkpoint_root())) if i.error]
+def _add_model(key: str) -> None:
+    """The picker's "any model" box was filled in: offer that model in this session and choose it."""
+    spec = st.session_state.get(f"{key}_any", "").strip()
+    if spec:
+        added = st.session_state.setdefault("_added_models", [])
+        if spec not in added:
+            added.append(spec)
+        st.session_state[key] = spec
+
+
+def model_picker(key: str = "model", usable: list[CheckpointInfo] | None = None, label: str = "Translation model",
+                 help: str | None = None) -> str | None:
+    """Sidebar select box over the translation checkpoints and the operator's hub models
+    (`usable`: a page's own choice of them); returns the chosen name."""
+    if usable is None:
+        usable = [i for i in translation_models() + hub_models() if i.error is None]
+    broken = [i for i in list(checkpoints_in(str(checkpoint_root()))) + hub_models() if i.error]
     with st.sidebar:
         st.markdown("### Model")
         if not usable:
@@ -322,9 +363,15 @@ def model_picker(key: str = "model") -> str | None:
         if st.session_state.get(key) not in names:
             st.session_state[key] = DEFAULT_MODEL if DEFAULT_MODEL in names else names[0]
         by_name = {i.name: i for i in usable}
-        name = st.selectbox("Translation model", names, key=key, format_func=lambda n: model_label(by_name[n]),
-                            help=picker_help(usable))
+        name = st.selectbox(label, names, key=key, format_func=lambda n: model_label(by_name[n]),
+                            help=help or picker_help(usable))
         st.caption(by_name[name].description)
+        if any_model_allowed():
+            st.text_input("Any Hugging Face model", key=f"{key}_any", on_change=_add_model, args=(key,),
+                          placeholder="hf:Helsinki-NLP/opus-mt-en-fr or a folder",
+                          help="This server lets you name any encoder-decoder (S2S_ALLOW_ANY_MODEL=1): a hub name "
+                               "is downloaded once into the Hugging Face cache, a folder is read as saved by "
+                               "save_pretrained. Press Enter to load it.")
         device = default_device()
         st.caption(f"Device: **{'CUDA GPU' if device.type == 'cuda' else 'CPU'}**")
         for bad in broken:
@@ -337,7 +384,7 @@ def get_model(name: str) -> Translator | None:
     try:
         return load_model(name)
     except CheckpointError as e:
-        st.error(f"This model cannot be loaded: {e}")
+        st.error(f"This model cannot be loaded: {e}. The other models still work: choose one under the model list.")
         return None
 
 

@@ -7,14 +7,15 @@ figures s2s.figures.
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
 import ui
-from s2s.alignment import (DEFAULT_RULE, RULE_PARAMS, RULES, GoldError, GoldPair, links, read_gold, score,
-                           word_attention)
+from s2s.alignment import (DEFAULT_RULE, RULE_PARAMS, RULES, GoldError, GoldPair, best_head, head_scores, links,
+                           read_gold, score, word_attention)
 from s2s.explain import EPSILON, KINDS, METHODS, counterfactual, explain
-from s2s.figures import attribution_grid, counterfactual_figure, gold_alignment_figure, tau_figure
+from s2s.figures import attribution_grid, counterfactual_figure, gold_alignment_figure, head_aer_figure, tau_figure
 from s2s.text import InputError, clean_text
 
 ui.run_through_app()     # a link's first run in Streamlit's old multipage mode: rerun through app.py
@@ -52,6 +53,18 @@ def word_attention_cached(path: str, english: tuple, french: tuple):
     return word_attention(ui.load_path(path), english, french)
 
 
+@st.cache_data(max_entries=32, show_spinner=False)
+def head_aer_cached(path: str, folder: str, split: str, rule: str) -> dict:
+    """AER of every layer x head of a Transformer on a gold set, with `rule` (s2s.alignment.head_scores)."""
+    tr = ui.load_path(path)
+    pairs = gold_pairs(folder, split)
+    heads = [word_attention(tr, g.english, g.french, heads=True) for g in pairs]
+    table = head_scores(heads, pairs, rule, **RULE_PARAMS[rule])
+    mean = score([links(w[-1].mean(0), rule, **RULE_PARAMS[rule]) for w in heads], pairs)
+    return {"aer": [[s.aer for s in row] for row in table], "best": best_head(table), "mean_aer": mean.aer,
+            "pairs": len(pairs)}
+
+
 @st.cache_data(max_entries=64, show_spinner="Explaining: gradients, integrated gradients, leave-one-out…")
 def explain_cached(path: str, text: str, reference: str | None):
     return explain(ui.load_path(path), text, reference)
@@ -63,7 +76,8 @@ def counterfactual_cached(path: str, text: str, step: int, kind: str, epsilon: f
 
 
 def attention_models() -> list:
-    return [i for i in ui.translation_models() if i.has_attention]
+    """The shipped models with attention, and the hub models the operator offers."""
+    return [i for i in ui.translation_models() + ui.hub_models() if i.has_attention]
 
 
 def words_of(text: str, what: str) -> tuple[str, ...]:
@@ -71,6 +85,38 @@ def words_of(text: str, what: str) -> tuple[str, ...]:
     if len(words) > 80:
         raise InputError(f"The {what} has {len(words)} words; keep it under 80.")
     return words
+
+
+def heads_of_model(name: str, source: str, english, french, rule: str, gold) -> None:
+    """A Transformer's every layer x head scored as an aligner on the chosen gold set (a
+    layers x heads AER heatmap, the best head outlined), and that head's links on this pair."""
+    folder = str(TRIAL if source == "trial" else TEST)
+    n = len(gold_pairs(folder, source))
+    with st.spinner(f"Scoring every layer × head on the {n} {source} pairs…"):
+        try:
+            h = head_aer_cached(path, folder, source, rule)
+        except InputError as e:
+            st.error(str(e))
+            return
+    l, k = h["best"]
+    c1, c2 = st.columns([2, 3])
+    with c1:
+        st.plotly_chart(head_aer_figure(np.array(h["aer"]), (l, k), h["mean_aer"], title=f"{source}, {rule}"),
+                        key="head_aer", width="stretch")
+        st.caption(f"AER of each layer × head's cross-attention read as links ({rule}) over the {h['pairs']} "
+                   f"{source} pairs; lower is better. Outlined: the best, layer {l + 1} · head {k + 1}.")
+    with c2:
+        w = word_attention_heads_cached(path, tuple(english), tuple(french))[l, k]
+        predicted = links(w, rule, **RULE_PARAMS[rule])
+        st.plotly_chart(gold_alignment_figure(english, french, w, set(gold.sure), set(gold.possible), predicted,
+                                              words="gold words"), width="stretch", key="best_head_figure")
+        st.caption(f"Layer {l + 1} · head {k + 1} alone on this pair: {score([predicted], [gold]).aer:.3f} AER "
+                   "(crosses: its links; red: the annotators').")
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def word_attention_heads_cached(path: str, english: tuple, french: tuple):
+    return word_attention(ui.load_path(path), english, french, heads=True)
 
 
 st.title("Alignment & Explanation")
@@ -92,9 +138,12 @@ if S.get("align_model") not in by_name:
 with st.sidebar:
     st.markdown("### Model")
     name = st.selectbox("Attention model", list(by_name), key="align_model",
-                        help=f"The {len(models)} checkpoints with attention; a fixed-vector model has no "
+                        format_func=lambda n: ui.model_label(by_name[n]) if by_name[n].is_hub else n,
+                        help=f"The {len(models)} models with attention; a fixed-vector model has no "
                              "attention to compare.")
     st.caption(f"**{by_name[name].attention} attention.** {by_name[name].description}")
+    for bad in [i for i in ui.hub_models() if i.error]:
+        st.warning(f"Skipped a model: {bad.error}")
 tr = ui.get_model(name)
 if tr is None:
     st.stop()
@@ -165,6 +214,8 @@ with tabs[0]:
                                "summed over each English word's pieces and averaged over each French word's. Black "
                                f"crosses: its links ({rule})."
                                + (" Red squares: the annotators' Sure links; light red: Possible." if gold else ""))
+            if by_name[name].arch == "transformer" and source != "typed" and english:
+                heads_of_model(name, source, english, french, rule, gold)
         st.subheader("Every model on the test set")
         table = ui.results_file(ALIGNMENT_RESULTS)
         if table is None:

@@ -53,17 +53,23 @@ CHOICES = dict(method=list(METHODS), view=["words", "pieces"], tab=TABS)
 # shows: without the state vectors a result is ~9 KB for a 20-word sentence and at most
 # ~0.42 MB (200 pieces in, 250 out; `python -m s2s.bench`), so a full cache stays ~110 MB.
 @st.cache_data(max_entries=256, show_spinner=False)
-def decode_cached(path: str, text: str, method: str, beam: int, nbest: int, temp: float, topk: int, seed: int,
-                  maxlen: int, norepeat: int = 0) -> tuple[Decoding, float]:
+def decode_cached(path: str, text: str, settings: DecodeSettings) -> tuple[Decoding, float]:
+    """One decoding, keyed by the model, the text and the settings object."""
     tr = ui.load_path(path)
     t = time.perf_counter()
-    if method == "beam":
-        d = translate(tr, text, "beam", width=beam, n_best=min(nbest, beam), max_len=maxlen, no_repeat=norepeat)
-    elif method == "sample":
-        d = translate(tr, text, "sample", temperature=temp, top_k=topk, seed=seed, max_len=maxlen)
-    else:
-        d = translate(tr, text, "greedy", max_len=maxlen, no_repeat=norepeat)
+    d = decode(tr, text, settings)
     return d.without_states(), (time.perf_counter() - t) * 1000
+
+
+def settings_of(method: str, beam: int, nbest: int, temp: float, topk: int, seed: int, maxlen: int,
+                norepeat: int = 0) -> DecodeSettings:
+    """The page's widgets as one DecodeSettings (the options a method does not read stay at
+    their defaults, so that they do not split the cache)."""
+    if method == "beam":
+        return DecodeSettings("beam", width=beam, n_best=min(nbest, beam), max_len=maxlen, no_repeat=norepeat)
+    if method == "sample":
+        return DecodeSettings("sample", temperature=temp, top_k=topk, seed=seed, max_len=maxlen)
+    return DecodeSettings("greedy", max_len=maxlen, no_repeat=norepeat)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -189,7 +195,8 @@ with st.form("input", border=False):
 # waits: the form above is already in the browser, which loads its widgets' code meanwhile,
 # instead of after the wait, just before the heatmap.
 from s2s.attention import SCORES, scaling_statistics  # noqa: E402
-from s2s.decode import Decoding, attention_heads, attention_of, forced, is_search_error, translate  # noqa: E402
+from s2s.decode import (Decoding, DecodeSettings, attention_heads, attention_of, decode, forced,  # noqa: E402
+                        is_search_error)
 from s2s.evaluate import bleu_breakdown  # noqa: E402
 
 tr = ui.get_model(name)
@@ -205,7 +212,7 @@ if submitted:
 if S.get("view") not in CHOICES["view"]:      # None once its selected option is clicked again
     S.view = DEFAULTS["view"]
 try:
-    d, ms = decode_cached(ui.model_path(name), S.text, **settings)
+    d, ms = decode_cached(ui.model_path(name), S.text, settings_of(**settings))
 except InputError as e:
     st.warning(str(e))
     st.stop()
@@ -218,8 +225,10 @@ with out:
     if S.norepeat and S.method != "sample":
         stopped += f" · repeated {S.norepeat}-grams blocked"
     n_out = len(d.target_tokens)
+    hub = tr.config.get("hub")
+    weights = f" {str(next(tr.model.parameters()).dtype).removeprefix('torch.')}" if hub else ""
     st.caption(f"French · {METHODS[S.method]} · {n_out} piece{'s' if n_out != 1 else ''} · log p = {d.log_prob:.2f} · "
-               f"decoded in {ms:.0f} ms on {tr.device.type.upper()}{stopped}")
+               f"decoded in {ms:.0f} ms on {tr.device.type.upper()}{weights}{stopped}")
 view_box, play_box = toggle.columns([3, 2], vertical_alignment="center")
 words = view_box.segmented_control("Show tokens as", ["words", "pieces"], key="view", label_visibility="collapsed",
                                    help="Subword pieces are what the model reads and writes; a whole word's source "
@@ -263,8 +272,9 @@ else:
     slot = st.empty()       # the heatmap, untitled (the Layer and Head boxes say which); ▶ Play animates it
     if d.cross_attention is not None:
         st.caption(f"A Transformer has {L} layers × {H} heads of cross-attention. The mean of the last layer's heads "
-                   "is the matrix its copy mechanism uses and the one other views show; the **Heads** tab draws "
-                   "every layer and head, and its encoder and decoder self-attention.")
+                   + ("is the matrix the other views show" if hub else
+                      "is the matrix its copy mechanism uses and the one other views show")
+                   + "; the **Heads** tab draws every layer and head, and its encoder and decoder self-attention.")
     src, tgt, a = view_of(d, words, shown)
     frame = pd.DataFrame(a, index=tgt, columns=src)
     c1, c2, _ = st.columns([1, 1, 2])
@@ -422,7 +432,7 @@ with tabs[3]:
         for k, (score, other, family) in enumerate(panels):
             with cols[k % 2]:
                 try:
-                    od, _ = decode_cached(ui.model_path(other), S.text, "greedy", 1, 1, 1.0, 0, 0, S.maxlen)
+                    od, _ = decode_cached(ui.model_path(other), S.text, settings_of("greedy", 1, 1, 1.0, 0, 0, S.maxlen))
                 except Exception as e:   # a missing or broken checkpoint must not break the page
                     st.warning(f"{other}: {e}")
                     continue
@@ -541,7 +551,10 @@ with tabs[6]:
 # ------------------------------------------------------------------ the model drawn
 drawn = st.expander("The model drawn, with its real sizes", key="diagram_open", on_change="rerun")
 with drawn:
-    if drawn.open:       # only once opened: a closed expander's chart would be redrawn on every Translate
+    if drawn.open and tr.config.get("hub"):     # the diagram draws the lesson's models only
+        st.caption(f"{tr.description}. The diagram draws the lesson's own models; this one is read from its "
+                   "Hugging Face config.")
+    elif drawn.open:     # only once opened: a closed expander's chart would be redrawn on every Translate
         st.plotly_chart(model_diagram(tr.config["model"], sum(p.numel() for p in tr.model.parameters())),
                         key="model_diagram")
         st.caption(tr.description)

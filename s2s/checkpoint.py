@@ -256,9 +256,28 @@ class CheckpointInfo:
         return "transformer" if self.arch == "transformer" else self.attention
 
     @property
+    def is_hub(self) -> bool:
+        """A Hugging Face model (hf:NAME or a save_pretrained folder), not one of checkpoints/."""
+        return bool(self.model.get("hub"))
+
+    @property
     def has_attention(self) -> bool:
         """A usable translation model with attention (something to align and explain)."""
         return self.error is None and self.attention not in (None, "none")
+
+
+def hub_checkpoints(specs: list[str]) -> list[CheckpointInfo]:
+    """Registry rows for hub models (hf:NAME or save_pretrained folders), named by their spec,
+    read from their configs without loading weights (hub.registry_row); a bad one carries `error`."""
+    from . import hub
+    rows = []
+    for spec in specs:
+        try:
+            description, model = hub.registry_row(spec)
+            rows.append(CheckpointInfo(spec, Path(spec), "translation", description, {}, model=model))
+        except hub.HubError as e:
+            rows.append(CheckpointInfo(spec, Path(spec), "translation", "", {}, error=str(e)))
+    return rows
 
 
 def attention_checkpoints(root: str | Path | None = None) -> list[CheckpointInfo]:

@@ -100,8 +100,12 @@ class HubConfig:
 
 
 def describe_config(config) -> HubConfig:
-    """A transformers config -> HubConfig. Names differ by family (T5's num_layers, Marian's
-    encoder_layers); the config's attribute_map gives most of them one name."""
+    """A transformers config (or its config.json as a dict) -> HubConfig. Names differ by family
+    (T5's num_layers, Marian's encoder_layers); a config's attribute_map gives most one name."""
+    if isinstance(config, dict):
+        from types import SimpleNamespace
+        config = SimpleNamespace(**config)
+
     def first(*names, default=0):
         for n in names:
             v = getattr(config, n, None)
@@ -110,7 +114,7 @@ def describe_config(config) -> HubConfig:
         return default
 
     enc = first("encoder_layers", "num_layers", "num_hidden_layers")
-    return HubConfig(model_type=config.model_type,
+    return HubConfig(model_type=getattr(config, "model_type", "?"),
                      d_model=first("d_model", "hidden_size"),
                      heads=first("decoder_attention_heads", "num_heads", "num_attention_heads"),
                      encoder_layers=enc, decoder_layers=first("decoder_layers", "num_decoder_layers", default=enc),
@@ -119,6 +123,32 @@ def describe_config(config) -> HubConfig:
 
 class HubError(RuntimeError):
     pass
+
+
+def registry_row(spec: str) -> tuple[str, dict]:
+    """(description, model dict) of a hub model for the registry, from its config.json where
+    this machine has it (a folder, or huggingface-hub's cache): nothing is downloaded and no
+    weights are read. A hub model not downloaded yet says so."""
+    import json
+    name, local = _source(spec)
+    if local:
+        f: Path | None = Path(name) / "config.json"
+        if not Path(name).is_dir():
+            raise HubError(f"{name}: folder does not exist")
+    else:
+        from huggingface_hub import try_to_load_from_cache
+        cached = try_to_load_from_cache(name, "config.json")
+        f = Path(cached) if isinstance(cached, str) else None
+    if f is None:
+        return (f"{name}: a Hugging Face hub model, downloaded when first chosen",
+                {"arch": "transformer", "attention": "scaled-dot", "hub": True})
+    try:
+        config = json.loads(f.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise HubError(f"{name}: config.json cannot be read ({e})") from None
+    cfg = describe_config(config)
+    return (f"{display_name(spec)}: {cfg.model_type}, {cfg.encoder_layers}+{cfg.decoder_layers} layers × "
+            f"{cfg.heads} heads, d = {cfg.d_model}" + ("" if local else " (Hugging Face hub)"), cfg.to_dict())
 
 
 def _source(spec: str | Path) -> tuple[str, bool]:

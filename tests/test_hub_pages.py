@@ -1,0 +1,100 @@
+"""AppTest: Hugging Face models the operator lists (S2S_HUB_MODELS) on the Translate and
+Alignment pages, beside the shipped ones; and what a server offers without the switch."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import five_translators
+from s2s.checkpoint import load_translator
+from s2s.decode import greedy
+from test_app import _widget, array, chart, open_tab, submit, texts, translate_page
+
+TEXT = "the cat sat on the mat ."
+
+
+@pytest.fixture(scope="module")
+def zoo(tmp_path_factory, tiny_additive, tiny_none, untrained_translators):
+    return five_translators(tmp_path_factory.mktemp("hub_zoo"), tiny_additive, tiny_none, untrained_translators)
+
+
+@pytest.fixture
+def offered(zoo, hub_models, monkeypatch):
+    """A server whose operator offers the tiny Marian and M2M100 beside the shipped models."""
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(zoo))
+    monkeypatch.setenv("S2S_HUB_MODELS", f"{hub_models['marian']},{hub_models['m2m100']}")
+    monkeypatch.delenv("S2S_ALLOW_ANY_MODEL", raising=False)
+    return hub_models
+
+
+def test_the_picker_offers_the_operators_models_and_translates_with_one(offered):
+    at = translate_page()
+    options = _widget(at, "model").options
+    assert "marian  (Hugging Face)" in options and "m2m100  (Hugging Face)" in options
+    assert "en-fr-additive" in " ".join(options)
+    assert not [t for t in at.text_input if t.key == "model_any"]        # no "any model" box without the switch
+    _widget(at, "model").set_value(str(offered["marian"]))
+    at = submit(at, text=TEXT, view="pieces", maxlen=12)
+    assert not at.exception, at.exception
+    d = greedy(load_translator(offered["marian"]), TEXT, max_len=12)
+    heat = chart(at, "heatmap")
+    assert np.allclose(array(heat["data"][0]["z"]).astype(float), d.attention, atol=1e-4)
+    assert "2 layers × 4 heads" in texts(at)
+    assert "float32" in texts(at)                                        # the weights' precision, on the CPU
+    # the Heads grid and the other tabs work for it
+    at = open_tab(at, "Heads")
+    assert chart(at, "heads_grid") is not None and not at.exception
+    for tab in ("Step by step", "Beam tree", "Forced decoding", "Alignment lines", "Attention emerges"):
+        at = open_tab(at, tab)
+        assert not at.exception, (tab, at.exception)
+    at.session_state["diagram_open"] = True
+    at.run()
+    assert "read from its Hugging Face config" in texts(at)
+
+
+def test_a_multilingual_model_in_whole_words(offered):
+    at = translate_page()
+    _widget(at, "model").set_value(str(offered["m2m100"]))
+    at = submit(at, text=TEXT, view="words", maxlen=10)
+    assert not at.exception, at.exception
+    heat = chart(at, "heatmap")
+    rows = array(heat["data"][0]["z"]).astype(float)
+    np.testing.assert_allclose(np.nansum(rows, 1), 1, atol=1e-3)        # whole words keep each row a distribution
+    assert heat["layout"]["yaxis"]["ticktext"][0] == "__fr__"            # the target language's code, first
+
+
+def test_a_link_cannot_make_the_server_load_an_unlisted_model(offered, tmp_path):
+    at = translate_page(model="hf:someone/huge-model", text=TEXT)
+    assert not at.exception
+    assert _widget(at, "model").value == "en-fr-additive"               # back to the default, nothing loaded
+
+
+def test_the_switch_adds_a_box_for_any_model_and_a_bad_one_gets_a_message(offered, monkeypatch, tmp_path):
+    monkeypatch.setenv("S2S_ALLOW_ANY_MODEL", "1")
+    at = translate_page()
+    box = [t for t in at.text_input if t.key == "model_any"][0]
+    box.set_value(str(offered["t5"]))
+    at.run()
+    assert _widget(at, "model").value == str(offered["t5"]) and not at.exception
+    assert chart(at, "heatmap") is not None
+    box = [t for t in at.text_input if t.key == "model_any"][0]
+    box.set_value(str(tmp_path / "no-such-folder"))
+    at.run()
+    assert not at.exception
+    assert any("does not exist" in w.value for w in at.warning)         # named, and the page goes on
+    assert _widget(at, "model").value == "en-fr-additive"
+
+
+def test_the_alignment_page_scores_every_layer_and_head(offered):
+    from conftest import app_page
+    at = app_page("pages/alignment.py")
+    names = _widget(at, "align_model").options
+    assert any("marian" in n for n in names)
+    _widget(at, "align_model").set_value(str(offered["marian"]))
+    at.run()
+    assert not at.exception, at.exception
+    grid = chart(at, "head_aer")
+    assert grid is not None
+    aer = array(grid["data"][0]["z"]).astype(float)
+    assert aer.shape == (2, 4) and np.all((0 <= aer) & (aer <= 1))
+    assert "best" in texts(at).lower()
