@@ -17,7 +17,10 @@ update of the Gates & Gradients page's live demonstration (all three untrained c
 page's opening settings) and live_demo_ms_largest (at the sliders' largest hidden size and
 length), median of 10; explain_ms: one s2s.explain of the 20-word sentence (attention
 against gradient x input, integrated gradients and leave-one-out), median of 3, one thread.
-peak_rss_mb: the process's peak resident memory. threads: torch's intra-op threads (all
+peak_rss_mb: the process's peak resident memory.
+With a Hugging Face model (--model hf:NAME or a save_pretrained folder): generate_greedy_ms_p50 and
+generate_beam5_ms_p50, transformers' own generate() on the same sentence at the same settings,
+and greedy_vs_generate / beam5_vs_generate, decode.py's times (attention captured) over them. threads: torch's intra-op threads (all
 cores by default; the app uses one per request, see ui.py).
 What the Translate page adds per press: heatmap_ms_p50, building the attention heatmap of the
 20-word sentence (s2s.figures); cached_result_kb, that decoding as the page caches it
@@ -75,7 +78,7 @@ from .figures import attention_heatmap
 from .gradients import DEMO_DEFAULTS, DEMO_RANGES, gradient_flow, untrained_flow
 from .model import Seq2Seq
 from .text import MAX_DECODE_LEN, MAX_SOURCE_TOKENS
-from .tokenizer import BOS, EOS
+from .tokenizer import BOS
 
 SENTENCE_20 = "My grandmother told me that she would visit us next week if the weather was good enough for the drive."
 SENTENCES = [
@@ -115,7 +118,36 @@ def longest_decoding(tr):
             < MAX_SOURCE_TOKENS:
         n += 1
     text = " ".join(words[i % len(words)] for i in range(n))
-    return forced(tr, text, reference_ids=[tr.tokenizer.encode("a")[-1]] * (MAX_DECODE_LEN - 1) + [EOS])
+    return forced(tr, text, reference_ids=[tr.tokenizer.encode("a")[-1]] * (MAX_DECODE_LEN - 1) + [tr.tokenizer.eos_id])
+
+
+def against_generate(tr: Translator, d: Decoding, runs: int) -> dict:
+    """A hub model's decoding by decode.py (attention captured, every step recorded) against
+    transformers' own generate() at the same settings, on the same sentence, in this run:
+    greedy with as many new tokens as ours wrote, and beam search of width 5 with our length
+    limit (2 x source + 10 pieces). Ratios over 1 are our cost of recording what the views show."""
+    ids = torch.tensor([encode_source(tr, SENTENCE_20)], device=tr.device)
+    mask = torch.ones_like(ids)
+    hf = tr.model.hf
+    kw = dict(forced_bos_token_id=tr.model.forced_bos)
+    n_new = len(d.target_ids)
+
+    @torch.inference_mode()
+    def gen(**extra):
+        return hf.generate(input_ids=ids, attention_mask=mask, **kw, **extra)
+
+    out = {"hub_model": tr.config.get("hub", tr.name), "dtype": str(next(hf.parameters()).dtype).removeprefix("torch."),
+           "device": tr.device.type,
+           "generate_greedy_ms_p50": timed_ms(lambda: gen(num_beams=1, do_sample=False, max_new_tokens=n_new,
+                                                          min_new_tokens=n_new), runs),
+           "generate_beam5_ms_p50": timed_ms(lambda: gen(num_beams=5, do_sample=False,
+                                                         max_new_tokens=min(2 * ids.size(1) + 10, MAX_DECODE_LEN)),
+                                             runs)}
+    out["greedy_vs_generate"] = round(timed_ms(lambda: greedy(tr, SENTENCE_20, max_len=n_new), runs)
+                                      / out["generate_greedy_ms_p50"], 2)
+    out["beam5_vs_generate"] = round(timed_ms(lambda: beam_search(tr, SENTENCE_20, width=5), runs)
+                                     / out["generate_beam5_ms_p50"], 2)
+    return out
 
 
 def nbytes(*tensors: torch.Tensor) -> int:
@@ -258,6 +290,8 @@ def main(argv=None) -> int:
         out["transformer_greedy_ms_p50"] = timed_ms(lambda: greedy(t_tr, SENTENCE_20), a.runs)
         out["transformer_beam5_ms_p50"] = timed_ms(lambda: beam_search(t_tr, SENTENCE_20, width=5), a.runs)
     d = greedy(tr, SENTENCE_20)
+    if hasattr(tr.model, "hf"):                   # a Hugging Face model: against its own generate()
+        out.update(against_generate(tr, d, a.runs))
     if isinstance(tr.model, Seq2Seq):             # the memory floor, measured in this run (see above)
         b = beam_search(tr, SENTENCE_20, width=5)
         S = len(d.source_tokens)
@@ -305,7 +339,7 @@ def main(argv=None) -> int:
         by_cell = {m.model.cfg.cell: m for m in reversed(charlms)}       # the first model of each cell type
         out["gradient_flow_ms"] = {cell: timed_ms(lambda: gradient_flow(m.model, text, 200, 64), 5)
                                    for cell, m in sorted(by_cell.items())}
-    if d.attention is not None:      # one explain of the 20-word sentence: all three attributions
+    if d.attention is not None and tr.arch == "rnn":      # one explain of the 20-word sentence: all three attributions
         out["explain_ms"] = timed_ms(lambda: explain(tr, SENTENCE_20), 3)
     largest = dict(DEMO_DEFAULTS, hidden=DEMO_RANGES["hidden"][1], length=DEMO_RANGES["length"][1])
     out["live_demo_ms"] = timed_ms(lambda: [untrained_flow(c, **DEMO_DEFAULTS) for c in ("rnn", "gru", "lstm")], 10)

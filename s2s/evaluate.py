@@ -91,6 +91,8 @@ def by_length(sources: Sequence[str], hyps: Sequence[str], refs: Sequence[str]) 
 def perplexity(tr: Translator, pairs: Sequence[Pair], max_tokens: int = 4000) -> float:
     """exp( -1/N sum_j log p(y_j | y_<j, x) ) over the target tokens (teacher forcing)."""
     model, tok = tr.model, tr.tokenizer
+    if hasattr(model, "hf"):             # a Hugging Face model scores with its own special tokens
+        return _hub_perplexity(tr, pairs)
     examples = [(tok.encode(s), tok.encode(t)) for s, t in pairs]
     nll, n = 0.0, 0
     for batch in token_batches(examples, max_tokens, BOS, seed=0, shuffle=False):
@@ -98,6 +100,29 @@ def perplexity(tr: Translator, pairs: Sequence[Pair], max_tokens: int = 4000) ->
         logits, _ = model(batch.src, batch.src_len, batch.tgt_in)
         nll += float(sequence_loss(logits.float(), batch.tgt_out))
         n += batch.n_tokens
+    return math.exp(nll / max(n, 1))
+
+
+def _hub_perplexity(tr: Translator, pairs: Sequence[Pair], batch_size: int = 16) -> float:
+    """perplexity() for a hub model: its own source and target ids (task prefix, language
+    codes, </s>), its own loss (labels padded with -100, which it ignores), summed over tokens."""
+    tok, hf = tr.tokenizer, tr.model.hf
+    nll, n = 0.0, 0
+    for b in range(0, len(pairs), batch_size):
+        chunk = pairs[b:b + batch_size]
+        src = [tok.source_ids(s) for s, _ in chunk]
+        tgt = [tok.target_ids(t) for _, t in chunk]
+        S, T = max(map(len, src)), max(map(len, tgt))
+        ids = torch.full((len(chunk), S), tok.pad_id, dtype=torch.long)
+        mask = torch.zeros(len(chunk), S, dtype=torch.long)
+        labels = torch.full((len(chunk), T), -100, dtype=torch.long)
+        for r, (x, y) in enumerate(zip(src, tgt)):
+            ids[r, :len(x)], mask[r, :len(x)], labels[r, :len(y)] = torch.tensor(x), 1, torch.tensor(y)
+        logits = hf(input_ids=ids.to(tr.device), attention_mask=mask.to(tr.device), labels=labels.to(tr.device)).logits
+        logp = torch.log_softmax(logits.float(), -1)
+        keep = labels.to(tr.device) != -100
+        nll -= float(logp.gather(-1, labels.clamp_min(0).to(tr.device)[..., None])[..., 0][keep].sum())
+        n += int(keep.sum())
     return math.exp(nll / max(n, 1))
 
 

@@ -841,10 +841,15 @@ def heads_grid(weights: np.ndarray, x_tokens: Sequence[str], y_tokens: Sequence[
     w = np.asarray(weights, dtype=float)
     L, H = w.shape[:2]
     name, x_title, y_title = HEAD_KINDS[kind]
-    xs, ys = [display_token(t) for t in x_tokens], [display_token(t) for t in y_tokens]
+    # labels cut at 12 characters (hover shows them whole): a long word would squeeze the maps
+    short = lambda t: display_token(t if len(t) <= 12 else t[:11] + "…")  # noqa: E731
+    xs, ys = [short(t) for t in x_tokens], [short(t) for t in y_tokens]
+    # a hub model has up to 16 heads a layer: "L1 H2" fits over a map ~60 px wide, "layer 1 · head 2" does not
+    label = (lambda l, h: f"layer {l + 1} · head {h + 1}") if H <= 4 else (lambda l, h: f"L{l + 1} H{h + 1}")
     fig = make_subplots(rows=L, cols=H, horizontal_spacing=0.02, vertical_spacing=0.05,
-                        subplot_titles=[f"layer {l + 1} · head {h + 1}" for l in range(L) for h in range(H)])
-    hover = [[f"{ys[j]} ← {xs[i]}" for i in range(len(xs))] for j in range(len(ys))]
+                        subplot_titles=[label(l, h) for l in range(L) for h in range(H)])
+    hover = [[f"{display_token(y_tokens[j])} ← {display_token(x_tokens[i])}" for i in range(len(xs))]
+             for j in range(len(ys))]
     # a small map is ~100 px a side on a projector: upright labels, at most 12 per axis (every
     # k-th token past that; hover names every cell), so neighbours never run into each other
     xt, yt = (list(range(0, n, label_step(n, 12))) for n in (len(xs), len(ys)))

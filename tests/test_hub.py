@@ -251,3 +251,46 @@ def test_translate_command_takes_a_saved_model_and_refuses_an_unreachable_one(hu
     r = run_cli("s2s.translate", "--model", "hf:Helsinki-NLP/opus-mt-en-fr-not-cached", "--", TEXT)
     assert r.returncode == 2 and r.stdout == ""
     assert len(r.stderr.strip().splitlines()) == 1 and "cannot be reached" in r.stderr
+
+
+def test_perplexity_of_a_hub_model_is_its_forced_log_prob(hub):
+    import math
+    from s2s.evaluate import perplexity
+    tr = hub["m2m100"]
+    pairs = [(TEXT, REFERENCE), ("hello world !", "bonjour le monde !")]
+    fs = [D.forced(tr, s, t) for s, t in pairs]
+    expected = math.exp(-sum(f.log_prob for f in fs) / sum(len(f.target_ids) for f in fs))
+    assert perplexity(tr, pairs) == pytest.approx(expected, rel=1e-4)
+
+
+def test_alignment_heads_of_a_hub_model(hub):
+    from s2s.alignment import best_head, head_scores, read_gold, word_attention
+    from conftest import ROOT
+    gold = read_gold(ROOT / "examples" / "hansards_trial", "trial")[:3]
+    tr = hub["t5"]
+    heads = [word_attention(tr, g.english, g.french, heads=True) for g in gold]
+    for h, g in zip(heads, gold):
+        assert h.shape == (2, 4, len(g.french), len(g.english))
+        mean = word_attention(tr, g.english, g.french)
+        np.testing.assert_allclose(h[-1].mean(0), mean, atol=1e-5)      # the last layer's mean is the usual matrix
+    table = head_scores(heads, gold)
+    l, k = best_head(table)
+    assert table[l][k].aer == min(s.aer for row in table for s in row)
+
+
+def test_bench_times_a_hub_model_against_generate(hub_models, tmp_path):
+    r = run_cli("s2s.bench", "--model", str(hub_models["marian"]), "--checkpoints", str(tmp_path), "--runs", "1",
+                "--batch-sentences", "2", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["greedy_vs_generate"] > 0 and out["beam5_vs_generate"] > 0
+    assert out["generate_greedy_ms_p50"] > 0 and out["dtype"] == "float32" and out["device"] == "cpu"
+
+
+def test_evaluate_command_takes_a_hub_model(hub_models, tmp_path):
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text(f"{TEXT}\t{REFERENCE}\nhello world !\tbonjour le monde !\n", encoding="utf-8")
+    r = run_cli("s2s.evaluate", "--model", str(hub_models["t5"]), "--test", str(tsv), "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["n"] == 2 and out["perplexity"] > 1
