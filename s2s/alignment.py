@@ -46,6 +46,7 @@ import numpy as np
 
 from .checkpoint import CheckpointError, Translator, load_translator
 from .decode import forced
+from .hub import MODEL_HELP, add_model_options, model_options
 from .text import InputError, clean_text
 from .tokenizer import Tokenizer
 
@@ -472,7 +473,8 @@ class _Parser(argparse.ArgumentParser):
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = _Parser(prog="python -m s2s.alignment", description=__doc__.splitlines()[0])
-    p.add_argument("--model", help="checkpoint folder with attention, e.g. checkpoints/en-fr-additive")
+    p.add_argument("--model", help=MODEL_HELP)
+    add_model_options(p)
     p.add_argument("--gold", required=True, help="folder of SPLIT.en, SPLIT.fr, SPLIT.wa")
     p.add_argument("--split", default="test", choices=SPLITS, help="test (447 pairs) or trial (37 pairs)")
     p.add_argument("--rule", default=DEFAULT_RULE, choices=RULES, help=f"attention -> links (default {DEFAULT_RULE})")
@@ -496,7 +498,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _write_table(a, argv)
     try:
         gold = read_gold(a.gold, a.split)
-        tr = load_translator(a.model)
+        tr = load_translator(a.model, **model_options(a))
         if tr.model.cfg.attention == "none":
             raise InputError(f"{tr.name} has no attention to read (a fixed-vector model)")
         if a.heads and tr.arch != "transformer":

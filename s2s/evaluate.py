@@ -32,6 +32,7 @@ from .charlm import bits_per_char
 from .checkpoint import CheckpointError, Translator, load_charlm, load_translator
 from .data import CopyLine, Pair, kept_verbatim, read_copy_test, read_pairs, token_batches
 from .decode import beam_search_batch, greedy_batch, greedy_batch_stopped
+from .hub import MODEL_HELP, add_model_options, model_options
 from .model import sequence_loss
 from .text import MAX_NO_REPEAT, InputError, check_range
 from .tokenizer import BOS
@@ -174,7 +175,8 @@ def loop_rate(tr: Translator, sources: Sequence[str], beam: int = 1, no_repeat: 
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m s2s.evaluate", description=__doc__.splitlines()[0])
-    p.add_argument("--model", required=True, help="checkpoint folder, e.g. checkpoints/en-fr-additive")
+    p.add_argument("--model", required=True, help=MODEL_HELP)
+    add_model_options(p)
     p.add_argument("--test", help="TSV of source<TAB>reference pairs")
     p.add_argument("--text-file", help="plain text, for character-level models (bits per character)")
     p.add_argument("--copy-test", help="kind<TAB>english<TAB>french<TAB>tokens TSV: the share of names and numbers kept")
@@ -196,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise InputError("--test FILE.tsv (or --copy-test FILE.tsv) is required for a translation model")
         check_range("--beam", a.beam, 1, 16)
         check_range("--no-repeat", a.no_repeat, 0, MAX_NO_REPEAT)
-        tr = load_translator(a.model)
+        tr = load_translator(a.model, **model_options(a))
         pairs = _read_rows(a.test, read_pairs, a.limit, "source<TAB>reference")
         result = evaluate_pairs(tr, pairs, a.beam, no_repeat=a.no_repeat)
         result["perplexity"] = round(perplexity(tr, pairs), 3)
@@ -238,7 +240,7 @@ def _read_rows(path: str, reader: Callable, limit: int, form: str) -> list:
 def _evaluate_copy(a) -> int:
     """The held-out copy test of a translation model."""
     check_range("--beam", a.beam, 1, 16)
-    tr = load_translator(a.model)
+    tr = load_translator(a.model, **model_options(a))
     lines = _read_rows(a.copy_test, read_copy_test, a.limit, "kind<TAB>english<TAB>french<TAB>tokens")
     result = dict(copy_scores(tr, lines, a.beam), model=tr.name)
     if a.json:

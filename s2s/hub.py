@@ -75,6 +75,24 @@ def any_model_allowed(environ: dict | None = None) -> bool:
     return (environ if environ is not None else os.environ).get(ENV_ANY, "").strip().lower() in ("1", "true", "yes")
 
 
+MODEL_HELP = ("a shipped checkpoint (checkpoints/en-fr-additive, or its name), a folder written by save_pretrained, "
+              "or hf:NAME, a Hugging Face hub model (downloaded once into its cache)")
+
+
+def add_model_options(p) -> None:
+    """The options of a command that loads a Hugging Face model: its languages and task prefix."""
+    p.add_argument("--source-lang", help="a multilingual hub model's source language code, as its tokenizer "
+                                         "writes it (eng_Latn, en_XX, en; default English)")
+    p.add_argument("--target-lang", help="its target language code (fra_Latn, fr_XX, fr; default French)")
+    p.add_argument("--prefix", help="a T5-style task prefix before every source (default: the model's own, if its "
+                                    "config names one)")
+
+
+def model_options(a) -> dict:
+    """add_model_options' values, for checkpoint.load_translator."""
+    return {"source_lang": a.source_lang, "target_lang": a.target_lang, "prefix": a.prefix}
+
+
 def display_name(spec: str) -> str:
     """How a model is named on a page: the hub name, or the folder's name."""
     return spec[len(HUB_PREFIX):] if is_hub_spec(spec) else Path(spec).name

@@ -119,7 +119,10 @@ class HubTokenizer:
             hf.src_lang = source_lang
         if target_lang is not None:
             hf.tgt_lang = target_lang
-        self.hidden = {int(i) for i in hidden}      # ids decode() drops besides the special ones (language codes)
+        # ids decode() drops besides the special ones: language codes (M2M100's tokenizer does
+        # not always mark its own as special)
+        codes = {**(getattr(hf, "lang_token_to_id", None) or {}), **(getattr(hf, "lang_code_to_id", None) or {})}
+        self.hidden = {int(i) for i in hidden} | {int(i) for i in codes.values()}
 
     def __len__(self) -> int:
         return len(self.hf)

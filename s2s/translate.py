@@ -36,6 +36,7 @@ import sys
 
 from .checkpoint import CheckpointError, load_translator
 from .decode import beam_search_batch, encode_source, translate
+from .hub import MODEL_HELP, add_model_options, model_options
 from .text import MAX_BEAM, MAX_DECODE_LEN, MAX_NO_REPEAT, InputError, check_range, read_text_file
 
 CHUNK_LINES = 1000     # lines sorted and decoded together before they are written out
@@ -45,7 +46,8 @@ MAX_BATCH = 512
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m s2s.translate", description="Translate English to French with a checkpoint.",
                                 epilog="Text may also come on standard input.")
-    p.add_argument("--model", required=True, help="checkpoint folder, e.g. checkpoints/en-fr-additive")
+    p.add_argument("--model", required=True, help=MODEL_HELP)
+    add_model_options(p)
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--beam", type=int, metavar="N", help="beam search of width N (1-16)")
     mode.add_argument("--sample", action="store_true", help="ancestral sampling")
@@ -72,7 +74,7 @@ def main(argv=None) -> int:
     else:
         text = ""
     try:
-        tr = load_translator(a.model)
+        tr = load_translator(a.model, **model_options(a))
         if a.reference is not None:
             d = translate(tr, text, "forced", reference=a.reference)
         elif a.sample:
@@ -115,7 +117,7 @@ def translate_file(a) -> int:
             check_range("Max length", a.max_len, 1, MAX_DECODE_LEN)
         check_range("--batch-size", a.batch_size, 1, MAX_BATCH)
         check_range("--no-repeat", a.no_repeat, 0, MAX_NO_REPEAT)
-        tr = load_translator(a.model)
+        tr = load_translator(a.model, **model_options(a))
         lines = input_lines(read_text_file(a.input))
         try:
             out = sys.stdout if a.output is None else open(a.output, "w", encoding="utf-8", newline="\n")
