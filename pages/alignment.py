@@ -308,7 +308,8 @@ with tabs[1]:
                          column_config={abbr[m]: st.column_config.NumberColumn(format="%+.2f") for m in METHODS})
             c2.markdown("**Same top source piece** as attention (% of steps); and the top kept when α is **permuted**")
             c2.dataframe(pd.DataFrame([{"model": r["model"]} | {abbr[m]: 100 * r["argmax_agreement"][m] for m in METHODS}
-                                       | {"permuted": 100 * r["permutation_survival"]} for r in summary["rows"]]),
+                                       | {"permuted": None if r["permutation_survival"] is None else
+                                          100 * r["permutation_survival"]} for r in summary["rows"]]),
                          hide_index=True, width="stretch",
                          column_config={k: st.column_config.NumberColumn(format="%.0f%%")
                                         for k in [*abbr.values(), "permuted"]})

@@ -73,7 +73,7 @@ from .checkpoint import CheckpointError, Translator, load_translator
 from .decode import encode_source, forced, greedy
 from .model import Memory, Seq2Seq, State
 from .text import MAX_DECODE_LEN, InputError, check_range, clean_text
-from .tokenizer import BOS, EOS, PAD, UNK
+from .tokenizer import BOS, EOS, UNK
 
 METHODS = ("grad_x_input", "integrated_gradients", "leave_one_out")
 SHORT = {"grad_x_input": "grad x input", "integrated_gradients": "integrated grad.", "leave_one_out": "leave-one-out"}
@@ -90,24 +90,6 @@ TOP = 5                   # next tokens shown before / after a counterfactual
 
 # ---------------------------------------------------------------------------------------
 # Forced decoding as a differentiable function of the source embeddings
-
-
-def encode_embedded(model: Seq2Seq, x: torch.Tensor, src: torch.Tensor) -> tuple[Memory, State]:
-    """model.encode from the source embeddings x (B, S, E) instead of the ids src (B, S).
-
-    Every row is one whole sentence of the same length (the rows are copies of one
-    sentence under different embeddings), so there is no padding to pack: the same
-    equations as Seq2Seq.encode, which the tests check."""
-    states, final = model.encoder(model.drop(x))
-    h_n = final[0] if model.is_lstm else final
-    summary = torch.cat([h_n[0], h_n[1]], dim=-1)
-    s0 = torch.tanh(model.bridge(summary))
-    if model.is_lstm:
-        state: State = (s0, model.bridge_c(torch.cat([final[1][0], final[1][1]], dim=-1)))
-    else:
-        state = (s0,)
-    keys = None if model.scorer is None else model.scorer.keys(states)
-    return Memory(states, keys, src != PAD, summary, src=src), model.with_read(state, states)
 
 
 def _prefix(memory: Memory, n: int) -> Memory:
@@ -129,7 +111,7 @@ def step_log_probs(model: Seq2Seq, x: torch.Tensor, src: torch.Tensor, tgt: torc
     R = x.size(0)
     order = torch.argsort(last, descending=True, stable=True)
     x, last_sorted = x[order], last[order].tolist()
-    memory, state = encode_embedded(model, x, src.expand(R, -1))
+    memory, state = model.encode(src.expand(R, -1), torch.full((R,), src.size(1)), embedded=x)
     feed = model.initial_feed(R)
     y_in = torch.cat([tgt.new_tensor([BOS]), tgt[:-1]])
     chunks, n = [], R                   # the batch: rows [0, n) still decode
@@ -148,6 +130,33 @@ def step_log_probs(model: Seq2Seq, x: torch.Tensor, src: torch.Tensor, tgt: torc
     return out_sorted[torch.argsort(order)]
 
 
+def _bos(model) -> int:
+    """The decoder's start token: a hub model's own (its tokenizer's), else the shipped BOS."""
+    return getattr(getattr(model, "tokenizer", None), "bos_id", BOS)
+
+
+def _unk(model) -> int:
+    """What leave-one-out puts in a piece's place: <unk> (a hub model's own; its <pad> if it has none)."""
+    tok = getattr(model, "tokenizer", None)
+    if tok is None:
+        return UNK
+    return tok.unk_id if tok.unk_id is not None else tok.pad_id
+
+
+def row_log_probs(model, x: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, last: torch.Tensor) -> torch.Tensor:
+    """log p(y_{last_r} | y_<last_r, x_r) for each row r, from source embeddings x (R, S, E):
+    a recurrent model decodes step by step (step_log_probs); a Transformer, ours or a hub
+    model's, scores every position of each row in one teacher-forced pass (no recurrence:
+    nothing waits for the previous step) and keeps the step each row asks for."""
+    if isinstance(model, Seq2Seq):
+        return step_log_probs(model, x, src, tgt, last)
+    R = x.size(0)
+    tgt_in = torch.cat([tgt.new_tensor([_bos(model)]), tgt[:-1]]).expand(R, -1)
+    logits, _ = model(src.expand(R, -1), torch.full((R,), src.size(1)), tgt_in, embedded=x)
+    logp = F.log_softmax(logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits, dim=-1)
+    return logp[torch.arange(R, device=x.device), last, tgt[last]]
+
+
 # ---------------------------------------------------------------------------------------
 # Attributions
 
@@ -162,7 +171,7 @@ def grad_x_input(model: Seq2Seq, src: torch.Tensor, tgt: torch.Tensor) -> np.nda
     that of log p(y_j) alone)."""
     T = tgt.numel()
     x = _source_embeddings(model, src).expand(T, -1, -1).clone().requires_grad_(True)
-    logp = step_log_probs(model, x, src, tgt, torch.arange(T, device=x.device))
+    logp = row_log_probs(model, x, src, tgt, torch.arange(T, device=x.device))
     (grad,) = torch.autograd.grad(logp.sum(), x)
     return (grad * x).sum(-1).detach().double().cpu().numpy()
 
@@ -190,13 +199,13 @@ def integrated_gradients(model: Seq2Seq, src: torch.Tensor, tgt: torch.Tensor, s
     `splits` times. Each round is one captum call over all open segments of all tokens: a
     batched forward of (segments x steps) interpolated sentences and one backward pass."""
     from captum.attr import IntegratedGradients     # imported here: it pulls in matplotlib (~0.7 s)
-    ig = IntegratedGradients(lambda emb, rows_last: step_log_probs(model, emb, src, tgt, rows_last))
+    ig = IntegratedGradients(lambda emb, rows_last: row_log_probs(model, emb, src, tgt, rows_last))
     e = _source_embeddings(model, src)
     T, S = tgt.numel(), src.size(1)
 
     @torch.no_grad()
     def logp_at(t: torch.Tensor, j: torch.Tensor) -> torch.Tensor:       # log p(y_j | t e), row by row
-        return step_log_probs(model, t[:, None, None] * e, src, tgt, j).double()
+        return row_log_probs(model, t[:, None, None] * e, src, tgt, j).double()
 
     every = torch.arange(T, device=e.device)
     ends = logp_at(torch.cat([torch.ones(T), torch.zeros(T)]).to(e), torch.cat([every, every]))
@@ -228,7 +237,12 @@ def forced_log_probs(model: Seq2Seq, src_rows: torch.Tensor, tgt: torch.Tensor) 
     """(R, T) log p(y_j | y_<j, x_r) of one forced target for R source rows of one length,
     decoded together (decode_step: the inference path)."""
     R, T = src_rows.size(0), tgt.numel()
-    memory, state = model.encode(src_rows, torch.full((R,), src_rows.size(1)))
+    lengths = torch.full((R,), src_rows.size(1))
+    if not isinstance(model, Seq2Seq):      # a Transformer: every position in one pass
+        tgt_in = torch.cat([tgt.new_tensor([_bos(model)]), tgt[:-1]]).expand(R, -1)
+        logits, _ = model(src_rows, lengths, tgt_in)
+        return F.log_softmax(logits.float(), dim=-1)[:, torch.arange(T, device=tgt.device), tgt]
+    memory, state = model.encode(src_rows, lengths)
     feed = model.initial_feed(R)
     y = torch.full((R,), BOS, dtype=torch.long, device=src_rows.device)
     out = []
@@ -245,7 +259,7 @@ def leave_one_out(model: Seq2Seq, src: torch.Tensor, tgt: torch.Tensor) -> np.nd
     every piece, </s> included; the sentence and its S variants decoded as one batch."""
     S = src.size(1)
     rows = src.repeat(S + 1, 1)
-    rows[torch.arange(1, S + 1), torch.arange(S)] = UNK          # row i + 1 lacks piece i
+    rows[torch.arange(1, S + 1), torch.arange(S)] = _unk(model)   # row i + 1 lacks piece i
     logp = forced_log_probs(model, rows, tgt).double()
     return (logp[0:1] - logp[1:]).t().cpu().numpy()
 
@@ -319,12 +333,18 @@ def _finite(v: float) -> float | None:
 
 
 def check_model(tr: Translator) -> None:
+    """Attributions need attention to compare with: any model but the fixed-vector one."""
     if tr.model.cfg.attention == "none":
         raise InputError(f"{tr.name} has no attention to compare (a fixed-vector model): pick an attention model.")
+
+
+def check_counterfactual(tr: Translator) -> None:
+    """Counterfactual attention replaces a recurrent decoder's one attention per step."""
+    check_model(tr)
     if getattr(tr.model.cfg, "arch", "rnn") != "rnn":
-        raise InputError(f"{tr.name} is a Transformer: these attributions and counterfactuals step a recurrent "
-                         "decoder (one attention per step) and are not written for its layers and heads; "
-                         "pick a recurrent attention model.")
+        raise InputError(f"{tr.name} is a Transformer: a counterfactual replaces a recurrent decoder's one "
+                         "attention per step, and a Transformer has layers × heads of it; pick a recurrent "
+                         "attention model for this part.")
 
 
 def source_ids(tr: Translator, text: str) -> list[int]:
@@ -339,7 +359,7 @@ def source_ids(tr: Translator, text: str) -> list[int]:
 def target_ids(tr: Translator, text: str, reference: str | None) -> tuple[list[int], str]:
     """The output to explain: the reference's pieces, or the model's greedy translation."""
     if reference is not None:
-        ids = tr.tokenizer.encode(clean_text(reference, what="reference")) + [EOS]
+        ids = tr.tokenizer.target_ids(clean_text(reference, what="reference"))
         frm = "reference"
     else:
         ids = greedy(tr, text).target_ids
@@ -541,7 +561,7 @@ def counterfactual(tr: Translator, text: str, step: int, kind: str, reference: s
                    epsilon: float = EPSILON, seed: int = 0, target: Sequence[int] | None = None) -> Counterfactual:
     """Replace alpha_j at step `step` of the decoding of `text` (its greedy output, or the
     reference, or the piece ids `target`) and report what changes (see Counterfactual)."""
-    check_model(tr)
+    check_counterfactual(tr)
     check_range("Epsilon", epsilon, 0.0, 1.0)
     model, tok = tr.model, tr.tokenizer
     src = torch.tensor([source_ids(tr, text)], device=tr.device)
@@ -621,7 +641,8 @@ def summarize(tr: Translator, pairs: Sequence[tuple[str, str]], ig_steps: int = 
     check_model(tr)
     taus = {m: [] for m in METHODS}
     same = {m: [] for m in METHODS}
-    survives, deltas, t0 = [], [], time.perf_counter()
+    survives, deltas, steps, t0 = [], [], 0, time.perf_counter()
+    recurrent = isinstance(tr.model, Seq2Seq)        # permuting alpha_j replaces a recurrent decoder's one attention
     for n, (en, fr) in enumerate(pairs):
         e = explain(tr, en, reference=fr, ig_steps=ig_steps)
         for m in METHODS:
@@ -630,9 +651,11 @@ def summarize(tr: Translator, pairs: Sequence[tuple[str, str]], ig_steps: int = 
             same[m] += ss
         gap = e.attributions["integrated_gradients"].sum(1) - e.ig_delta     # log p(y_j | x) - log p(y_j | 0)
         deltas += (np.abs(e.ig_delta) / (1 + np.abs(gap))).tolist()
-        run = trace(tr.model, torch.tensor([source_ids(tr, en)], device=tr.device),
-                    torch.tensor(e.target_ids, device=tr.device))
-        survives += permutation_survival(tr.model, run, seed + n)
+        steps += len(e.target_ids)
+        if recurrent:
+            run = trace(tr.model, torch.tensor([source_ids(tr, en)], device=tr.device),
+                        torch.tensor(e.target_ids, device=tr.device))
+            survives += permutation_survival(tr.model, run, seed + n)
 
     def dist(v):
         v = np.asarray(v, dtype=float)
@@ -641,10 +664,10 @@ def summarize(tr: Translator, pairs: Sequence[tuple[str, str]], ig_steps: int = 
         return {"median": q[2], "mean": round(float(v.mean()), 4), "q10": q[0], "q25": q[1], "q75": q[3],
                 "q90": q[4], "steps": int(v.size)}
 
-    return {"model": tr.name, "sentences": len(pairs), "steps": len(survives),
+    return {"model": tr.name, "sentences": len(pairs), "steps": steps,
             "kendall_tau": {m: dist(taus[m]) for m in METHODS},
             "argmax_agreement": {m: round(float(np.mean(same[m])), 4) for m in METHODS},
-            "permutation_survival": round(float(np.mean(survives)), 4),
+            "permutation_survival": round(float(np.mean(survives)), 4) if recurrent else None,
             # |sum_i a_ij - gap_j| / (1 + |gap_j|): the share of tokens within IG_TOLERANCE, and the worst
             "ig_completeness": {"within_tolerance": round(float(np.mean(np.array(deltas) <= IG_TOLERANCE)), 4),
                                 "median": round(float(np.median(deltas)), 5),

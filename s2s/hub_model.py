@@ -107,14 +107,17 @@ class HubSeq2Seq(nn.Module):
                      cross_attention=cross[:, :, :, j], self_attention=self_w[:, :, :, j, :j + 1])
                 for j in range(tgt_in.size(1))]
 
-    def embedded_forward(self, src_embeds: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor):
-        """Teacher forcing from source *embeddings* (attributions differentiate through them):
-        (B, S, d) inputs_embeds -> logits (B, T, V), cross-attention mean of the last layer (B, T, S)."""
-        out = self.hf(inputs_embeds=src_embeds, attention_mask=src_mask.long(), decoder_input_ids=tgt_in,
-                      output_attentions=True, return_dict=True)
+    def forward(self, src: torch.Tensor, src_len: torch.Tensor, tgt_in: torch.Tensor,
+                embedded: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Teacher forcing, as the shipped models' forward: (B, T) previous tokens -> logits
+        (B, T, V) and the last layer's head-mean cross-attention (B, T, S). `embedded` (B, S, d),
+        if given, is read instead of the ids' embeddings (the model's inputs_embeds)."""
+        mask = torch.arange(src.size(1), device=src.device)[None, :] < src_len.to(src.device)[:, None]
+        ids = dict(input_ids=src) if embedded is None else dict(inputs_embeds=embedded)
+        out = self.hf(**ids, attention_mask=mask.long(), decoder_input_ids=tgt_in, output_attentions=True,
+                      return_dict=True)
         return out.logits, out.cross_attentions[-1].mean(1)
 
-    def source_embeddings(self, src: torch.Tensor) -> torch.Tensor:
-        """(B, S) ids -> (B, S, d) what the encoder's embedding layer gives (before any scaling
-        the encoder applies itself)."""
+    def embed(self, src: torch.Tensor) -> torch.Tensor:
+        """(B, S) ids -> (B, S, d), the encoder's input embeddings, as its inputs_embeds takes them."""
         return self.hf.get_encoder().get_input_embeddings()(src)

@@ -159,11 +159,14 @@ class Seq2Seq(nn.Module):
         return self.cfg.cell == "lstm"
 
     # ------------------------------------------------------------ encoder
-    def encode(self, src: torch.Tensor, src_len: torch.Tensor) -> tuple[Memory, State]:
-        """(B, S) padded source ids -> Memory and the decoder's initial state s_0."""
-        x = self.drop(self.embed(src))
-        if src.size(0) == 1 and int(src_len[0]) == src.size(1):
-            states, final = self.encoder(x)      # one sentence, no padding: nothing to pack
+    def encode(self, src: torch.Tensor, src_len: torch.Tensor, embedded: torch.Tensor | None = None
+               ) -> tuple[Memory, State]:
+        """(B, S) padded source ids -> Memory and the decoder's initial state s_0. `embedded`
+        (B, S, E), if given, is read instead of the ids' embeddings E x_i (attributions
+        differentiate through it; s2s.explain)."""
+        x = self.drop(self.embed(src) if embedded is None else embedded)
+        if bool((src_len.to(src.device) == src.size(1)).all()):
+            states, final = self.encoder(x)      # no padding: nothing to pack
         else:
             packed = pack_padded_sequence(x, src_len.cpu(), batch_first=True, enforce_sorted=False)
             out, final = self.encoder(packed)

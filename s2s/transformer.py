@@ -238,8 +238,12 @@ class Transformer(nn.Module):
     # ------------------------------------------------------------ pieces
     def embed_at(self, ids: torch.Tensor, start: int = 0) -> torch.Tensor:
         """(B, L) ids at positions start.. -> (B, L, d): sqrt(d) E x + PE."""
-        pe = sinusoidal_positions(ids.size(1), self.cfg.d_model, start, ids.device)
-        return self.drop(self.embed(ids) * math.sqrt(self.cfg.d_model) + pe)
+        return self.position(self.embed(ids), start)
+
+    def position(self, embedded: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """(B, L, d) embeddings E x at positions start.. -> sqrt(d) E x + PE."""
+        pe = sinusoidal_positions(embedded.size(1), self.cfg.d_model, start, embedded.device)
+        return self.drop(embedded * math.sqrt(self.cfg.d_model) + pe)
 
     def output(self, s: torch.Tensor) -> torch.Tensor:
         """Logits E s + b, tied to the embedding."""
@@ -251,12 +255,14 @@ class Transformer(nn.Module):
         return copy_mix(logits, p_gen, alpha, src)
 
     # ------------------------------------------------------------ encoder
-    def encode(self, src: torch.Tensor, src_len: torch.Tensor) -> tuple[TransformerMemory, State]:
+    def encode(self, src: torch.Tensor, src_len: torch.Tensor, embedded: torch.Tensor | None = None
+               ) -> tuple[TransformerMemory, State]:
         """(B, S) padded source ids -> memory (encoder output h_i, each decoder layer's cross
-        K and V, the self-attention weights) and the empty decoder state."""
+        K and V, the self-attention weights) and the empty decoder state. `embedded` (B, S, d),
+        if given, is read instead of the ids' embeddings E x_i (scaled and positioned as they are)."""
         mask = src != PAD
         bias = padding_bias(mask, torch.float32)[:, None, None, :]          # (B, 1, 1, S)
-        x = self.embed_at(src)
+        x = self.embed_at(src) if embedded is None else self.position(embedded)
         weights = []
         for layer in self.encoder:
             x, w = layer(x, bias)
@@ -340,12 +346,12 @@ class Transformer(nn.Module):
         return [Step(logits[:, j], (s[:, j],), feed, alpha[:, j], context[:, j], cross_attention=cross_w[:, :, :, j],
                      self_attention=self_w[:, :, :, j, :j + 1]) for j in range(tgt_in.size(1))]
 
-    def forward(self, src: torch.Tensor, src_len: torch.Tensor, tgt_in: torch.Tensor
-                ) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, src: torch.Tensor, src_len: torch.Tensor, tgt_in: torch.Tensor,
+                embedded: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Teacher forcing, all target positions at once: (B, T) gold previous tokens ->
         logits (B, T, V) (log-probabilities with copy), alpha (B, T, S) (last layer's
-        cross-attention averaged over heads)."""
-        memory, _ = self.encode(src, src_len)
+        cross-attention averaged over heads). `embedded`: as in encode."""
+        memory, _ = self.encode(src, src_len, embedded)
         s, context, last, _, _ = self.decode_all(tgt_in, memory)
         alpha = last.mean(1)                                                 # (B, T, S)
         logits = self.output(self.drop(s))

@@ -15,8 +15,9 @@ import torch
 import torch.nn.functional as F
 
 from s2s import explain as X
-from s2s.checkpoint import Translator
+from s2s.checkpoint import Translator, load_translator
 from s2s.decode import _left_to_right, forced
+from s2s.text import InputError
 from s2s.tokenizer import BOS, UNK
 
 from conftest import ROOT
@@ -43,7 +44,7 @@ def test_the_batched_forward_is_forced_decoding(untrained_translators, kind):
     tr = untrained_translators[kind]
     src, tgt = ids(tr, reference=REFERENCE)
     memory, state = tr.model.encode(src, torch.tensor([src.size(1)]))
-    memory2, state2 = X.encode_embedded(tr.model, tr.model.embed(src), src)
+    memory2, state2 = tr.model.encode(src, torch.tensor([src.size(1)]), embedded=tr.model.embed(src))
     assert torch.allclose(memory.states, memory2.states, atol=1e-6)
     assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(state, state2))
     # every step scored by its own row, rows in a scrambled order, against the inference path
@@ -332,3 +333,45 @@ def test_table_summarises_every_attention_model(untrained_translators, tmp_path,
     assert table["command"].startswith("python -m s2s.explain --test")
     rc, printed, err = run(["--table", str(out)], capsys)                      # --table needs --test
     assert rc == 2 and err.startswith("error:") and "--test" in err
+
+
+# ------------------------------------------------------------------ Transformers: ours and a hub model's
+
+def transformer_cases(tiny_transformer, hub_models):
+    return {"ours": load_translator(tiny_transformer), "marian": load_translator(hub_models["marian"]),
+            "t5": load_translator(hub_models["t5"])}
+
+
+@pytest.mark.parametrize("which", ["ours", "marian", "t5"])
+def test_a_transformers_attributions(tiny_transformer, hub_models, which):
+    """grad x input, integrated gradients and leave-one-out for a Transformer: every position
+    scored in one teacher-forced pass from the source embeddings, the same log-probs as
+    forced decoding; integrated gradients complete; leave-one-out the log-prob each piece's
+    <unk> costs."""
+    tr = transformer_cases(tiny_transformer, hub_models)[which]
+    text = "a b c d" if which == "ours" else "the cat sat ."
+    e = X.explain(tr, text, reference=None if which == "ours" else "le chat .")   # a random model would not stop
+    T, S = len(e.target_tokens), len(e.source_tokens)
+    assert e.attention.shape == (T, S)
+    for m in X.METHODS:
+        assert e.attributions[m].shape == (T, S) and np.isfinite(e.attributions[m]).all()
+    src = torch.tensor([X.source_ids(tr, text)])
+    tgt = torch.tensor(e.target_ids)
+    with torch.no_grad():
+        logp = X.row_log_probs(tr.model, tr.model.embed(src)[0].expand(T, -1, -1), src, tgt, torch.arange(T))
+    np.testing.assert_allclose(logp.numpy(), e.token_log_probs, atol=1e-4)
+    gap = e.attributions["integrated_gradients"].sum(1) - e.ig_delta
+    if which != "t5":    # T5 normalises by RMS: from the zero baseline its path is steep near t = 0, and the
+        # quadrature's error is reported (ig_delta) rather than bounded
+        assert np.median(np.abs(e.ig_delta) / (1 + np.abs(gap))) <= X.IG_TOLERANCE
+    assert np.isfinite(e.ig_delta).all()
+    # leave-one-out by hand for one piece
+    i = 1
+    rows = src.clone()
+    rows[0, i] = X._unk(tr.model)
+    other = forced(tr, text, reference_ids=e.target_ids, source_ids=rows[0].tolist())
+    assert e.forced_from == ("greedy" if which == "ours" else "reference")
+    np.testing.assert_allclose(e.attributions["leave_one_out"][:, i],
+                               np.array(e.token_log_probs) - np.array(other.token_log_probs), atol=1e-4)
+    with pytest.raises(InputError, match="counterfactual"):
+        X.counterfactual(tr, text, 0, "uniform")

@@ -98,3 +98,18 @@ def test_the_alignment_page_scores_every_layer_and_head(offered):
     aer = array(grid["data"][0]["z"]).astype(float)
     assert aer.shape == (2, 4) and np.all((0 <= aer) & (aer <= 1))
     assert "best" in texts(at).lower()
+
+
+def test_attention_against_attribution_for_a_hub_model(offered):
+    from conftest import app_page
+    at = app_page("pages/alignment.py")
+    _widget(at, "align_model").set_value(str(offered["marian"]))
+    at.session_state["alignment_tab"] = "Attention vs attribution"
+    at.session_state["explain_text"] = TEXT
+    at.session_state["explain_reference"] = "le chat est assis ."
+    at.run()
+    assert not at.exception, at.exception
+    grid = chart(at, "attribution_grid")
+    assert grid is not None and len(grid["data"]) >= 4                 # attention and the three attributions
+    # the counterfactual part is for recurrent models, and says so in one line
+    assert any("counterfactual replaces a recurrent decoder" in e.value for e in at.error)
