@@ -19,6 +19,7 @@ import pandas as pd  # noqa: E402
 from s2s.align import argmax_alignment, mean_entropy, merge_to_words, word_spans
 from s2s.figures import (alignment_lines, attention_heatmap, beam_tree_figure, heads_grid, head_of_trace,
                          matrix_heatmap, model_colors, model_diagram, scaling_figure, token_bars)
+from s2s.hub import display_name, translates_english_to_french
 from s2s.text import MAX_BEAM, MAX_CHARS, MAX_DECODE_LEN, MAX_NO_REPEAT, InputError
 
 COURSE_SENTENCE = "The agreement on the European Economic Area was signed in August 1992."
@@ -145,6 +146,11 @@ def pick_head(layers: int, heads: int) -> None:
 PNG = {"toImageButtonOptions": {"format": "png", "filename": "attention"}}
 
 
+def choose_model(name: str) -> None:
+    """The "Try it with …" button: the same text with another model (before the picker draws)."""
+    st.session_state.model = name
+
+
 def set_example():
     if st.session_state.example is not None:       # None when the box is cleared
         st.session_state.text = st.session_state.example
@@ -197,6 +203,7 @@ with st.form("input", border=False):
 from s2s.attention import SCORES, scaling_statistics  # noqa: E402
 from s2s.decode import (Decoding, DecodeSettings, attention_heads, attention_of, decode, forced,  # noqa: E402
                         is_search_error)
+from s2s.data import unseen_words  # noqa: E402
 from s2s.evaluate import bleu_breakdown  # noqa: E402
 
 tr = ui.get_model(name)
@@ -252,6 +259,19 @@ unknown = tr.tokenizer.unknown_characters(S.text)
 if unknown:
     st.caption(ui.unknown_characters_note(unknown, "your text",
                                           ", a symbol it learned almost nothing about, so expect odd output"))
+if tr.train_words and (unseen := unseen_words(S.text, tr.train_words)):    # out of its depth: words it never saw
+    others = [i for i in ui.hub_models() if i.error is None and translates_english_to_french(i.name, i.model)]
+    n = len(unseen)
+    note, try_box = st.columns([4, 1]) if others else (st.container(), None)
+    note.caption(f"{n} word{'s' if n > 1 else ''} of your text never occur{'s' if n == 1 else ''} in the English of "
+                 f"this model's {tr.train_pairs:,} training pairs: " + " ".join(ui.code_span(w) for w in unseen[:12])
+                 + (" …" if n > 12 else "") + ". It can only copy or guess "
+                 + ("them" if n > 1 else "it") + ", so expect odd output around "
+                 + ("them." if n > 1 else "it."))
+    if try_box is not None:
+        try_box.button(f"Try it with {display_name(others[0].name)}", key="try_hub", on_click=choose_model,
+                       args=(others[0].name,), help="A Hugging Face model the server's operator offers for "
+                                                    "English→French, trained on far more text")
 shown, title = d.attention, None        # what the heatmap shows: for a Transformer, the layer and head chosen
 if d.attention is None:
     st.info("This model has **no attention**: its decoder sees one fixed vector (the final encoder state) at "

@@ -6,6 +6,7 @@ A checkpoint is a folder:
     spm.model           the sentencepiece tokenizer (translation models; a character
                         model's vocabulary is the `chars` string in its config)
     metrics.json        test scores, loss curves, training trace (optional)
+    train_words.json    the English words of its training pairs and their counts (optional)
 kind is "translation" (model.py, or transformer.py when the model's "arch" is
 "transformer") or "charlm" (charlm.py).
 Weights are stored in fp16 to halve the size and loaded in fp32 (fp16 matmuls are slow
@@ -60,6 +61,9 @@ class Translator:
     tokenizer: Tokenizer
     config: dict
     metrics: dict = field(default_factory=dict)
+    # the English words of its training pairs, {word: count} (train_words.json; {} if not shipped)
+    train_words: dict = field(default_factory=dict)
+    train_pairs: int = 0
 
     @property
     def device(self) -> torch.device:
@@ -160,7 +164,9 @@ def load_translator(path: str | Path, device: torch.device | str | None = None, 
         raise CheckpointError(f"{what}: tokenizer has {len(tokenizer)} pieces but the model expects {cfg.vocab_size}")
     model = _load_weights(path, arch_classes(getattr(cfg, "arch", "rnn"))[1](cfg), what, device)
     metrics = read_json(path / "metrics.json", what) if (path / "metrics.json").is_file() else {}
-    return Translator(config.get("name", path.name), path, model, tokenizer, config, metrics)
+    words = read_json(path / "train_words.json", what) if (path / "train_words.json").is_file() else {}
+    return Translator(config.get("name", path.name), path, model, tokenizer, config, metrics,
+                      words.get("words", {}), words.get("pairs", 0))
 
 
 def load_charlm(path: str | Path, device: torch.device | str | None = None) -> LanguageModel:

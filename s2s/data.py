@@ -23,6 +23,7 @@ training draws from nine tenths, the held-out copy test (`copy_test_lines`) from
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import re
 import unicodedata
@@ -441,6 +442,40 @@ def token_batches(examples: Sequence[tuple[list[int], list[int]]], max_tokens: i
         yield make_batch([examples[i] for i in b], bos)
 
 
+# ---------------------------------------------------------------------------------------
+# The words a model was trained on: a shipped checkpoint's train_words.json, so the app can
+# say which words of a text the model never saw (and will guess)
+
+WORDS_FILE = "train_words.json"
+_WORD = re.compile(r"[^\W\d_]+")       # runs of letters: numbers are copied, not known
+
+
+def text_words(text: str) -> list[str]:
+    """The words of `text` as the counts key them: lower-case runs of letters, in order."""
+    return _WORD.findall(text.lower())
+
+
+def write_word_counts(pairs: Sequence[Pair], path: str | Path, command: str) -> dict:
+    """Count the English words of `pairs` (a training split) into `path` (JSON: pairs, the
+    command that wrote it, and {word: count}, most frequent first)."""
+    from collections import Counter
+    counts = Counter(w for s, _ in pairs for w in text_words(s))
+    out = {"pairs": len(pairs), "command": command, "words": dict(counts.most_common())}
+    Path(path).write_text(json.dumps(out, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
+    return out
+
+
+def unseen_words(text: str, counts: dict[str, int]) -> list[str]:
+    """The distinct words of `text` (as typed, in order) that never occur in `counts`."""
+    seen, out = set(), []
+    for m in _WORD.finditer(text):
+        w = m.group()
+        if w.lower() not in counts and w.lower() not in seen:
+            seen.add(w.lower())
+            out.append(w)
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description="Write the deterministic train/valid/test split of a TSV corpus.")
     p.add_argument("--data", required=True, help="english<TAB>french file, e.g. ../shared/data/tatoeba-en-fr/fra.txt")
@@ -450,6 +485,9 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--copy-test", metavar="FILE.tsv",
                    help="also write the held-out copy test (names and numbers) built from the test split")
+    p.add_argument("--word-counts", metavar="CHECKPOINT", nargs="+",
+                   help=f"also write the training split's English word counts as CHECKPOINT/{WORDS_FILE} for "
+                        "each checkpoint trained on it (the app names the words of a text a model never saw)")
     a = p.parse_args()
     splits = split_pairs(read_pairs(a.data), a.valid_pairs, a.test_pairs, seed=a.seed)
     write_splits(splits, a.out)
@@ -465,6 +503,10 @@ def main() -> None:
             "--copy-test FILE\nkind<TAB>english<TAB>french<TAB>tokens the translation must keep verbatim"))
         kinds = [k for k, *_ in lines]
         print(f"copy test: {kinds.count('name')} name lines, {kinds.count('number')} number lines -> {a.copy_test}")
+    for folder in a.word_counts or []:
+        command = f"python -m s2s.data --data {Path(a.data).name} --word-counts CHECKPOINT"
+        out = write_word_counts(splits.train, Path(folder) / WORDS_FILE, command)
+        print(f"{len(out['words'])} English words of {out['pairs']} training pairs -> {Path(folder) / WORDS_FILE}")
 
 
 if __name__ == "__main__":

@@ -143,6 +143,18 @@ class HubError(RuntimeError):
     pass
 
 
+MULTILINGUAL = ("m2m_100", "mbart", "nllb-moe")     # model types that translate between many languages
+
+
+def translates_english_to_french(spec: str, model: dict) -> bool:
+    """Whether a hub model (its spec and registry row) can translate English to French, from
+    what is known without loading it: its config (a T5 task, a multilingual type), or its name
+    (opus-mt-en-fr, nllb-…, m2m100_…, mbart-…-many-to-many)."""
+    name = spec.lower()
+    return (model.get("languages") == "en→fr" or model.get("model_type") in MULTILINGUAL
+            or "en-fr" in name or any(k in name for k in ("nllb", "m2m100", "mbart-large-50-many")))
+
+
 def registry_row(spec: str) -> tuple[str, dict]:
     """(description, model dict) of a hub model for the registry, from its config.json where
     this machine has it (a folder, or huggingface-hub's cache): nothing is downloaded and no
@@ -165,6 +177,8 @@ def registry_row(spec: str) -> tuple[str, dict]:
     except (OSError, ValueError) as e:
         raise HubError(f"{name}: config.json cannot be read ({e})") from None
     cfg = describe_config(config)
+    if "translation_en_to_fr" in (config.get("task_specific_params") or {}):
+        cfg.languages = "en→fr"
     return (f"{display_name(spec)}: {cfg.model_type}, {cfg.encoder_layers}+{cfg.decoder_layers} layers × "
             f"{cfg.heads} heads, d = {cfg.d_model}" + ("" if local else " (Hugging Face hub)"), cfg.to_dict())
 
