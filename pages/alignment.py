@@ -101,10 +101,11 @@ def heads_of_model(name: str, source: str, english, french, rule: str, gold) -> 
     l, k = h["best"]
     c1, c2 = st.columns([2, 3])
     with c1:
-        st.plotly_chart(head_aer_figure(np.array(h["aer"]), (l, k), h["mean_aer"], title=f"{source}, {rule}"),
-                        key="head_aer", width="stretch")
+        st.plotly_chart(head_aer_figure(np.array(h["aer"]), (l, k)), key="head_aer", width="stretch")
         st.caption(f"AER of each layer × head's cross-attention read as links ({rule}) over the {h['pairs']} "
-                   f"{source} pairs; lower is better. Outlined: the best, layer {l + 1} · head {k + 1}.")
+                   f"{source} pairs; lower is better. Outlined: the best, layer {l + 1} · head {k + 1} "
+                   f"(AER {h['aer'][l][k]:.3f}); the last layer's head mean, the matrix the other views show: "
+                   f"{h['mean_aer']:.3f}.")
     with c2:
         w = word_attention_heads_cached(path, tuple(english), tuple(french))[l, k]
         predicted = links(w, rule, **RULE_PARAMS[rule])
@@ -214,8 +215,9 @@ with tabs[0]:
                                "summed over each English word's pieces and averaged over each French word's. Black "
                                f"crosses: its links ({rule})."
                                + (" Red squares: the annotators' Sure links; light red: Possible." if gold else ""))
-            if by_name[name].arch == "transformer" and source != "typed" and english:
-                heads_of_model(name, source, english, french, rule, gold)
+        if by_name[name].arch == "transformer" and source != "typed" and english:
+            st.subheader("Every layer × head as an aligner")
+            heads_of_model(name, source, english, french, rule, gold)
         st.subheader("Every model on the test set")
         table = ui.results_file(ALIGNMENT_RESULTS)
         if table is None:

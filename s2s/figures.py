@@ -896,7 +896,7 @@ def head_aer_figure(aer: np.ndarray, best: tuple[int, int], mean_aer: float | No
     aligner: AER of each, lower is better (darker), the best head outlined, each cell labelled."""
     aer = np.asarray(aer, dtype=float)
     L, H = aer.shape
-    text = [[f"{aer[l, h]:.2f}" for h in range(H)] for l in range(L)]
+    text = [[f"{aer[l, h]:.2f}".removeprefix("0") for h in range(H)] for l in range(L)]    # ".41": fits a cell
     hover = [[f"layer {l + 1} · head {h + 1}<br>AER = {aer[l, h]:.3f}" for h in range(H)] for l in range(L)]
     heat = go.Heatmap(z=aer, x=list(range(H)), y=list(range(L)), zmin=float(np.nanmin(aer)), zmax=float(np.nanmax(aer)),
                       colorscale=PROJECTOR_SCALE, reversescale=True, text=text, texttemplate="%{text}",
@@ -904,11 +904,12 @@ def head_aer_figure(aer: np.ndarray, best: tuple[int, int], mean_aer: float | No
                       colorbar=dict(title=dict(text="AER"), thickness=14))
     l, h = best
     box = dict(type="rect", x0=h - 0.5, x1=h + 0.5, y0=l - 0.5, y1=l + 0.5, line=dict(color="#d62728", width=4))
-    subtitle = f"best: layer {l + 1} · head {h + 1}, AER {aer[l, h]:.3f}" + (
-        f"; the last layer's head mean: {mean_aer:.3f}" if mean_aer is not None else "")
+    subtitle = title or f"AER of each layer × head (best: layer {l + 1} · head {h + 1})"
+    if mean_aer is not None:
+        subtitle += f"; head mean {mean_aer:.3f}"
     return figure(
         [heat], shapes=[box],
-        title=dict(text=html.escape((title + " · " if title else "") + subtitle, quote=False), font=dict(size=15)),
+        title=dict(text=html.escape(subtitle, quote=False), font=dict(size=15)),
         xaxis=dict(tickmode="array", tickvals=list(range(H)), ticktext=[str(k + 1) for k in range(H)],
                    title=dict(text="head"), tickfont=dict(size=14)),
         yaxis=dict(tickmode="array", tickvals=list(range(L)), ticktext=[str(k + 1) for k in range(L)],

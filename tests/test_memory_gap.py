@@ -76,8 +76,10 @@ def test_tiny_lstm_learns_gap_2():
 def test_max_seconds_bounds_a_run():
     t = time.perf_counter()
     r = train_gap("gru", 50, steps=10**6, max_seconds=0.5)
-    assert r["stopped"] == "time" and 0.5 <= r["seconds"] < 1.5 and 0 < r["steps"] < 10**6
-    assert time.perf_counter() - t < 5                                 # the held-out measurement included
+    # stopped by the clock, after the step that crossed 0.5 s: a step takes milliseconds, but a
+    # loaded machine (CI beside another job) stretched one to 1.7 s, so the bounds leave room
+    assert r["stopped"] == "time" and 0.5 <= r["seconds"] < 4 and 0 < r["steps"] < 10**6
+    assert time.perf_counter() - t < 12                                # the held-out measurement included
     r = train_gap("rnn", 3, steps=5, max_seconds=60)
     assert r["steps"] == 5 and r["stopped"] == "steps"
 
