@@ -179,8 +179,32 @@ def registry_row(spec: str) -> tuple[str, dict]:
     cfg = describe_config(config)
     if "translation_en_to_fr" in (config.get("task_specific_params") or {}):
         cfg.languages = "en→fr"
+    model = cfg.to_dict()
+    n = _parameters(f.parent / "model.safetensors")
+    if n:
+        model["parameters"] = n
+    size = "" if not n else f", {n / 1e6:,.1f} M parameters" if n >= 1e5 else f", {n:,} parameters"
     return (f"{display_name(spec)}: {cfg.model_type}, {cfg.encoder_layers}+{cfg.decoder_layers} layers × "
-            f"{cfg.heads} heads, d = {cfg.d_model}" + ("" if local else " (Hugging Face hub)"), cfg.to_dict())
+            f"{cfg.heads} heads, d = {cfg.d_model}{size}" + ("" if local else " (Hugging Face hub)"), model)
+
+
+def _parameters(weights: Path) -> int | None:
+    """How many numbers a safetensors file holds, from its header alone (no weights read);
+    tied weights stored once count once. None without such a file."""
+    if not weights.is_file():
+        return None
+    from safetensors import safe_open
+    try:
+        with safe_open(str(weights), "pt") as f:
+            total = 0
+            for key in f.keys():
+                n = 1
+                for d in f.get_slice(key).get_shape():
+                    n *= d
+                total += n
+            return total
+    except Exception:        # a corrupt file: loading it will say so
+        return None
 
 
 def _source(spec: str | Path) -> tuple[str, bool]:

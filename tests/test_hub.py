@@ -294,3 +294,13 @@ def test_evaluate_command_takes_a_hub_model(hub_models, tmp_path):
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["n"] == 2 and out["perplexity"] > 1
+
+
+def test_the_registry_row_reads_the_config_and_the_weights_header_only(hub_models, tmp_path):
+    from s2s.checkpoint import hub_checkpoints
+    rows = hub_checkpoints([str(hub_models["t5"]), str(tmp_path / "missing"), "hf:someone/not-downloaded"])
+    t5, missing, remote = rows
+    assert t5.error is None and t5.arch == "transformer" and t5.is_hub and t5.has_attention
+    assert t5.model["languages"] == "en→fr" and t5.model["encoder_layers"] == 2 and t5.model["parameters"] > 0
+    assert "does not exist" in missing.error
+    assert remote.error is None and "downloaded when first chosen" in remote.description
