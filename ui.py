@@ -11,19 +11,28 @@ import os
 import sys
 import threading
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 import streamlit as st
-from streamlit.runtime.pages_manager import PagesManager     # internal: see run_through_app
+from streamlit.runtime.pages_manager import PagesManager  # internal: see run_through_app
 
 # The registry imports no torch: the start page draws while warm_up imports it (below).
-from s2s.checkpoint import (CheckpointError, CheckpointInfo, LanguageModel, Translator, checkpoint_root,
-                            default_device, hub_checkpoints, list_checkpoints, load_charlm, load_translator)
+from s2s.checkpoint import (
+    CheckpointError,
+    CheckpointInfo,
+    LanguageModel,
+    Translator,
+    checkpoint_root,
+    default_device,
+    hub_checkpoints,
+    list_checkpoints,
+    load_charlm,
+    load_translator,
+)
 from s2s.hub import any_model_allowed, display_name, is_hub_spec, offered_models
 
 if TYPE_CHECKING:
-    from s2s.decode import Decoding      # imports torch: only when a page decodes
+    from s2s.decode import Decoding  # imports torch: only when a page decodes
 
 # One thread per request: batch-1 decoding gains little from more, and a shared server
 # with several users stays responsive when no request grabs every core. torch reads this
@@ -198,6 +207,7 @@ def _warm() -> None:
 
 def _warm_models() -> None:
     import pandas  # noqa: F401  (first: plotly checks values against pandas, whole or half imported)
+
     import s2s.figures  # noqa: F401  (plotly: before torch, so load_plotly_early waits little)
     _plotly_imported.set()
     import s2s.decode

@@ -12,8 +12,19 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from s2s.alignment import (DEFAULT_RULE, RULE_PARAMS, RULES, GoldError, GoldPair, best_head, head_scores, links,
-                           read_gold, score, word_attention)
+from s2s.alignment import (
+    DEFAULT_RULE,
+    RULE_PARAMS,
+    RULES,
+    GoldError,
+    GoldPair,
+    best_head,
+    head_scores,
+    links,
+    read_gold,
+    score,
+    word_attention,
+)
 from s2s.explain import EPSILON, KINDS, METHODS, counterfactual, explain
 from s2s.figures import attribution_grid, counterfactual_figure, gold_alignment_figure, head_aer_figure, tau_figure
 from s2s.text import InputError, clean_text

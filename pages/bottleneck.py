@@ -7,8 +7,16 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from s2s.bottleneck import (STRESS_DEFAULT, STRESS_PAIRS, cosine_similarity, first_failure, joined_example, measured_models,
-                            pca_2d, stress_row)
+from s2s.bottleneck import (
+    STRESS_DEFAULT,
+    STRESS_PAIRS,
+    cosine_similarity,
+    first_failure,
+    joined_example,
+    measured_models,
+    pca_2d,
+    stress_row,
+)
 from s2s.data import parse_pairs, read_pairs
 from s2s.decode import Decoding
 from s2s.evaluate import bleu, chrf, evaluate_pairs

@@ -9,7 +9,16 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from s2s.cells import FEATURES, Trace, encoder_trace, gate_saturation, memory_resets, rank_cells, regex_feature, signal_of
+from s2s.cells import (
+    FEATURES,
+    Trace,
+    encoder_trace,
+    gate_saturation,
+    memory_resets,
+    rank_cells,
+    regex_feature,
+    signal_of,
+)
 from s2s.charlm import sample_text
 from s2s.decode import encode_source, greedy
 from s2s.figures import cell_traces_figure, colored_text_html, saturation_scatter, state_heatmap, token_bars

@@ -10,8 +10,7 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from s2s.figures import (CELL_NAMES, gradient_flow_figure, memory_gap_figure, memory_span_figure,
-                         untrained_flow_figure)
+from s2s.figures import CELL_NAMES, gradient_flow_figure, memory_gap_figure, memory_span_figure, untrained_flow_figure
 from s2s.gradients import DEMO_DEFAULTS, DEMO_RANGES, GradientFlow, gradient_flow, untrained_flow
 from s2s.text import MAX_PASSAGE_CHARS, InputError, clean_passage
 

@@ -2,7 +2,7 @@
 
 The page is layout and widgets only; decoding is s2s.decode, figures are s2s.figures.
 """
-from __future__ import annotations     # Decoding in the signatures below is imported after the form
+from __future__ import annotations  # Decoding in the signatures below is imported after the form
 
 import streamlit as st
 
@@ -16,9 +16,20 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+
 from s2s.align import argmax_alignment, mean_entropy, merge_to_words, word_spans
-from s2s.figures import (alignment_lines, attention_heatmap, beam_tree_figure, heads_grid, head_of_trace,
-                         matrix_heatmap, model_colors, model_diagram, scaling_figure, token_bars)
+from s2s.figures import (
+    alignment_lines,
+    attention_heatmap,
+    beam_tree_figure,
+    head_of_trace,
+    heads_grid,
+    matrix_heatmap,
+    model_colors,
+    model_diagram,
+    scaling_figure,
+    token_bars,
+)
 from s2s.hub import display_name, translates_english_to_french
 from s2s.text import MAX_BEAM, MAX_CHARS, MAX_DECODE_LEN, MAX_NO_REPEAT, InputError
 
@@ -201,9 +212,8 @@ with st.form("input", border=False):
 # waits: the form above is already in the browser, which loads its widgets' code meanwhile,
 # instead of after the wait, just before the heatmap.
 from s2s.attention import SCORES, scaling_statistics  # noqa: E402
-from s2s.decode import (Decoding, DecodeSettings, attention_heads, attention_of, decode, forced,  # noqa: E402
-                        is_search_error)
 from s2s.data import unseen_words  # noqa: E402
+from s2s.decode import DecodeSettings, Decoding, attention_heads, attention_of, decode, forced, is_search_error  # noqa: E402
 from s2s.evaluate import bleu_breakdown  # noqa: E402
 
 tr = ui.get_model(name)

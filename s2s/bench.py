@@ -70,8 +70,8 @@ from pathlib import Path
 
 import torch
 
-from .checkpoint import CheckpointError, Translator, checkpoint_root, list_checkpoints, load_charlm, load_translator
 from .charlm import sample_text
+from .checkpoint import CheckpointError, Translator, checkpoint_root, list_checkpoints, load_charlm, load_translator
 from .decode import Decoding, beam_search, encode_source, forced, greedy, greedy_batch
 from .explain import explain
 from .figures import attention_heatmap

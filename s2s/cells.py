@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import regex
 import sys
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+import regex
 import torch
 
 from .checkpoint import CheckpointError, Translator, load_charlm

@@ -21,7 +21,6 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 from safetensors import SafetensorError

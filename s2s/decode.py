@@ -39,8 +39,17 @@ import torch
 import torch.nn.functional as F
 
 from .checkpoint import Translator
-from .text import (MAX_BEAM, MAX_DECODE_LEN, MAX_NO_REPEAT, MAX_SOURCE_TOKENS, MAX_TOP_K, TEMPERATURE_RANGE,
-                   InputError, check_range, clean_text)
+from .text import (
+    MAX_BEAM,
+    MAX_DECODE_LEN,
+    MAX_NO_REPEAT,
+    MAX_SOURCE_TOKENS,
+    MAX_TOP_K,
+    TEMPERATURE_RANGE,
+    InputError,
+    check_range,
+    clean_text,
+)
 
 TOPK_RECORDED = 5   # next-token candidates kept per step, for the step-by-step view
 

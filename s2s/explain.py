@@ -198,7 +198,7 @@ def integrated_gradients(model: Seq2Seq, src: torch.Tensor, tgt: torch.Tensor, s
     IG_TOLERANCE * (1 + |log p(y_j | x) - log p(y_j | 0)|) * (b - a), is halved, at most
     `splits` times. Each round is one captum call over all open segments of all tokens: a
     batched forward of (segments x steps) interpolated sentences and one backward pass."""
-    from captum.attr import IntegratedGradients     # imported here: it pulls in matplotlib (~0.7 s)
+    from captum.attr import IntegratedGradients  # imported here: it pulls in matplotlib (~0.7 s)
     ig = IntegratedGradients(lambda emb, rows_last: row_log_probs(model, emb, src, tgt, rows_last))
     e = _source_embeddings(model, src)
     T, S = tgt.numel(), src.size(1)

@@ -38,7 +38,6 @@ from typing import Callable
 
 import numpy as np
 import torch
-from torch import nn
 
 from .charlm import CharLM
 from .checkpoint import CheckpointError, load_charlm

@@ -282,10 +282,9 @@ def load_hub(spec: str | Path, device: torch.device | str | None = None, source_
     config's own translation_en_to_fr prefix, if it has one)."""
     import torch
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
-
-    from .checkpoint import Translator, default_device
     from transformers.utils import logging as hf_logging
 
+    from .checkpoint import Translator, default_device
     from .tokenizer import HubTokenizer
 
     hf_logging.disable_progress_bar()        # "Loading weights" bars: noise on a command's stderr

@@ -46,7 +46,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from .attention import ATTENTIONS, attend, make_scorer, mask_bias as padding_bias
+from .attention import ATTENTIONS, attend, make_scorer
+from .attention import mask_bias as padding_bias
 from .lstm import LSTMWeights, input_gate_table, lstm_step
 from .tokenizer import BOS, EOS, PAD
 

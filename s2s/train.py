@@ -55,8 +55,21 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from .checkpoint import Translator, load_translator, save_checkpoint
-from .data import (Augmenter, Batch, augment_pairs, can_copy, copy_pairs, load_names, name_characters, read_copy_test, read_pairs, split_names,
-                   split_pairs, token_batches, write_splits)
+from .data import (
+    Augmenter,
+    Batch,
+    augment_pairs,
+    can_copy,
+    copy_pairs,
+    load_names,
+    name_characters,
+    read_copy_test,
+    read_pairs,
+    split_names,
+    split_pairs,
+    token_batches,
+    write_splits,
+)
 from .decode import forced
 from .evaluate import copy_scores, evaluate_pairs, loop_rate, perplexity
 from .model import ModelConfig, Seq2Seq, sequence_loss

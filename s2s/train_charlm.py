@@ -33,7 +33,6 @@ from .charlm import CharLM, CharLMConfig, bits_per_char
 from .checkpoint import CheckpointError, load_charlm, save_checkpoint
 from .train import load_state, lr_at, save_state
 
-
 # What Karpathy, Johnson and Fei-Fei (2015, arXiv:1506.02078) report for the same two corpora:
 # test cross-entropy per character of their best recurrent network and of a 20-gram model,
 # in nats (natural log, as their char-rnn code reports it); bits = nats / ln 2. Their War

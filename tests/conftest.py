@@ -27,8 +27,8 @@ torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or max(1, min(2, os.
 from s2s import train as train_cli  # noqa: E402
 from s2s.checkpoint import load_translator, save_checkpoint  # noqa: E402
 from s2s.model import ModelConfig, Seq2Seq  # noqa: E402
-from s2s.transformer import Transformer, TransformerConfig  # noqa: E402
 from s2s.tokenizer import train_tokenizer  # noqa: E402
+from s2s.transformer import Transformer, TransformerConfig  # noqa: E402
 
 LETTERS = "abcdefghij"
 

@@ -9,8 +9,21 @@ import pytest
 
 from conftest import ROOT
 from s2s.align import word_spans
-from s2s.alignment import (GoldError, GoldPair, argmax_links, grow_diag_links, links, main, pieces_to_words,
-                           ratio_links, read_gold, score, threshold_links, word_attention, word_pieces)
+from s2s.alignment import (
+    GoldError,
+    GoldPair,
+    argmax_links,
+    grow_diag_links,
+    links,
+    main,
+    pieces_to_words,
+    ratio_links,
+    read_gold,
+    score,
+    threshold_links,
+    word_attention,
+    word_pieces,
+)
 from s2s.checkpoint import load_translator
 from s2s.decode import forced
 from s2s.tokenizer import UNK, Tokenizer
@@ -315,6 +328,7 @@ def test_statistical_links_run_eflomal_both_ways_and_symmetrize(monkeypatch):
     """eflomal itself replaced by a stand-in that records its input and writes links: the
     gold pairs go first, English is the source, and the two directions are symmetrised."""
     import types
+
     from s2s.alignment import statistical_links
     seen = {}
 

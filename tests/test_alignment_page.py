@@ -4,11 +4,11 @@ import shutil
 
 import numpy as np
 import pytest
+from test_alignment import reversal_gold
 
 from conftest import ROOT, app_page, away_and_back
 from s2s.alignment import links, read_gold, score, word_attention
 from s2s.checkpoint import load_translator
-from test_alignment import reversal_gold
 from test_app import array
 
 HOSTILE = '<b>bold</b> "quoted" &amp; \x00\x1b[31m 😀 '

@@ -506,6 +506,7 @@ def test_a_cold_server_has_the_browser_load_plotly_while_the_page_waits(app, mon
     empty Plotly chart (so a fresh browser tab fetches and runs Plotly's script while the
     page waits), then the page as usual; on a warm server it draws no such chart."""
     import threading
+
     import ui
     monkeypatch.setattr(ui, "_warm_thread", threading.current_thread())     # a warm-up "running"
     monkeypatch.setattr(ui, "_default_warm", threading.Event())             # not done yet

@@ -6,13 +6,13 @@ import json
 
 import numpy as np
 import pytest
+from test_cli import run
 
 from conftest import reversal_pairs
 from s2s.checkpoint import load_translator
 from s2s.decode import beam_search, beam_search_batch, greedy
 from s2s.evaluate import translate_all
 from s2s.text import InputError
-from test_cli import run
 
 ATTENTIONS = ["none", "dot", "general", "additive", "scaled-dot", "copy"]   # copy: additive + pointer
 # lengths 1 to 12 words, unsorted, a repeat: sorting, padding and sentences leaving the batch early
@@ -188,6 +188,7 @@ def test_translate_file_with_a_broken_model(tmp_path):
 
 def test_repeated_ngram_mask_blocks_what_would_complete_a_seen_ngram():
     import torch
+
     from s2s.decode import repeated_ngram_mask
     prefix = torch.tensor([[5, 6, 7, 5, 6], [1, 2, 3, 4, 1]])
     blocked = lambda n: repeated_ngram_mask(prefix, n, 10).nonzero().tolist()   # noqa: E731

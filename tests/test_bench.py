@@ -66,6 +66,7 @@ def test_bench_prints_the_floor(tiny_additive, untrained_translators, tmp_path):
     import shutil
     import subprocess
     import sys
+
     from conftest import ROOT
     zoo = tmp_path / "zoo"
     shutil.copytree(tiny_additive, zoo / tiny_additive.name)
@@ -94,6 +95,7 @@ def test_browser_bench_summary_flags_the_actions_over_target():
     """tools/bench_browser.py: medians per action against the targets (5 s cold start, 1 s
     for everything else); the browser run itself is a tool, not a test."""
     import importlib.util
+
     from conftest import ROOT
     spec = importlib.util.spec_from_file_location("bench_browser", ROOT / "tools" / "bench_browser.py")
     bb = importlib.util.module_from_spec(spec)
@@ -113,6 +115,7 @@ def test_train_step_bench_prints_each_setting_as_json():
     import json
     import subprocess
     import sys
+
     from conftest import ROOT
     out = subprocess.run([sys.executable, str(ROOT / "tools" / "bench_train_step.py"), "--steps", "1",
                           "--max-tokens", "300"], capture_output=True, text=True, timeout=600)
@@ -131,6 +134,7 @@ def test_train_step_bench_sets_the_inner_dropout_and_profiles_it():
     import json
     import subprocess
     import sys
+
     from conftest import ROOT
     out = subprocess.run([sys.executable, str(ROOT / "tools" / "bench_train_step.py"), "--steps", "1",
                           "--max-tokens", "300", "--inner-dropout", "0", "--profile"],

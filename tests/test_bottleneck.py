@@ -7,8 +7,16 @@ import numpy as np
 import pytest
 
 from conftest import app_page, away_and_back
-from s2s.bottleneck import (STRESS_PAIRS, StressRow, cosine_similarity, first_failure, joined_example, pca_2d,
-                            repetition_rate, stress_row)
+from s2s.bottleneck import (
+    STRESS_PAIRS,
+    StressRow,
+    cosine_similarity,
+    first_failure,
+    joined_example,
+    pca_2d,
+    repetition_rate,
+    stress_row,
+)
 from s2s.checkpoint import load_translator
 from s2s.decode import greedy
 from s2s.figures import token_bars
@@ -304,6 +312,7 @@ def test_the_page_waits_for_the_warm_ups_altair_import(zoo_env, monkeypatch):
     altair (ui.altair_ready), never import it beside it; on a warm server they do not wait."""
     import threading
     import time
+
     import ui
     monkeypatch.setattr(ui, "_warm_thread", threading.current_thread())     # a warm-up "running"
     ready = threading.Event()

@@ -1,7 +1,7 @@
 """A real headless Chromium driving `streamlit run app.py` through the main flows."""
 import json
-import re
 import os
+import re
 import shutil
 from pathlib import Path
 

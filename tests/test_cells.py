@@ -8,8 +8,19 @@ import pytest
 import torch
 
 from s2s import cells, evaluate, train_charlm
-from s2s.cells import (FEATURES, correlations, encoder_trace, gate_saturation, indentation, inside_comment,
-                       inside_quotes, memory_resets, position_in_line, rank_cells, regex_feature)
+from s2s.cells import (
+    FEATURES,
+    correlations,
+    encoder_trace,
+    gate_saturation,
+    indentation,
+    inside_comment,
+    inside_quotes,
+    memory_resets,
+    position_in_line,
+    rank_cells,
+    regex_feature,
+)
 from s2s.charlm import CharLM, CharLMConfig, bits_per_char, sample_text
 from s2s.checkpoint import CheckpointError, load_charlm, load_translator
 from s2s.lstm import LayerTrace
@@ -257,6 +268,7 @@ def test_state_heatmap_text_is_escaped_once_and_keeps_quotes():
     """Plotly reads chart text as HTML: < and & are escaped, but a quote escaped as &quot; would show
     as those six characters in the title (the decoder's title holds the model's French)."""
     import numpy as np
+
     from s2s.figures import saturation_scatter, state_heatmap
     fig = state_heatmap(["a", "b"], np.zeros((3, 2)), 'decoder (C\'est "toy" & <b>)', value_name='"c"',
                         x_title="piece 'x'")

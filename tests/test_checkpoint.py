@@ -137,6 +137,7 @@ def test_the_registry_and_the_app_glue_import_no_torch():
     reading the registry (and importing ui, which the start page does) must not import it."""
     import subprocess
     import sys
+
     from conftest import ROOT
     code = ("import sys, ui; from s2s.checkpoint import list_checkpoints; rows = list_checkpoints(); "
             "print(len(rows), 'torch' in sys.modules)")

@@ -9,15 +9,27 @@ import sys
 import pytest
 import torch
 
-from s2s import report, train as train_cli
+from conftest import ROOT, reversal_pairs, write_tsv
+from s2s import report
+from s2s import train as train_cli
 from s2s.checkpoint import load_translator
-from s2s.data import (TATOEBA_PERSONS, Augmenter, augment_pairs, copy_test_lines, kept_verbatim, load_names,
-                      name_characters, read_copy_test, split_names, substitute, write_copy_test)
+from s2s.data import (
+    TATOEBA_PERSONS,
+    Augmenter,
+    augment_pairs,
+    copy_test_lines,
+    kept_verbatim,
+    load_names,
+    name_characters,
+    read_copy_test,
+    split_names,
+    substitute,
+    write_copy_test,
+)
 from s2s.data import can_copy as can_copy_
 from s2s.decode import greedy_batch_stopped
 from s2s.evaluate import copy_scores, loop_rate
 from s2s.tokenizer import EOS, UNK, Tokenizer, add_characters, train_tokenizer
-from conftest import ROOT, reversal_pairs, write_tsv
 
 NAMES = {"first": ["Olga", "Priya", "Łukasz", "Søren", "Anaïs", "Yann", "Émile", "Dmitri"],
          "last": ["Nakamura", "Øverland", "Kowalczyk"]}

@@ -136,6 +136,7 @@ def test_without_states_keeps_what_a_view_shows_and_is_much_smaller(tiny_additiv
     """What the Translate page caches for every user: tokens, scores, attention and the
     beam's n-best and tree stay; the per-step vectors go."""
     import pickle
+
     from s2s.checkpoint import load_translator
     d = beam_search(load_translator(tiny_additive), "j a j a i b c d e f", width=4, n_best=3)
     slim = d.without_states()
@@ -152,6 +153,7 @@ def test_a_search_error_is_judged_by_what_the_search_maximises(tiny_additive):
     """Greedy aims at log p, beam search at log p / lp(|y|); the search's own output forced
     back through the model is no error (its log p differs by float rounding only)."""
     from dataclasses import replace
+
     from s2s.checkpoint import load_translator
     from s2s.decode import is_search_error, length_penalty
     tr = load_translator(tiny_additive)

@@ -9,8 +9,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from s2s import train as train_cli
 from conftest import ROOT, reversal_pairs, write_tsv
+from s2s import train as train_cli
 
 
 @pytest.mark.parametrize("arch", ["rnn", "transformer"])

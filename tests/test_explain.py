@@ -14,13 +14,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from conftest import ROOT
 from s2s import explain as X
 from s2s.checkpoint import Translator, load_translator
 from s2s.decode import _left_to_right, forced
 from s2s.text import InputError
 from s2s.tokenizer import BOS, UNK
-
-from conftest import ROOT
 
 TEXT = "c a f b e"
 REFERENCE = "e b f a c"

@@ -2,8 +2,8 @@
 import pytest
 import torch
 
-from s2s.charlm import CharLM, CharLMConfig
 from s2s.cells import rank_cells, signal_of
+from s2s.charlm import CharLM, CharLMConfig
 from s2s.elman import ElmanWeights, elman_step, run_elman_layer, trace_elman
 from s2s.gru import GRUWeights, gru_step, trace_gru
 

@@ -1,13 +1,12 @@
 """AppTest: a Transformer on the Translate page. Its heatmap shows any layer and head of its
 cross-attention, the Heads tab every layer x head of its three attentions, and every other
 tab works for it as for the recurrent models; a recurrent model's Heads tab says where heads are."""
-import json
 import shutil
 
 import numpy as np
 import pytest
 
-from conftest import ROOT, five_translators
+from conftest import five_translators
 from s2s.align import merge_to_words
 from s2s.checkpoint import load_translator
 from s2s.decode import attention_heads, attention_of, translate

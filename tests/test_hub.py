@@ -255,6 +255,7 @@ def test_translate_command_takes_a_saved_model_and_refuses_an_unreachable_one(hu
 
 def test_perplexity_of_a_hub_model_is_its_forced_log_prob(hub):
     import math
+
     from s2s.evaluate import perplexity
     tr = hub["m2m100"]
     pairs = [(TEXT, REFERENCE), ("hello world !", "bonjour le monde !")]
@@ -264,8 +265,8 @@ def test_perplexity_of_a_hub_model_is_its_forced_log_prob(hub):
 
 
 def test_alignment_heads_of_a_hub_model(hub):
-    from s2s.alignment import best_head, head_scores, read_gold, word_attention
     from conftest import ROOT
+    from s2s.alignment import best_head, head_scores, read_gold, word_attention
     gold = read_gold(ROOT / "examples" / "hansards_trial", "trial")[:3]
     tr = hub["t5"]
     heads = [word_attention(tr, g.english, g.french, heads=True) for g in gold]

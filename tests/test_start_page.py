@@ -169,6 +169,7 @@ def test_the_outline_has_the_browser_load_plotly_for_its_links(env, monkeypatch)
     """A hidden, empty Plotly chart ends the outline (ui.preload_chart_scripts), drawn once the
     warm-up has imported plotly (never imported beside it); app.py's style hides it."""
     import threading
+
     import ui
     monkeypatch.setattr(ui, "_warm_thread", threading.current_thread())     # a warm-up "running"
     imported = threading.Event()

@@ -1,9 +1,9 @@
 import json
 
+from conftest import reversal_pairs, write_tsv
 from s2s import train as train_cli
 from s2s.checkpoint import load_translator
 from s2s.decode import greedy
-from conftest import reversal_pairs, write_tsv
 
 
 def test_tiny_model_learns_to_reverse(tiny_additive):

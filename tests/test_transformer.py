@@ -8,6 +8,7 @@ import torch
 from safetensors import safe_open
 from torch import nn
 
+from conftest import reversal_pairs, write_tsv
 from s2s import train as train_cli
 from s2s import translate as translate_cli
 from s2s.checkpoint import CheckpointError, list_checkpoints, load_translator
@@ -15,7 +16,6 @@ from s2s.decode import attention_heads, attention_of, beam_search, forced, greed
 from s2s.figures import head_of_trace, heads_grid
 from s2s.tokenizer import BOS, EOS, PAD
 from s2s.transformer import MultiHeadAttention, Transformer, TransformerConfig, sinusoidal_positions
-from conftest import reversal_pairs, write_tsv
 
 
 def test_multi_head_attention_equals_torchs_own():

@@ -50,7 +50,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 from browser import browser, exceptions, streamlit_server  # noqa: E402
-
 from s2s.checkpoint import attention_checkpoints, checkpoint_root, list_checkpoints  # noqa: E402
 
 TARGET_MS = {"cold_start": 5000, "cold_start_heatmap": 5000}     # every other action: DEFAULT_TARGET_MS

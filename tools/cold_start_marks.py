@@ -27,6 +27,7 @@ def one_run(app: Path) -> dict:
     """A cold start of the app in `app` (its own tests/browser.py starts it), in this process."""
     sys.path[:0] = [str(app / "tests"), str(app / "tools")]
     from bench_browser import DRAWN, SETTLED, VIEWPORT, goto
+
     from browser import browser, streamlit_server
     marks = {}
     with browser() as b:
