@@ -544,7 +544,8 @@ with tabs[5]:
                                 on_select=lambda: pick_head(L, H), selection_mode="points")
                 st.caption("Every layer (rows) × head (columns). Click a small map, or choose its layer and head, "
                            "to enlarge it. Each head has its own projections W_Q, W_K, W_V of size "
-                           f"{tr.config['model']['d_model'] // H}: softmax((x W_Q)(x' W_K)ᵀ / √d_k)."
+                           f"{tr.config['model'].get('head_dim') or tr.config['model']['d_model'] // H}: "
+                           "softmax((x W_Q)(x' W_K)ᵀ / √d_k)."
                            + (" Decoder self-attention is causal: a step reads only the pieces before it."
                               if kind == "decoder" else ""))
 

@@ -107,6 +107,7 @@ class HubConfig:
     encoder_layers: int
     decoder_layers: int
     vocab_size: int
+    head_dim: int = 0           # d_k of each head (T5's d_kv; else d_model / heads)
     languages: str = ""         # "en→fr" where the model or its options say so
     arch: str = "transformer"   # every hub encoder-decoder is one
     attention: str = "scaled-dot"
@@ -132,11 +133,10 @@ def describe_config(config) -> HubConfig:
         return default
 
     enc = first("encoder_layers", "num_layers", "num_hidden_layers")
-    return HubConfig(model_type=getattr(config, "model_type", "?"),
-                     d_model=first("d_model", "hidden_size"),
-                     heads=first("decoder_attention_heads", "num_heads", "num_attention_heads"),
+    d, heads = first("d_model", "hidden_size"), first("decoder_attention_heads", "num_heads", "num_attention_heads")
+    return HubConfig(model_type=getattr(config, "model_type", "?"), d_model=d, heads=heads,
                      encoder_layers=enc, decoder_layers=first("decoder_layers", "num_decoder_layers", default=enc),
-                     vocab_size=first("vocab_size"))
+                     vocab_size=first("vocab_size"), head_dim=first("d_kv", "head_dim", default=d // max(heads, 1)))
 
 
 class HubError(RuntimeError):
