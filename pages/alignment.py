@@ -266,8 +266,9 @@ with tabs[1]:
                 e = None
             if e is not None:
                 ui.escaped(e.translation, "1.3rem")
-                for typed, whose in ((text, "the English"), (None if stale else reference, "the French")):
-                    if typed and (unknown := tr.tokenizer.unknown_characters(typed)):
+                for typed, whose, target in ((text, "the English", False),
+                                             (None if stale else reference, "the French", True)):
+                    if typed and (unknown := tr.tokenizer.unknown_characters(typed, target)):
                         st.caption(ui.unknown_characters_note(unknown, whose))
                 taus = e.kendall_tau()
                 same = e.argmax_agreement()

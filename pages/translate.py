@@ -413,7 +413,7 @@ with tabs[2]:
             except InputError as e:
                 st.warning(str(e))
             else:
-                if unknown_ref := tr.tokenizer.unknown_characters(ref):
+                if unknown_ref := tr.tokenizer.unknown_characters(ref, target=True):
                     st.caption(ui.unknown_characters_note(unknown_ref, "the reference"))
                 ppl = float(np.exp(-f.log_prob / len(f.target_tokens)))
                 st.markdown(f"log p(reference) = **{f.log_prob:.2f}**, perplexity **{ppl:.2f}** "

@@ -130,7 +130,7 @@ def read_gold(folder: str | Path, split: str = "test") -> list[GoldPair]:
 # Pieces -> the gold's words
 
 
-def word_pieces(tokenizer: Tokenizer, words: Sequence[str]) -> tuple[list[int], list[int]]:
+def word_pieces(tokenizer: Tokenizer, words: Sequence[str], target: bool = False) -> tuple[list[int], list[int]]:
     """Encode `words` joined by spaces, as the model reads them: the piece ids, and for each
     piece the index of the word it belongs to.
 
@@ -145,7 +145,7 @@ def word_pieces(tokenizer: Tokenizer, words: Sequence[str]) -> tuple[list[int], 
     if len(cleaned) != len(words):
         raise InputError(f"a word of {' '.join(words)[:60]!r} is nothing but control characters")
     if hasattr(tokenizer, "word_pieces"):         # a hub model's tokenizer (tokenizer.HubTokenizer)
-        return tokenizer.word_pieces(cleaned)
+        return tokenizer.word_pieces(cleaned, target)     # `target`: its decoder's side (Marian's own)
     ends, pos = [], 0                             # byte offset where each word ends
     for w in cleaned:
         pos += len(w.encode("utf-8"))
@@ -191,7 +191,7 @@ def word_attention(tr: Translator, english: Sequence[str], french: Sequence[str]
     len(english)); None for a recurrent model (it has one attention)."""
     tok = tr.tokenizer
     en_ids, english_of = word_pieces(tok, english)
-    fr_ids, french_of = word_pieces(tok, french)
+    fr_ids, french_of = word_pieces(tok, french, target=True)
     # what the model reads and writes around the words: </s>, and for a hub model a task
     # prefix or language codes (what it puts around an empty text); the words' own pieces are
     # fed as they are, so the mapping holds whatever the tokenizer would do across words

@@ -282,6 +282,8 @@ def hub_checkpoints(specs: list[str]) -> list[CheckpointInfo]:
             rows.append(CheckpointInfo(spec, Path(spec), "translation", description, {}, model=model))
         except hub.HubError as e:
             rows.append(CheckpointInfo(spec, Path(spec), "translation", "", {}, error=str(e)))
+        except (OSError, ValueError) as e:     # huggingface-hub refusing a name: one bad entry, never the page
+            rows.append(CheckpointInfo(spec, Path(spec), "translation", "", {}, error=f"{spec}: {e}"))
     return rows
 
 

@@ -586,6 +586,8 @@ def beam_search(tr: Translator, text: str, width: int = 5, n_best: int | None = 
         n_row = row_v.size(1)
         keep, new_live = [], []
         for v, c, t in zip(top_v.tolist(), top_c.tolist(), row_i.view(-1)[top_c].tolist()):
+            if v == float("-inf"):
+                break           # ruled out by a processor (a forced first token): nor are the rest, best first
             k = c // n_row
             tree.append((j, t, v, live[k][1]))
             node_row.append(k)

@@ -27,6 +27,7 @@ student could otherwise make it download gigabytes or read any folder of the ser
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -212,10 +213,13 @@ def _source(spec: str | Path) -> tuple[str, bool]:
     s = str(spec)
     if is_hub_spec(s):
         name = s[len(HUB_PREFIX):].strip()
-        if not name or name.startswith(("/", ".")) or "\\" in name or ".." in name:
+        if not _REPO_ID.fullmatch(name) or ".." in name:
             raise HubError(f"{s!r} is not a hub model name (hf:OWNER/NAME)")
         return name, False
     return s, True
+
+
+_REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,95}(/[A-Za-z0-9][\w.-]{0,95})?")    # huggingface-hub's repo ids
 
 
 def _explain(e: Exception, name: str, local: bool) -> str:

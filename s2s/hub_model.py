@@ -119,5 +119,14 @@ class HubSeq2Seq(nn.Module):
         return out.logits, out.cross_attentions[-1].mean(1)
 
     def embed(self, src: torch.Tensor) -> torch.Tensor:
-        """(B, S) ids -> (B, S, d), the encoder's input embeddings, as its inputs_embeds takes them."""
-        return self.hf.get_encoder().get_input_embeddings()(src)
+        """(B, S) ids -> (B, S, d), the encoder's input embeddings as its inputs_embeds takes them,
+        so that forward(..., embedded=embed(src)) is forward(src). Marian and BART scale the ids'
+        embeddings by sqrt(d) in the encoder (embed_scale) and take inputs_embeds as scaled
+        already; M2M100, NLLB and mBART scale inside the embedding module itself."""
+        encoder = self.hf.get_encoder()
+        module = encoder.get_input_embeddings()
+        e = module(src)
+        scale = getattr(encoder, "embed_scale", None)
+        if isinstance(scale, (int, float)) and scale != 1.0 and not hasattr(module, "embed_scale"):
+            e = e * scale
+        return e

@@ -52,9 +52,10 @@ class Tokenizer:
     def pieces(self, ids: Iterable[int]) -> list[str]:
         return [self.piece(i) for i in ids]
 
-    def unknown_characters(self, text: str) -> list[str]:
+    def unknown_characters(self, text: str, target: bool = False) -> list[str]:
         """The distinct characters of `text` outside the vocabulary, in order of appearance:
-        each is read as <unk>, a symbol the model learned almost nothing about."""
+        each is read as <unk>, a symbol the model learned almost nothing about. (`target`: one
+        vocabulary serves both sides here.)"""
         seen = dict.fromkeys(ch for ch in text if not ch.isspace())
         return [ch for ch in seen if UNK in self.sp.encode(ch)]
 
@@ -127,9 +128,11 @@ class HubTokenizer:
     def __len__(self) -> int:
         return len(self.hf)
 
-    def encode(self, text: str) -> list[int]:
-        """Text -> piece ids, nothing added."""
-        return list(self.hf(text, add_special_tokens=False)["input_ids"])
+    def encode(self, text: str, target: bool = False) -> list[int]:
+        """Text -> piece ids, nothing added; `target`: as the decoder writes it (Marian has a
+        tokenizer for each side)."""
+        side = {"text_target": text} if target else {"text": text}
+        return list(self.hf(**side, add_special_tokens=False)["input_ids"])
 
     def source_ids(self, text: str) -> list[int]:
         return list(self.hf(self.prefix + text)["input_ids"])
@@ -148,14 +151,16 @@ class HubTokenizer:
     def pieces(self, ids: Iterable[int]) -> list[str]:
         return [self.piece(i) for i in ids]
 
-    def word_pieces(self, words: list[str]) -> tuple[list[int], list[int]]:
+    def word_pieces(self, words: list[str], target: bool = False) -> tuple[list[int], list[int]]:
         """The piece ids of `words` joined by spaces (nothing added) and, for each piece, the
         index of the word it belongs to: from the tokenizer's character offsets where it has
-        them (a fast tokenizer), else word by word (Marian's and M2M100's sentencepiece)."""
+        them (a fast tokenizer), else word by word (Marian's and M2M100's sentencepiece);
+        `target`: the decoder's side."""
         import bisect
         text = " ".join(words)
         if getattr(self.hf, "is_fast", False):
-            enc = self.hf(text, add_special_tokens=False, return_offsets_mapping=True)
+            side = {"text_target": text} if target else {"text": text}
+            enc = self.hf(**side, add_special_tokens=False, return_offsets_mapping=True)
             ends, pos = [], 0
             for w in words:
                 pos += len(w)
@@ -165,13 +170,13 @@ class HubTokenizer:
             return list(enc["input_ids"]), owner
         ids, owner = [], []
         for k, w in enumerate(words):
-            piece_ids = self.encode(w)
+            piece_ids = self.encode(w, target)
             ids += piece_ids
             owner += [k] * len(piece_ids)
         return ids, owner
 
-    def unknown_characters(self, text: str) -> list[str]:
+    def unknown_characters(self, text: str, target: bool = False) -> list[str]:
         if self.unk_id is None:            # a byte-level tokenizer spells everything
             return []
         seen = dict.fromkeys(ch for ch in text if not ch.isspace())
-        return [ch for ch in seen if self.unk_id in self.encode(ch)]
+        return [ch for ch in seen if self.unk_id in self.encode(ch, target)]

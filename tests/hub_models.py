@@ -60,7 +60,7 @@ def marian(out: str | Path) -> Path:
                               source_lang="en", target_lang="fr")
     V = len(pieces)
     cfg = MarianConfig(vocab_size=V, pad_token_id=V - 1, decoder_start_token_id=V - 1, eos_token_id=0,
-                       forced_eos_token_id=0, **SIZES)
+                       forced_eos_token_id=0, scale_embedding=True, **SIZES)      # as opus-mt's configs
     torch.manual_seed(0)
     model = MarianMTModel(cfg)
     model.generation_config.bad_words_ids = [[V - 1]]     # as opus-mt's: never write <pad>

@@ -93,12 +93,17 @@ def test_play_animates_the_heatmap_on_the_first_screen(server, chrome, tmp_path)
     rows = page.evaluate("document.querySelector('.st-key-heatmap .js-plotly-plot').data[0].y.length")
     page.get_by_role("button", name="▶ Play", exact=True).click()
     frame = "[class*='st-key-main_live'] .js-plotly-plot"
-    page.wait_for_selector(frame, timeout=30_000)
-    # the frame keeps the final matrix's rows, those still to come empty
-    shown = page.evaluate(f"document.querySelector(\"{frame}\").layout.yaxis.ticktext.filter(t => t !== '').length")
-    box = page.locator(frame).bounding_box()
+    # Each step replaces the frame with a new element, so a frame found by one call may be gone
+    # by the next (bounding_box() once returned None): its rows and place are read in one
+    # script, from a frame drawn at that moment. The frame keeps the final matrix's rows,
+    # those still to come empty.
+    seen = page.wait_for_function("""sel => {
+        const el = document.querySelector(sel);
+        if (!el || !el.layout || !el.layout.yaxis || !el.layout.yaxis.ticktext) return null;
+        return {shown: el.layout.yaxis.ticktext.filter(t => t !== '').length, y: el.getBoundingClientRect().y};
+    }""", arg=frame, timeout=30_000).json_value()
     keep(page, tmp_path, "play_1280x720.png")
-    assert 1 <= shown < rows and box["y"] < 720 - 200         # a partial matrix, where the heatmap was
+    assert 1 <= seen["shown"] < rows and seen["y"] < 720 - 200     # a partial matrix, where the heatmap was
     page.wait_for_selector(".st-key-heatmap .js-plotly-plot", timeout=60_000)   # and the whole one at the end
     assert page.evaluate("document.querySelector('.st-key-heatmap .js-plotly-plot').data[0].y.length") == rows
     assert exceptions(page) == []

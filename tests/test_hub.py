@@ -305,3 +305,42 @@ def test_the_registry_row_reads_the_config_and_the_weights_header_only(hub_model
     assert t5.model["languages"] == "en→fr" and t5.model["encoder_layers"] == 2 and t5.model["parameters"] > 0
     assert "does not exist" in missing.error
     assert remote.error is None and "downloaded when first chosen" in remote.description
+
+
+def test_a_bad_name_in_the_operators_list_is_one_bad_row(hub_models):
+    from s2s.checkpoint import hub_checkpoints
+    rows = hub_checkpoints(["hf:foo bar", "hf:a/b/c", str(hub_models["marian"])])
+    assert [r.error is not None for r in rows] == [True, True, False]
+    assert all("not a hub model name" in r.error for r in rows[:2])
+
+
+def test_marian_reads_french_with_its_target_tokenizer(hub):
+    """opus-mt has a sentencepiece model per side: the gold French of an alignment is split as
+    the decoder writes it, not as the encoder reads English."""
+    tok = hub["marian"].tokenizer
+    words = REFERENCE.split()
+    ids, owner = tok.word_pieces(words, target=True)
+    assert ids == tok.target_ids(REFERENCE)[:-1]                       # the decoder's own pieces, </s> aside
+    assert ids != tok.word_pieces(words)[0]                            # the English model splits it otherwise
+    assert owner == sorted(owner) and owner[-1] == len(words) - 1
+
+
+def test_the_embedded_input_is_the_models_own_scaled_input(hub):
+    """forward(..., embedded=embed(ids)) is forward(ids), Marian's sqrt(d) scale included."""
+    for name in FAMILIES:
+        m = hub[name].model
+        src = torch.tensor([D.encode_source(hub[name], TEXT)])
+        tgt_in = torch.tensor([[hub[name].tokenizer.bos_id] + hub[name].tokenizer.target_ids(REFERENCE)[:-1]])
+        lengths = torch.tensor([src.size(1)])
+        with torch.no_grad():
+            a, _ = m(src, lengths, tgt_in)
+            b, _ = m(src, lengths, tgt_in, embedded=m.embed(src))
+        assert torch.allclose(a, b, atol=1e-5), name
+    assert hub["marian"].model.hf.config.scale_embedding        # the case that needs the scale
+
+
+def test_beam_search_keeps_no_ruled_out_hypothesis(hub):
+    d = D.beam_search(hub["m2m100"], TEXT, width=4, max_len=6)
+    first = [n for n in d.beam_tree if n["step"] == 0]
+    assert [n["token"] for n in first] == ["__fr__"]                   # the forced code alone, no -inf junk
+    assert all(np.isfinite(n["log_prob"]) for n in d.beam_tree)

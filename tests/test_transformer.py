@@ -224,13 +224,15 @@ def test_a_tiny_transformer_learns_to_reverse(tiny_transformer):
     assert points[0]["step"] == 0 and points[-1]["step"] == 300 and points[-1]["probes"][0]["attention"]
 
 
-def test_explain_declines_a_transformer_clearly_and_alignment_reads_it(untrained_translators):
+def test_explain_attributes_a_transformer_declines_its_counterfactual_and_alignment_reads_it(untrained_translators):
     from s2s.alignment import word_attention
-    from s2s.explain import explain
+    from s2s.explain import counterfactual, explain
     from s2s.text import InputError
     tr = untrained_translators["transformer"]
+    e = explain(tr, "a b c")                 # attributions cover Transformers (one teacher-forced pass)
+    assert e.attention.shape == e.attributions["leave_one_out"].shape
     with pytest.raises(InputError, match="Transformer"):
-        explain(tr, "a b c")
+        counterfactual(tr, "a b c", 0, "uniform")
     w = word_attention(tr, ["a", "b", "c"], ["c", "b", "a"])      # its head-mean cross-attention, per word
     assert w.shape == (3, 3) and np.all(w.sum(1) <= 1.0 + 1e-6)
 
