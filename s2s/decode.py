@@ -224,14 +224,17 @@ class BadWords(LogitsProcessor):
 
     def __call__(self, prefix, scores, last):
         rows = prefix.tolist()
+        ban = torch.zeros(scores.shape, dtype=torch.bool)
         for seq in self.sequences:
             *head, banned = seq
             if not 0 <= banned < scores.size(-1):
                 continue
             for r, row in enumerate(rows):
                 if not head or row[len(row) - len(head):] == head:
-                    scores[r, banned] = float("-inf")
-        return scores
+                    ban[r, banned] = True
+        # out of place, as every processor: `scores` may be the step's own logits, whose
+        # log-probs the Decoding reports
+        return scores.masked_fill(ban.to(scores.device), float("-inf"))
 
 
 @dataclass(frozen=True)
@@ -242,10 +245,16 @@ class ForceToken(LogitsProcessor):
     at: str = "first"
 
     def __call__(self, prefix, scores, last):
-        rows = (torch.ones_like(last) if prefix.size(1) == 0 else torch.zeros_like(last)) if self.at == "first" else last
+        if self.at == "first":
+            if prefix.size(1) > 0:
+                return scores
+            rows = torch.ones_like(last)
+        else:
+            rows = last
         if not bool(rows.any()):
             return scores
         forced = torch.full_like(scores, float("-inf"))
+        # finite even where another processor ruled the token out: a row is never all -inf
         forced[:, self.token] = scores[:, self.token].clamp_min(torch.finfo(scores.dtype).min)
         return torch.where(rows[:, None], forced, scores)
 

@@ -165,7 +165,8 @@ def test_processors_on_hand_made_scores():
     first = D.ForceToken(4, "first")(prefix[:, :0], scores.clone(), last)
     assert (first.argmax(1) == 4).all() and torch.isinf(first[:, :4]).all()
     assert torch.isfinite(D.ForceToken(4, "first")(prefix, scores.clone(), last)).all()   # not after step 0
-    bad = D.BadWords(((2, 0), (5,)))(prefix, scores.clone(), last)
+    bad = D.BadWords(((2, 0), (5,)))(prefix, scores, last)
+    assert torch.isfinite(scores).all()                                 # out of place: the logits stay the model's
     assert torch.isinf(bad[0, 0]) and torch.isfinite(bad[1, 0])         # only row 0 ends with 2
     assert torch.isinf(bad[:, 5]).all()
     top = D.TopK(2)(prefix, torch.tensor([[0.1, 0.5, 0.3, 0.9, 0.0, 0.2]] * 2), last)
