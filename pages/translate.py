@@ -272,7 +272,7 @@ if unknown:
 if tr.train_words and (unseen := unseen_words(S.text, tr.train_words)):    # out of its depth: words it never saw
     others = [i for i in ui.hub_models() if i.error is None and translates_english_to_french(i.name, i.model)]
     n = len(unseen)
-    note, try_box = st.columns([4, 1]) if others else (st.container(), None)
+    note, try_box = st.columns([3, 1.3], vertical_alignment="center") if others else (st.container(), None)
     note.caption(f"{n} word{'s' if n > 1 else ''} of your text never occur{'s' if n == 1 else ''} in the English of "
                  f"this model's {tr.train_pairs:,} training pairs: " + " ".join(ui.code_span(w) for w in unseen[:12])
                  + (" …" if n > 12 else "") + ". It can only copy or guess "
