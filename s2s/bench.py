@@ -16,7 +16,8 @@ app runs it; live_demo_ms: one
 update of the Gates & Gradients page's live demonstration (all three untrained cells at the
 page's opening settings) and live_demo_ms_largest (at the sliders' largest hidden size and
 length), median of 10; explain_ms: one s2s.explain of the 20-word sentence (attention
-against gradient x input, integrated gradients and leave-one-out), median of 3, one thread.
+against gradient x input, integrated gradients and leave-one-out), median of 3, one thread,
+for every model with attention (a Transformer's too: explain_ms of en-fr-transformer).
 peak_rss_mb: the process's peak resident memory.
 With a Hugging Face model (--model hf:NAME or a save_pretrained folder): generate_greedy_ms_p50 and
 generate_beam5_ms_p50, transformers' own generate() on the same sentence at the same settings,
@@ -339,7 +340,7 @@ def main(argv=None) -> int:
         by_cell = {m.model.cfg.cell: m for m in reversed(charlms)}       # the first model of each cell type
         out["gradient_flow_ms"] = {cell: timed_ms(lambda: gradient_flow(m.model, text, 200, 64), 5)
                                    for cell, m in sorted(by_cell.items())}
-    if d.attention is not None and tr.arch == "rnn":      # one explain of the 20-word sentence: all three attributions
+    if d.attention is not None:      # one explain of the 20-word sentence: all three attributions, any attention model
         out["explain_ms"] = timed_ms(lambda: explain(tr, SENTENCE_20), 3)
     largest = dict(DEMO_DEFAULTS, hidden=DEMO_RANGES["hidden"][1], length=DEMO_RANGES["length"][1])
     out["live_demo_ms"] = timed_ms(lambda: [untrained_flow(c, **DEMO_DEFAULTS) for c in ("rnn", "gru", "lstm")], 10)

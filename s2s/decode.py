@@ -636,19 +636,6 @@ def beam_search(tr: Translator, text: str, width: int = 5, n_best: int | None = 
     return best
 
 
-def translate(tr: Translator, text: str, method: str = "greedy", **kw) -> Decoding:
-    """Dispatch to greedy / beam / sample / forced by name (what CLIs and pages call)."""
-    if method == "greedy":
-        return greedy(tr, text, **kw)
-    if method == "beam":
-        return beam_search(tr, text, **kw)
-    if method == "sample":
-        return sample(tr, text, **kw)
-    if method == "forced":
-        return forced(tr, text, **kw)
-    raise InputError(f"Unknown decoding method {method!r}: use greedy, beam, sample or forced.")
-
-
 @torch.inference_mode()
 def greedy_batch(tr: Translator, texts: Sequence[str], batch_size: int = 64,
                  max_len: int | None = None, no_repeat: int = 0) -> list[str]:

@@ -81,6 +81,7 @@ KINDS = ("uniform", "permute", "adversarial")
 IG_STEPS = 16             # Gauss-Legendre points per segment of the path (integrated_gradients)
 IG_SPLITS = 3             # a segment is halved at most this often: up to 8 segments, 128 points
 IG_TOLERANCE = 0.01       # completeness budget per token, in nats: 1% of (1 + |log p(y|x) - log p(y|0)|)
+TRANSFORMER_GROUPS = 8    # a Transformer's rows decode in this many groups, each only as far as it is scored
 MAX_SOURCE_PIECES = 100   # attributions cost ~ (target length)^2: a few sentences, not a page
 MAX_TARGET_PIECES = 150
 EPSILON = 0.01            # the adversary's TV budget: no set of tokens gains or loses more than 1 point
@@ -146,15 +147,22 @@ def _unk(model) -> int:
 def row_log_probs(model, x: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, last: torch.Tensor) -> torch.Tensor:
     """log p(y_{last_r} | y_<last_r, x_r) for each row r, from source embeddings x (R, S, E):
     a recurrent model decodes step by step (step_log_probs); a Transformer, ours or a hub
-    model's, scores every position of each row in one teacher-forced pass (no recurrence:
-    nothing waits for the previous step) and keeps the step each row asks for."""
+    model's, decodes each row in one teacher-forced pass (no recurrence: nothing waits for
+    the previous step) and runs its output layer only at the step the row asks for (logits_at)."""
     if isinstance(model, Seq2Seq):
         return step_log_probs(model, x, src, tgt, last)
-    R = x.size(0)
-    tgt_in = torch.cat([tgt.new_tensor([_bos(model)]), tgt[:-1]]).expand(R, -1)
-    logits, _ = model(src.expand(R, -1), torch.full((R,), src.size(1)), tgt_in, embedded=x)
-    logp = F.log_softmax(logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits, dim=-1)
-    return logp[torch.arange(R, device=x.device), last, tgt[last]]
+    tgt_in = torch.cat([tgt.new_tensor([_bos(model)]), tgt[:-1]])
+    order = torch.argsort(last, stable=True)
+    out = []
+    for rows in order.tensor_split(TRANSFORMER_GROUPS):     # rows sorted by step, so a group decodes only
+        if rows.numel() == 0:                               # up to its own last step (causal: later ones
+            continue                                        # cannot change it)
+        R = rows.numel()
+        logits = model.logits_at(src.expand(R, -1), torch.full((R,), src.size(1)), tgt_in.expand(R, -1), last[rows],
+                                 embedded=x[rows])
+        logp = F.log_softmax(logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits, dim=-1)
+        out.append(logp[torch.arange(R, device=x.device), tgt[last[rows]]])
+    return torch.cat(out)[torch.argsort(order)]
 
 
 # ---------------------------------------------------------------------------------------

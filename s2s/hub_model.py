@@ -118,6 +118,31 @@ class HubSeq2Seq(nn.Module):
                       return_dict=True)
         return out.logits, out.cross_attentions[-1].mean(1)
 
+    def logits_at(self, src: torch.Tensor, src_len: torch.Tensor, tgt_in: torch.Tensor, positions: torch.Tensor,
+                  embedded: torch.Tensor | None = None) -> torch.Tensor:
+        """Teacher forcing scored at one position per row: the logits of row b at positions[b]
+        (B, V), as forward(...)[0][b, positions[b]]. A hook on the decoder keeps only that
+        position's final hidden state, so the model's own head (its lm_head, Marian's
+        final_logits_bias, T5's rescaling) runs once per row rather than at every position:
+        for a 60k vocabulary that head is most of the cost (s2s.explain scores one step per row)."""
+        rows = torch.arange(src.size(0), device=src.device)
+
+        def keep_positions(module, args, output):
+            if isinstance(output, tuple):
+                return (output[0][rows, positions][:, None],) + output[1:]
+            output.last_hidden_state = output.last_hidden_state[rows, positions][:, None]
+            return output
+
+        mask = torch.arange(src.size(1), device=src.device)[None, :] < src_len.to(src.device)[:, None]
+        ids = dict(input_ids=src) if embedded is None else dict(inputs_embeds=embedded)
+        handle = self.hf.get_decoder().register_forward_hook(keep_positions)
+        try:
+            out = self.hf(**ids, attention_mask=mask.long(), decoder_input_ids=tgt_in[:, :int(positions.max()) + 1],
+                          return_dict=True)
+        finally:
+            handle.remove()
+        return out.logits[:, 0]
+
     def embed(self, src: torch.Tensor) -> torch.Tensor:
         """(B, S) ids -> (B, S, d), the encoder's input embeddings as its inputs_embeds takes them,
         so that forward(..., embedded=embed(src)) is forward(src). Marian and BART scale the ids'

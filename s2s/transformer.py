@@ -346,6 +346,22 @@ class Transformer(nn.Module):
         return [Step(logits[:, j], (s[:, j],), feed, alpha[:, j], context[:, j], cross_attention=cross_w[:, :, :, j],
                      self_attention=self_w[:, :, :, j, :j + 1]) for j in range(tgt_in.size(1))]
 
+    def logits_at(self, src: torch.Tensor, src_len: torch.Tensor, tgt_in: torch.Tensor, positions: torch.Tensor,
+                  embedded: torch.Tensor | None = None) -> torch.Tensor:
+        """Teacher forcing scored at one position per row: (B, T) gold previous tokens and
+        positions (B,) -> the logits of row b at positions[b] (B, V). The same numbers as
+        forward(...)[0][b, positions[b]], but the output layer (V wide) runs once per row, not
+        T times, and positions after the last asked for are not decoded (attributions score
+        one step per row: s2s.explain)."""
+        memory, _ = self.encode(src, src_len, embedded)
+        s, context, last, _, _ = self.decode_all(tgt_in[:, :int(positions.max()) + 1], memory)
+        rows = torch.arange(src.size(0), device=src.device)
+        s, context, alpha = s[rows, positions], context[rows, positions], last.mean(1)[rows, positions]
+        logits = self.output(self.drop(s))
+        if self.copy_gate is not None:
+            logits = self.point(logits, alpha, memory.src, context, s)
+        return logits
+
     def forward(self, src: torch.Tensor, src_len: torch.Tensor, tgt_in: torch.Tensor,
                 embedded: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Teacher forcing, all target positions at once: (B, T) gold previous tokens ->

@@ -35,7 +35,7 @@ import json
 import sys
 
 from .checkpoint import CheckpointError, load_translator
-from .decode import beam_search_batch, encode_source, translate
+from .decode import DecodeSettings, beam_search_batch, decode, encode_source
 from .hub import MODEL_HELP, add_model_options, model_options
 from .text import MAX_BEAM, MAX_DECODE_LEN, MAX_NO_REPEAT, InputError, check_range, read_text_file
 
@@ -76,13 +76,14 @@ def main(argv=None) -> int:
     try:
         tr = load_translator(a.model, **model_options(a))
         if a.reference is not None:
-            d = translate(tr, text, "forced", reference=a.reference)
+            settings = DecodeSettings("forced")
         elif a.sample:
-            d = translate(tr, text, "sample", temperature=a.temperature, top_k=a.top_k, seed=a.seed, max_len=a.max_len)
+            settings = DecodeSettings("sample", temperature=a.temperature, top_k=a.top_k, seed=a.seed, max_len=a.max_len)
         elif a.beam is not None:
-            d = translate(tr, text, "beam", width=a.beam, n_best=1, max_len=a.max_len, no_repeat=a.no_repeat)
+            settings = DecodeSettings("beam", width=a.beam, n_best=1, max_len=a.max_len, no_repeat=a.no_repeat)
         else:
-            d = translate(tr, text, "greedy", max_len=a.max_len, no_repeat=a.no_repeat)
+            settings = DecodeSettings("greedy", max_len=a.max_len, no_repeat=a.no_repeat)
+        d = decode(tr, text, settings, reference=a.reference)
     except (CheckpointError, InputError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

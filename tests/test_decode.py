@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from s2s.data import make_batch
-from s2s.decode import beam_search, forced, greedy, greedy_batch, sample, translate
+from s2s.decode import DecodeSettings, beam_search, decode, forced, greedy, greedy_batch, sample
 from s2s.model import sequence_loss
 from s2s.text import InputError
 from s2s.tokenizer import BOS
@@ -114,7 +114,7 @@ def test_max_len_stops_decoding(untrained_translators):
                                 dict(method="teleport")])
 def test_out_of_range_settings_are_refused(untrained_translators, kw):
     with pytest.raises(InputError):
-        translate(untrained_translators["dot"], "a b", **kw)
+        decode(untrained_translators["dot"], "a b", DecodeSettings(**kw))
 
 
 @pytest.mark.parametrize("text", ["", " \n\t ", "\x00\x1b\x07\u200f", "x" * 20_000, "a" * 5000])

@@ -374,3 +374,25 @@ def test_a_transformers_attributions(tiny_transformer, hub_models, which):
                                np.array(e.token_log_probs) - np.array(other.token_log_probs), atol=1e-4)
     with pytest.raises(InputError, match="counterfactual"):
         X.counterfactual(tr, text, 0, "uniform")
+
+
+@pytest.mark.parametrize("which", ["ours", "marian", "t5"])
+def test_logits_at_one_position_per_row_are_the_forward_passes(tiny_transformer, hub_models, which):
+    """logits_at runs the output layer at one position per row (and decodes no further): the
+    same logits as the full teacher-forced pass at those positions, rows in any order, and
+    row_log_probs's grouping by step gives every row its own log-prob back in place."""
+    tr = transformer_cases(tiny_transformer, hub_models)[which]
+    src = torch.tensor([X.source_ids(tr, "the cat sat on the mat .")])
+    tgt = torch.tensor(tr.tokenizer.target_ids("le chat est assis sur le tapis ."))
+    T, R = tgt.numel(), 11
+    tgt_in = torch.cat([tgt.new_tensor([X._bos(tr.model)]), tgt[:-1]]).expand(R, -1)
+    positions = torch.randint(0, T, (R,), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        full, _ = tr.model(src.expand(R, -1), torch.full((R,), src.size(1)), tgt_in)
+        at = tr.model.logits_at(src.expand(R, -1), torch.full((R,), src.size(1)), tgt_in, positions)
+        x = tr.model.embed(src)[0].expand(R, -1, -1)
+        logp = X.row_log_probs(tr.model, x, src, tgt, positions)
+    assert at.shape == (R, full.size(-1))
+    np.testing.assert_allclose(at.numpy(), full[torch.arange(R), positions].numpy(), atol=1e-4)
+    expected = F.log_softmax(full, -1)[torch.arange(R), positions, tgt[positions]]
+    np.testing.assert_allclose(logp.numpy(), expected.numpy(), atol=1e-4)

@@ -9,7 +9,7 @@ import pytest
 from conftest import five_translators
 from s2s.align import merge_to_words
 from s2s.checkpoint import load_translator
-from s2s.decode import attention_heads, attention_of, translate
+from s2s.decode import DecodeSettings, attention_heads, attention_of, decode
 from s2s.figures import ATTENTION_COLORS
 from test_app import _widget, array, chart, open_tab, submit, texts, translate_page
 
@@ -31,7 +31,7 @@ def transformer(zoo, monkeypatch):
     monkeypatch.setenv("S2S_CHECKPOINTS", str(zoo))
     at = submit(translate_page(model="en-fr-transformer"), text=TEXT, view="pieces")
     assert not at.exception, at.exception
-    d = translate(load_translator(zoo / "en-fr-transformer"), TEXT, "greedy", max_len=120)
+    d = decode(load_translator(zoo / "en-fr-transformer"), TEXT, DecodeSettings("greedy", max_len=120))
     return at, d
 
 
