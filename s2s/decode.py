@@ -637,6 +637,40 @@ def beam_search(tr: Translator, text: str, width: int = 5, n_best: int | None = 
 
 
 @torch.inference_mode()
+def forced_batch_attention(tr: Translator, sources: Sequence[Sequence[int]], targets: Sequence[Sequence[int]],
+                           heads: bool = False) -> list[np.ndarray | None]:
+    """Forced decoding of many (source ids, target ids) pairs as one batch: for each pair the
+    attention forced() would report, (T, S) (a row per target piece, </s> included), or with
+    `heads` a Transformer's every layer and head, (L, H, T, S) (None for a recurrent model).
+
+    Sources and targets are padded to the longest: source padding is masked out of attention,
+    and target padding comes after every real token, where nothing real reads it (a recurrent
+    decoder's rows just run on; a Transformer's self-attention is causal). The same numbers as
+    forced() one pair at a time, up to float rounding (s2s.corpus_alignment's batches)."""
+    model, tok = tr.model, tr.tokenizer
+    B, S, T = len(sources), max(map(len, sources)), max(map(len, targets))
+    src = torch.full((B, S), tok.pad_id, dtype=torch.long)
+    tgt_in = torch.full((B, T), tok.pad_id, dtype=torch.long)
+    for r, (s, t) in enumerate(zip(sources, targets)):
+        src[r, :len(s)] = torch.tensor(list(s))
+        tgt_in[r, :len(t)] = torch.tensor([tok.bos_id] + list(t[:-1]))
+    src, tgt_in = src.to(tr.device), tgt_in.to(tr.device)
+    memory, state = model.encode(src, torch.tensor([len(s) for s in sources]))
+    if hasattr(model, "forced_steps"):            # no recurrence: every position in one pass
+        steps = model.forced_steps(tgt_in, memory)
+    else:
+        feed, steps = model.initial_feed(B), []
+        for j in range(T):
+            st = model.decode_step(tgt_in[:, j], state, feed, memory)
+            state, feed = st.state, st.feed
+            steps.append(st)
+    if heads and steps[0].cross_attention is None:
+        return [None] * B
+    a = torch.stack([st.cross_attention if heads else st.alpha for st in steps], -2).float().cpu().numpy()
+    return [a[r, ..., :len(t), :len(s)] for r, (s, t) in enumerate(zip(sources, targets))]
+
+
+@torch.inference_mode()
 def greedy_batch(tr: Translator, texts: Sequence[str], batch_size: int = 64,
                  max_len: int | None = None, no_repeat: int = 0) -> list[str]:
     """Greedy translations of many sentences, `batch_size` at a time (sorted by length

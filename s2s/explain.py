@@ -764,9 +764,9 @@ def _write_table(a: argparse.Namespace, argv: Sequence[str] | None) -> int:
     try:
         check_range("--limit", a.limit, 1, 100_000)
         pairs = read_pairs(a.test, a.limit, a.max_words)
-        infos = [i for i in attention_checkpoints(a.models) if i.arch == "rnn"]   # (see check_model)
+        infos = attention_checkpoints(a.models)
         if not infos:
-            raise InputError(f"no recurrent checkpoint with attention in {a.models or checkpoint_root()}")
+            raise InputError(f"no checkpoint with attention in {a.models or checkpoint_root()}")
         rows = [summarize(load_translator(i.path), pairs, a.ig_steps, a.seed) for i in infos]
     except (CheckpointError, InputError) as err:
         print(f"error: {err}", file=sys.stderr)
@@ -779,7 +779,7 @@ def _write_table(a: argparse.Namespace, argv: Sequence[str] | None) -> int:
     for r in rows:
         print(f"{r['model']:<20} median tau " + "  ".join(f"{SHORT[m]} {r['kendall_tau'][m]['median']:+.2f}"
                                                        for m in METHODS)
-              + f"  permutation survival {r['permutation_survival']:.3f}")
+              + ("" if r["permutation_survival"] is None else f"  permutation survival {r['permutation_survival']:.3f}"))
     return 0
 
 

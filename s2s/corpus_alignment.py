@@ -1,0 +1,293 @@
+"""Word links for a whole corpus from a model's attention, in the Pharaoh format aligners use.
+
+    python -m s2s.alignment --model checkpoints/en-fr-general --input PAIRS.tsv --output LINKS.txt
+    python -m s2s.alignment --model checkpoints/en-fr-transformer --input PAIRS.tsv --output LINKS.txt \
+        --rule shift --choose-on ../shared/data/hansards-en-fr-align --gold GOLD.txt
+    torchrun --nproc_per_node 2 -m s2s.alignment --model M --input PAIRS.tsv --output LINKS.txt
+
+PAIRS.tsv holds `English<TAB>French` a line; the words are each side's whitespace tokens, fed
+to the model as they are (s2s.alignment.word_inputs). LINKS.txt gets one line per input line:
+`i-j` pairs, English word i linked to French word j, both from 0, sorted (the Pharaoh format
+of fast_align, eflomal and GIZA++'s converters). A line that cannot be aligned (no tab, an
+empty side, too long for the model, not UTF-8) gets an empty line, and their count goes to
+stderr; every other line stays where it is.
+
+The attention is read as s2s.alignment reads it (pieces summed and averaged into words, a
+rule turning weights into links). A Transformer's attention is its last layer's head mean,
+or the layer and head given by --layer/--head (from 1), or the head with the lowest AER on a
+gold set (--choose-on). With --gold (a folder like the Hansards one, whose pairs are the
+input's, or a Pharaoh file with one line per input pair, `i-j` sure and `i?j` possible), AER,
+precision and recall are printed too.
+
+Pairs are forced through the model in batches (decode.forced_batch_attention), on the GPU
+when there is one. The batches are fixed by the file alone (pairs sorted by length, then cut
+every --batch-size), and under torchrun process r takes batches r, r + N, r + 2N...: each
+batch is the same computation as in a single process, so the file written is the same.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+from .alignment import (
+    RULE_PARAMS,
+    GoldError,
+    GoldPair,
+    Link,
+    best_head,
+    head_scores,
+    links,
+    read_gold,
+    score,
+    shifted,
+    to_words,
+    word_attention,
+    word_inputs,
+)
+from .checkpoint import CheckpointError, Translator, load_translator
+from .decode import forced_batch_attention
+from .hub import model_options
+from .text import MAX_DECODE_LEN, MAX_SOURCE_TOKENS, InputError
+
+Pair = tuple[tuple[str, ...], tuple[str, ...]]
+BATCH_SIZE = 32
+
+
+# ---------------------------------------------------------------------------------------
+# The Pharaoh format
+
+
+def format_pharaoh(found: set[Link]) -> str:
+    """{(0, 0), (2, 1)} -> "0-0 2-1": English-French pairs from 0, sorted."""
+    return " ".join(f"{e}-{f}" for e, f in sorted(found))
+
+
+def parse_pharaoh(line: str, where: str = "") -> tuple[set[Link], set[Link]]:
+    """"0-0 1?2" -> (sure, possible): `i-j` is a sure link, `i?j` (or `ipj`) a possible one;
+    every sure link is possible too (P ⊇ S, as in the Hansards gold)."""
+    sure, possible = set(), set()
+    for item in line.split():
+        sep = next((c for c in "-?p" if c in item), None)
+        e, _, f = item.partition(sep) if sep else (item, "", "")
+        if not (e.isascii() and e.isdigit() and f.isascii() and f.isdigit()):
+            raise InputError(f"{where}expected links like 0-1 (sure) or 0?1 (possible), got {item!r}")
+        link = (int(e), int(f))
+        possible.add(link)
+        if sep == "-":
+            sure.add(link)
+    return sure, possible
+
+
+def read_pharaoh(path: str | Path) -> list[tuple[set[Link], set[Link]]]:
+    """One (sure, possible) pair of link sets per line of a Pharaoh file."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise InputError(f"{path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read {path}: {e}") from None
+    return [parse_pharaoh(line, f"{path.name} line {n}: ") for n, line in enumerate(lines, 1)]
+
+
+def read_corpus(path: str | Path) -> list[Pair | None]:
+    """`English<TAB>French` lines -> (English words, French words) each, or None for a line
+    that cannot be aligned (no tab, an empty side, not UTF-8). Every line counts, blank ones too,
+    so the output has as many lines as the input."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{path} does not exist") from None
+    except OSError as e:
+        raise InputError(f"cannot read {path}: {e.strerror}") from None
+    lines = raw.split(b"\n")
+    if lines and lines[-1] == b"":           # the newline that ends the last line
+        lines.pop()
+    out: list[Pair | None] = []
+    for line in lines:
+        try:
+            text = line.rstrip(b"\r").decode("utf-8")
+        except UnicodeDecodeError:
+            out.append(None)
+            continue
+        english, tab, french = text.partition("\t")
+        en, fr = tuple(english.split()), tuple(french.split("\t")[0].split())
+        out.append((en, fr) if tab and en and fr else None)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Aligning
+
+
+def batches(pairs: Sequence[Pair | None], batch_size: int) -> list[list[int]]:
+    """The alignable pairs' indices, sorted by length (little padding) and cut every
+    `batch_size`: fixed by the pairs alone, whichever process computes them."""
+    order = sorted((i for i, p in enumerate(pairs) if p is not None),
+                   key=lambda i: (len(pairs[i][0]) + len(pairs[i][1]), i))
+    return [order[k:k + batch_size] for k in range(0, len(order), batch_size)]
+
+
+def align_batch(tr: Translator, pairs: Sequence[Pair], rule: str, head: tuple[int, int] | None = None
+                ) -> list[set[Link] | None]:
+    """Links of a batch of pairs (None for a pair the model cannot take: too long, a word of
+    nothing but control characters). `head` (layer, head), from 0: that head of a
+    Transformer instead of its last layer's head mean."""
+    inputs: list = []
+    for en, fr in pairs:
+        try:
+            wp = word_inputs(tr, en, fr)
+        except InputError:
+            wp = None
+        if wp is not None and (len(wp.source) > MAX_SOURCE_TOKENS + 16 or len(wp.target) > MAX_DECODE_LEN):
+            wp = None
+        inputs.append(wp)
+    ok = [i for i, wp in enumerate(inputs) if wp is not None]
+    out: list[set[Link] | None] = [None] * len(pairs)
+    if not ok:
+        return out
+    att = forced_batch_attention(tr, [inputs[i].source for i in ok], [inputs[i].target for i in ok],
+                                 heads=head is not None)
+    for i, a in zip(ok, att):
+        w = to_words(a if head is None else a[head], inputs[i], shifted(rule))
+        out[i] = links(w, rule, **RULE_PARAMS[rule])
+    return out
+
+
+def align_corpus(tr: Translator, pairs: Sequence[Pair | None], rule: str, head: tuple[int, int] | None = None,
+                 batch_size: int = BATCH_SIZE, rank: int = 0, world: int = 1, progress: bool = False
+                 ) -> dict[int, set[Link] | None]:
+    """index -> links for this process's share of the pairs (batches rank, rank + world, ...);
+    unalignable pairs (None) are left out."""
+    from tqdm import tqdm
+    mine = batches(pairs, batch_size)[rank::world]
+    out: dict[int, set[Link] | None] = {}
+    with tqdm(total=sum(map(len, mine)), unit="pair", file=sys.stderr, disable=not progress) as bar:
+        for idx in mine:
+            out.update(zip(idx, align_batch(tr, [pairs[i] for i in idx], rule, head)))
+            bar.update(len(idx))
+    return out
+
+
+def choose_head(tr: Translator, gold: Sequence[GoldPair], rule: str) -> tuple[tuple[int, int], float]:
+    """The (layer, head), from 0, whose links under `rule` have the lowest AER on `gold`, and that AER."""
+    table = head_scores([word_attention(tr, g.english, g.french, heads=True, shift=shifted(rule)) for g in gold],
+                        gold, rule, **RULE_PARAMS[rule])
+    l, h = best_head(table)
+    return (l, h), table[l][h].aer
+
+
+def gold_for(path: str, split: str, pairs: Sequence[Pair | None]) -> list[GoldPair]:
+    """--gold: a gold folder whose pairs are the input's, or a Pharaoh file with a line per pair."""
+    if Path(path).is_dir():
+        gold = read_gold(path, split)
+        if len(gold) != len(pairs):
+            raise InputError(f"the gold has {len(gold)} pairs but the input has {len(pairs)} lines")
+        for n, (g, p) in enumerate(zip(gold, pairs), 1):
+            if p is not None and (len(g.english), len(g.french)) != (len(p[0]), len(p[1])):
+                raise InputError(f"input line {n} has {len(p[0])} English and {len(p[1])} French words, "
+                                 f"the gold's pair {n} {len(g.english)} and {len(g.french)}")
+        return gold
+    links_ = read_pharaoh(path)
+    if len(links_) != len(pairs):
+        raise InputError(f"{Path(path).name} has {len(links_)} lines but the input has {len(pairs)}")
+    gold = []
+    for n, ((sure, possible), p) in enumerate(zip(links_, pairs), 1):
+        en, fr = p if p is not None else ((), ())
+        if p is not None and any(not (0 <= e < len(en) and 0 <= f < len(fr)) for e, f in possible):
+            raise InputError(f"{Path(path).name} line {n}: a link is out of range "
+                             f"({len(en)} English and {len(fr)} French words)")
+        gold.append(GoldPair(en, fr, frozenset(sure), frozenset(possible)))
+    return gold
+
+
+# ---------------------------------------------------------------------------------------
+# Command line (s2s.alignment's main hands --input here)
+
+
+def _distributed() -> tuple[int, int]:
+    """(rank, world size): under torchrun, after joining its process group (gloo: CPU or GPU)."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world == 1:
+        return 0, 1
+    import torch.distributed as dist
+    if not dist.is_initialized():
+        dist.init_process_group("gloo")
+    return dist.get_rank(), world
+
+
+def main(a: argparse.Namespace) -> int:
+    """--input: write the links of every pair to --output; with --gold, print the scores."""
+    rank, world = _distributed()
+    try:
+        if a.output is None:
+            raise InputError("give --output LINKS.txt for the links of --input")
+        if a.batch_size < 1:
+            raise InputError(f"--batch-size must be at least 1, not {a.batch_size}")
+        pairs = read_corpus(a.input)
+        if not pairs:
+            raise InputError(f"{a.input} is empty")
+        tr = load_translator(a.model, **model_options(a))
+        if tr.model.cfg.attention == "none":
+            raise InputError(f"{tr.name} has no attention to read (a fixed-vector model)")
+        gold = gold_for(a.gold, a.split, pairs) if a.gold else None
+        head, chosen = None, None
+        if a.choose_on is not None or a.layer is not None or a.head is not None:
+            if tr.arch != "transformer":
+                raise InputError(f"{tr.name} is a recurrent model: it has one attention, not layers x heads")
+            L, H = tr.model.cfg.decoder_layers, tr.model.cfg.heads
+            if a.choose_on is not None:
+                head, aer = choose_head(tr, read_gold(a.choose_on, a.choose_split), a.rule)
+                chosen = {"layer": head[0] + 1, "head": head[1] + 1, "aer": round(aer, 4), "on": a.choose_split}
+            else:
+                if a.layer is None or a.head is None:
+                    raise InputError("give both --layer and --head (from 1), or --choose-on GOLD_DIR")
+                if not (1 <= a.layer <= L and 1 <= a.head <= H):
+                    raise InputError(f"{tr.name} has layers 1-{L} and heads 1-{H}; got layer {a.layer} head {a.head}")
+                head = (a.layer - 1, a.head - 1)
+    except (CheckpointError, InputError, GoldError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    t = time.perf_counter()
+    mine = align_corpus(tr, pairs, a.rule, head, a.batch_size, rank, world, progress=rank == 0)
+    if world > 1:
+        import torch.distributed as dist
+        every = [None] * world
+        dist.all_gather_object(every, mine)
+        dist.destroy_process_group()
+        if rank != 0:
+            return 0
+        mine = {k: v for part in every for k, v in part.items()}
+    seconds = time.perf_counter() - t
+    found = [mine.get(i) for i in range(len(pairs))]
+    Path(a.output).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.output).write_text("".join((format_pharaoh(f) if f is not None else "") + "\n" for f in found),
+                              encoding="utf-8")
+    skipped = sum(f is None for f in found)
+    done = len(pairs) - skipped
+    print(f"aligned {done} pairs in {seconds:.1f} s ({done / max(seconds, 1e-9):.1f} pairs/s, {world} process"
+          f"{'es' if world > 1 else ''}); {skipped} line{'s' if skipped != 1 else ''} could not be aligned "
+          "(empty lines in the output)", file=sys.stderr)
+    report = {"model": tr.name, "rule": a.rule, "pairs": len(pairs), "aligned": done, "skipped": skipped,
+              "head": chosen or (None if head is None else {"layer": head[0] + 1, "head": head[1] + 1}),
+              "pairs_per_s": round(done / max(seconds, 1e-9), 1), "output": str(a.output)}
+    if gold is not None:
+        s = score([f if f is not None else set() for f in found], gold)
+        report.update(aer=round(s.aer, 4), precision=round(s.precision, 4), recall=round(s.recall, 4),
+                      links=s.links, sure=s.sure)
+    if a.json:
+        print(json.dumps(report))
+    elif gold is not None:
+        print(f"{tr.name}  {a.rule}  AER {report['aer']:.3f}  precision {report['precision']:.3f}  "
+              f"recall {report['recall']:.3f}  ({len(gold)} pairs, {report['links']} links, {report['sure']} sure)")
+    return 0
+
+
+__all__ = ["format_pharaoh", "parse_pharaoh", "read_pharaoh", "read_corpus", "align_corpus", "align_batch",
+           "choose_head", "batches"]
