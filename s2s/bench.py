@@ -18,6 +18,8 @@ page's opening settings) and live_demo_ms_largest (at the sliders' largest hidde
 length), median of 10; explain_ms: one s2s.explain of the 20-word sentence (attention
 against gradient x input, integrated gradients and leave-one-out), median of 3, one thread,
 for every model with attention (a Transformer's too: explain_ms of en-fr-transformer).
+align_pairs_per_s: the 447 Hansards test pairs (--align-gold) aligned by en-fr-general (--align-model) with
+grow-diag, batched as `python -m s2s.alignment --input` aligns a corpus, median of 3.
 peak_rss_mb: the process's peak resident memory.
 With a Hugging Face model (--model hf:NAME or a save_pretrained folder): generate_greedy_ms_p50 and
 generate_beam5_ms_p50, transformers' own generate() on the same sentence at the same settings,
@@ -263,6 +265,10 @@ def main(argv=None) -> int:
     p.add_argument("--checkpoints", default=str(checkpoint_root()), help="folder whose checkpoints load_s loads")
     p.add_argument("--runs", type=int, default=50)
     p.add_argument("--batch-sentences", type=int, default=1000)
+    p.add_argument("--align-gold", default=str(Path(__file__).resolve().parents[2] / "shared/data/hansards-en-fr-align"),
+                   help="gold folder whose 447 test pairs align_pairs_per_s aligns (skipped where it is absent)")
+    p.add_argument("--align-model", default=str(checkpoint_root() / "en-fr-general"),
+                   help="the model align_pairs_per_s times")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
     try:
@@ -332,6 +338,15 @@ def main(argv=None) -> int:
         out["cells_model"] = lm.name
         out["cells_ms_2000_chars"] = timed_ms(lambda: lm.model.trace(text), 10)
         out["sample_ms_800_chars"] = timed_ms(lambda: sample_text(lm.model, "\n", 800, 0.8, 0), 5)
+    general = Path(a.align_model)
+    if (Path(a.align_gold) / "test.wa").is_file() and general.is_dir():     # corpus alignment, batched
+        from .alignment import read_gold
+        from .corpus_alignment import align_corpus
+        pairs = [(g.english, g.french) for g in read_gold(a.align_gold, "test")]
+        g_tr = load_translator(general)
+        out["align_model"] = general.name
+        out["align_pairs_per_s"] = round(len(pairs) / (timed_ms(lambda: align_corpus(g_tr, pairs, "grow-diag"), 3)
+                                                       / 1000), 1)
     # the Gates & Gradients page's computations, on one thread as the app runs them (ui.py):
     # their many small steps gain nothing from a second thread and lose to its overhead
     threads = torch.get_num_threads()

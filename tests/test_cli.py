@@ -84,14 +84,19 @@ def test_evaluate_on_a_tiny_generated_corpus(tiny_additive, tmp_path):
     assert p.returncode == 2 and "missing.tsv" in p.stderr
 
 
-def test_bench_prints_figures(tiny_additive, tiny_none, tiny_charlm):
+def test_bench_prints_figures(tiny_additive, tiny_none, tiny_charlm, tmp_path):
+    gold = tmp_path / "gold"           # the shipped trial pairs as a gold's test split
+    gold.mkdir()
+    for side in ("en", "fr", "wa"):
+        (gold / f"test.{side}").write_bytes((ROOT / "examples" / "hansards_trial" / f"trial.{side}").read_bytes())
     p = run("s2s.bench", "--model", str(tiny_additive), "--checkpoints", str(Path(tiny_additive).parent),
-            "--runs", "3", "--batch-sentences", "40", "--json")
+            "--runs", "3", "--batch-sentences", "40", "--align-gold", str(gold), "--align-model", str(tiny_additive),
+            "--json")
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     for key in ("greedy_ms_p50", "beam5_ms_p50", "batch_sentences_per_s", "load_s", "peak_rss_mb",
                 "cells_ms_2000_chars", "sample_ms_800_chars", "threads", "heatmap_ms_p50", "cached_result_kb", "cached_result_kb_longest",
-                "live_demo_ms", "live_demo_ms_largest", "explain_ms"):
+                "live_demo_ms", "live_demo_ms_largest", "explain_ms", "align_pairs_per_s"):
         assert out[key] > 0
     assert out["gradient_flow_ms"]["lstm"] > 0       # the tiny character model is an LSTM
     assert out["cached_result_kb"] < out["result_with_states_kb"] and out["cached_result_kb"] < out["cached_result_kb_longest"]
