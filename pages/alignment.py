@@ -23,6 +23,7 @@ from s2s.alignment import (
     links,
     read_gold,
     score,
+    shifted,
     word_attention,
 )
 from s2s.explain import EPSILON, KINDS, METHODS, counterfactual, explain
@@ -41,7 +42,9 @@ RULE_HELP = {"argmax": "each French word linked to the English word it attends t
              "threshold": "every link whose weight is at least τ",
              "ratio": "for each French word, the English words that hold the given share of its weight",
              "grow-diag": "links both directions' argmax agree on, grown to neighbours (as statistical aligners "
-                          "symmetrise)"}
+                          "symmetrise)",
+             "shift": "argmax of the attention one step later, where the French word is the decoder's input "
+                      "(Chen et al. 2020)"}
 KIND_HELP = {"uniform": "every source piece weighted equally",
              "permute": "the model's own weights, shuffled over the source pieces",
              "adversarial": "as different from α_j as possible (Jensen-Shannon) while the next-token distribution "
@@ -60,8 +63,8 @@ def gold_pairs(folder: str, split: str) -> list[GoldPair]:
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
-def word_attention_cached(path: str, english: tuple, french: tuple):
-    return word_attention(ui.load_path(path), english, french)
+def word_attention_cached(path: str, english: tuple, french: tuple, shift: bool = False):
+    return word_attention(ui.load_path(path), english, french, shift=shift)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -69,7 +72,7 @@ def head_aer_cached(path: str, folder: str, split: str, rule: str) -> dict:
     """AER of every layer x head of a Transformer on a gold set, with `rule` (s2s.alignment.head_scores)."""
     tr = ui.load_path(path)
     pairs = gold_pairs(folder, split)
-    heads = [word_attention(tr, g.english, g.french, heads=True) for g in pairs]
+    heads = [word_attention(tr, g.english, g.french, heads=True, shift=shifted(rule)) for g in pairs]
     table = head_scores(heads, pairs, rule, **RULE_PARAMS[rule])
     mean = score([links(w[-1].mean(0), rule, **RULE_PARAMS[rule]) for w in heads], pairs)
     return {"aer": [[s.aer for s in row] for row in table], "best": best_head(table), "mean_aer": mean.aer,
@@ -118,7 +121,7 @@ def heads_of_model(name: str, source: str, english, french, rule: str, gold) -> 
                    f"(AER {h['aer'][l][k]:.3f}); the last layer's head mean, the matrix the other views show: "
                    f"{h['mean_aer']:.3f}.")
     with c2:
-        w = word_attention_heads_cached(path, tuple(english), tuple(french))[l, k]
+        w = word_attention_heads_cached(path, tuple(english), tuple(french), shifted(rule))[l, k]
         predicted = links(w, rule, **RULE_PARAMS[rule])
         st.plotly_chart(gold_alignment_figure(english, french, w, set(gold.sure), set(gold.possible), predicted,
                                               words="gold words"), width="stretch", key="best_head_figure")
@@ -127,8 +130,8 @@ def heads_of_model(name: str, source: str, english, french, rule: str, gold) -> 
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
-def word_attention_heads_cached(path: str, english: tuple, french: tuple):
-    return word_attention(ui.load_path(path), english, french, heads=True)
+def word_attention_heads_cached(path: str, english: tuple, french: tuple, shift: bool = False):
+    return word_attention(ui.load_path(path), english, french, heads=True, shift=shift)
 
 
 st.title("Alignment & Explanation")
@@ -200,7 +203,7 @@ with tabs[0]:
         with right:
             if english:
                 try:
-                    w = word_attention_cached(path, tuple(english), tuple(french))
+                    w = word_attention_cached(path, tuple(english), tuple(french), shifted(rule))
                 except InputError as e:
                     st.error(str(e))
                     w = None
@@ -223,7 +226,9 @@ with tabs[0]:
                                                           words="gold words" if gold else "your words"),
                                     width="stretch", key="gold_figure")
                     st.caption(f"Shaded: {name}'s attention, forced to read {'the gold' if gold else 'your'} French, "
-                               "summed over each English word's pieces and averaged over each French word's. Black "
+                               "summed over each English word's pieces and averaged over each French word's"
+                               + (", each French word read at the step that has it as input (shift)" if shifted(rule)
+                                  else "") + ". Black "
                                f"crosses: its links ({rule})."
                                + (" Red squares: the annotators' Sure links; light red: Possible." if gold else ""))
         if by_name[name].arch == "transformer" and source != "typed" and english:

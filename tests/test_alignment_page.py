@@ -109,6 +109,19 @@ def test_rule_changes_the_links(env):
     assert n_argmax == 4
 
 
+def test_the_shift_rule_reads_the_attention_one_step_later(env, tmp_path):
+    """rule "shift": the heatmap and links are the attention read at the step that has each
+    French word as input, as the library reads it, and the caption says so."""
+    at = page(align_model="reverser", gold_source="test", gold_pair=2, rule="shift")
+    assert not at.exception, at.exception
+    gold = read_gold(tmp_path / "hansards", "test")[1]
+    w = word_attention(load_translator(env / "reverser"), gold.english, gold.french, shift=True)
+    fig = chart(at, "gold_figure")
+    assert sorted(zip(fig["data"][3]["x"], fig["data"][3]["y"])) == sorted(links(w, "shift"))
+    np.testing.assert_allclose(array(fig["data"][0]["z"]), w, atol=1e-6)
+    assert "one step later" not in texts(at) and "has it as input (shift)" in texts(at)
+
+
 def test_attribution_tab_shows_four_maps_tau_and_a_counterfactual(env):
     at = page(align_model="reverser", alignment_tab="Attention vs attribution")
     at.text_area(key="explain_text").set_value("a b c d")
