@@ -80,7 +80,7 @@ from .explain import explain
 from .figures import attention_heatmap
 from .gradients import DEMO_DEFAULTS, DEMO_RANGES, gradient_flow, untrained_flow
 from .model import Seq2Seq
-from .text import MAX_DECODE_LEN, MAX_SOURCE_TOKENS
+from .text import MAX_DECODE_LEN, MAX_SOURCE_TOKENS, InputError
 from .tokenizer import BOS
 
 SENTENCE_20 = "My grandmother told me that she would visit us next week if the weather was good enough for the drive."
@@ -356,7 +356,10 @@ def main(argv=None) -> int:
         out["gradient_flow_ms"] = {cell: timed_ms(lambda: gradient_flow(m.model, text, 200, 64), 5)
                                    for cell, m in sorted(by_cell.items())}
     if d.attention is not None:      # one explain of the 20-word sentence: all three attributions, any attention model
-        out["explain_ms"] = timed_ms(lambda: explain(tr, SENTENCE_20), 3)
+        try:
+            out["explain_ms"] = timed_ms(lambda: explain(tr, SENTENCE_20), 3)
+        except InputError as e:      # e.g. an untrained model's translation longer than explain takes
+            out["explain_ms"], out["explain_declined"] = None, str(e)
     largest = dict(DEMO_DEFAULTS, hidden=DEMO_RANGES["hidden"][1], length=DEMO_RANGES["length"][1])
     out["live_demo_ms"] = timed_ms(lambda: [untrained_flow(c, **DEMO_DEFAULTS) for c in ("rnn", "gru", "lstm")], 10)
     out["live_demo_ms_largest"] = timed_ms(lambda: [untrained_flow(c, **largest) for c in ("rnn", "gru", "lstm")], 10)

@@ -34,6 +34,8 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
+
 from .alignment import (
     RULE_PARAMS,
     GoldError,
@@ -106,6 +108,11 @@ def read_corpus(path: str | Path) -> list[Pair | None]:
         raise InputError(f"{path} does not exist") from None
     except OSError as e:
         raise InputError(f"cannot read {path}: {e.strerror}") from None
+    return parse_corpus(raw)
+
+
+def parse_corpus(raw: bytes) -> list[Pair | None]:
+    """read_corpus on a file's bytes (an upload in the app)."""
     lines = raw.split(b"\n")
     if lines and lines[-1] == b"":           # the newline that ends the last line
         lines.pop()
@@ -134,11 +141,11 @@ def batches(pairs: Sequence[Pair | None], batch_size: int) -> list[list[int]]:
     return [order[k:k + batch_size] for k in range(0, len(order), batch_size)]
 
 
-def align_batch(tr: Translator, pairs: Sequence[Pair], rule: str, head: tuple[int, int] | None = None
-                ) -> list[set[Link] | None]:
-    """Links of a batch of pairs (None for a pair the model cannot take: too long, a word of
-    nothing but control characters). `head` (layer, head), from 0: that head of a
-    Transformer instead of its last layer's head mean."""
+def word_weights(tr: Translator, pairs: Sequence[Pair], shift: bool = False, heads: bool = False
+                 ) -> list[np.ndarray | None]:
+    """Each pair's attention over its words, forced as one batch: (French words x English
+    words), or with `heads` a Transformer's (layers, heads, French, English); None for a pair
+    the model cannot take (too long, a word of nothing but control characters)."""
     inputs: list = []
     for en, fr in pairs:
         try:
@@ -149,15 +156,20 @@ def align_batch(tr: Translator, pairs: Sequence[Pair], rule: str, head: tuple[in
             wp = None
         inputs.append(wp)
     ok = [i for i, wp in enumerate(inputs) if wp is not None]
-    out: list[set[Link] | None] = [None] * len(pairs)
-    if not ok:
-        return out
-    att = forced_batch_attention(tr, [inputs[i].source for i in ok], [inputs[i].target for i in ok],
-                                 heads=head is not None)
-    for i, a in zip(ok, att):
-        w = to_words(a if head is None else a[head], inputs[i], shifted(rule))
-        out[i] = links(w, rule, **RULE_PARAMS[rule])
+    out: list[np.ndarray | None] = [None] * len(pairs)
+    if ok:
+        att = forced_batch_attention(tr, [inputs[i].source for i in ok], [inputs[i].target for i in ok], heads)
+        for i, a in zip(ok, att):
+            out[i] = to_words(a, inputs[i], shift)
     return out
+
+
+def align_batch(tr: Translator, pairs: Sequence[Pair], rule: str, head: tuple[int, int] | None = None
+                ) -> list[set[Link] | None]:
+    """Links of a batch of pairs (None where word_weights has none). `head` (layer, head),
+    from 0: that head of a Transformer instead of its last layer's head mean."""
+    weights = word_weights(tr, pairs, shifted(rule), heads=head is not None)
+    return [None if w is None else links(w if head is None else w[head], rule, **RULE_PARAMS[rule]) for w in weights]
 
 
 def align_corpus(tr: Translator, pairs: Sequence[Pair | None], rule: str, head: tuple[int, int] | None = None,
@@ -194,15 +206,19 @@ def gold_for(path: str, split: str, pairs: Sequence[Pair | None]) -> list[GoldPa
                 raise InputError(f"input line {n} has {len(p[0])} English and {len(p[1])} French words, "
                                  f"the gold's pair {n} {len(g.english)} and {len(g.french)}")
         return gold
-    links_ = read_pharaoh(path)
-    if len(links_) != len(pairs):
-        raise InputError(f"{Path(path).name} has {len(links_)} lines but the input has {len(pairs)}")
+    return pharaoh_gold(read_pharaoh(path), pairs, Path(path).name)
+
+
+def pharaoh_gold(gold_links: Sequence[tuple[set[Link], set[Link]]], pairs: Sequence[Pair | None],
+                 name: str) -> list[GoldPair]:
+    """Gold pairs from Pharaoh (sure, possible) links, a line per pair of `pairs` (the file `name`)."""
+    if len(gold_links) != len(pairs):
+        raise InputError(f"{name} has {len(gold_links)} lines but the pairs are {len(pairs)}")
     gold = []
-    for n, ((sure, possible), p) in enumerate(zip(links_, pairs), 1):
+    for n, ((sure, possible), p) in enumerate(zip(gold_links, pairs), 1):
         en, fr = p if p is not None else ((), ())
         if p is not None and any(not (0 <= e < len(en) and 0 <= f < len(fr)) for e, f in possible):
-            raise InputError(f"{Path(path).name} line {n}: a link is out of range "
-                             f"({len(en)} English and {len(fr)} French words)")
+            raise InputError(f"{name} line {n}: a link is out of range ({len(en)} English and {len(fr)} French words)")
         gold.append(GoldPair(en, fr, frozenset(sure), frozenset(possible)))
     return gold
 
@@ -289,5 +305,5 @@ def main(a: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["format_pharaoh", "parse_pharaoh", "read_pharaoh", "read_corpus", "align_corpus", "align_batch",
-           "choose_head", "batches"]
+__all__ = ["format_pharaoh", "parse_pharaoh", "read_pharaoh", "read_corpus", "parse_corpus", "word_weights",
+           "align_batch", "align_corpus", "choose_head", "batches", "gold_for", "pharaoh_gold"]

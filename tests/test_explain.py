@@ -327,7 +327,8 @@ def test_table_summarises_every_attention_model(untrained_translators, tmp_path,
                            capsys)
     assert rc == 0, err
     table = json.loads(out.read_text())
-    assert [r["model"] for r in table["rows"]] == ["additive", "copy", "dot", "general", "scaled-dot"]
+    assert [r["model"] for r in table["rows"]] == ["additive", "copy", "dot", "general", "scaled-dot",
+                                                  "transformer", "transformer-copy"]   # Transformers too
     assert all(r["sentences"] == 2 and r["steps"] == 7 for r in table["rows"])
     assert table["command"].startswith("python -m s2s.explain --test")
     rc, printed, err = run(["--table", str(out)], capsys)                      # --table needs --test

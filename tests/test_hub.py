@@ -287,6 +287,8 @@ def test_bench_times_a_hub_model_against_generate(hub_models, tmp_path):
     out = json.loads(r.stdout)
     assert out["greedy_vs_generate"] > 0 and out["beam5_vs_generate"] > 0
     assert out["generate_greedy_ms_p50"] > 0 and out["dtype"] == "float32" and out["device"] == "cpu"
+    # an untrained model may translate into more pieces than explain takes: said, not crashed
+    assert (out["explain_ms"] or 0) > 0 or "explaining is limited" in out["explain_declined"]
 
 
 def test_evaluate_command_takes_a_hub_model(hub_models, tmp_path):
