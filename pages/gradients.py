@@ -147,7 +147,7 @@ def passage_picker(with_distance: bool = False) -> tuple[str | None, list, int]:
 with tabs[1]:
     if tabs[1].open:
         if not models:
-            st.info("No character-level model in `checkpoints/`: train them with `bash train_charlms.sh` (see the README).")
+            st.info("No character-level model in `checkpoints/`: train them with `bash training/train_charlms.sh` (see the README).")
         else:
             text, group, K = passage_picker(with_distance=True)
             if text is not None:

@@ -17,7 +17,6 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from s2s.align import argmax_alignment, mean_entropy, merge_to_words, word_spans
 from s2s.figures import (
     alignment_lines,
     attention_heatmap,
@@ -31,6 +30,7 @@ from s2s.figures import (
     token_bars,
 )
 from s2s.hub import display_name, translates_english_to_french
+from s2s.piece_words import argmax_alignment, mean_entropy, merge_to_words, word_spans
 from s2s.text import MAX_BEAM, MAX_CHARS, MAX_DECODE_LEN, MAX_NO_REPEAT, InputError
 
 COURSE_SENTENCE = "The agreement on the European Economic Area was signed in August 1992."

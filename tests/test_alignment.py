@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
-from s2s.align import word_spans
 from s2s.alignment import (
     GoldError,
     GoldPair,
@@ -26,6 +25,7 @@ from s2s.alignment import (
 )
 from s2s.checkpoint import load_translator
 from s2s.decode import forced
+from s2s.piece_words import word_spans
 from s2s.tokenizer import UNK, Tokenizer
 
 SHIPPED_SPM = ROOT / "checkpoints" / "en-fr-additive" / "spm.model"

@@ -280,9 +280,9 @@ def test_sqrt_d_view_follows_the_keys_slider(app):
 
 def test_step_by_step_follows_words_and_pieces(app, zoo):
     """Steps, their count and the attention bars' labels are words when words are shown."""
-    from s2s.align import word_spans
     from s2s.checkpoint import load_translator
     from s2s.decode import greedy
+    from s2s.piece_words import word_spans
     d = greedy(load_translator(zoo / "en-fr-dot"), "ab cd ef", max_len=120)   # untrained: multi-piece words; the page's max length
     n_words, n_pieces = len(word_spans(d.target_tokens)), len(d.target_tokens)
     assert n_words < n_pieces

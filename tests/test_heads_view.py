@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from conftest import five_translators
-from s2s.align import merge_to_words
 from s2s.checkpoint import load_translator
 from s2s.decode import DecodeSettings, attention_heads, attention_of, decode
 from s2s.figures import ATTENTION_COLORS
+from s2s.piece_words import merge_to_words
 from test_app import _widget, array, chart, open_tab, submit, texts, translate_page
 
 TEXT = "a b c d e"

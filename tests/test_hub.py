@@ -13,9 +13,9 @@ import pytest
 import torch
 
 from s2s import decode as D
-from s2s.align import merge_to_words, word_spans
 from s2s.checkpoint import CheckpointError, load_translator
 from s2s.hub import any_model_allowed, describe_config, display_name, offered_models
+from s2s.piece_words import merge_to_words, word_spans
 
 TEXT = "the cat sat on the mat ."
 REFERENCE = "le chat est assis sur le tapis ."

@@ -8,7 +8,7 @@
 # --average-last). Each metrics.json keeps the original model's scores under "before" and
 # this leg's starting point under "previous". A model is skipped once $RUNS/en-fr-ATT-more
 # holds its finished log; an interrupted one resumes there.
-# Usage: [STEPS=N] [MODELS="general dot"] bash finetune_more.sh [path/to/fra.txt]
+# Usage: [STEPS=N] [MODELS="general dot"] bash training/finetune_more.sh [path/to/fra.txt]
 set -euo pipefail
 DATA=${1:-../shared/data/tatoeba-en-fr/fra.txt}
 RUNS=${RUNS:-runs}

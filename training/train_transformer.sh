@@ -13,7 +13,7 @@
 # shipped model is the average of the last k, k chosen by validation loss (k = 2 on the shipped
 # run: steps 3,500 and 3,600).
 # Resumable: run it again.
-# Usage: bash train_transformer.sh [path/to/fra.txt]
+# Usage: bash training/train_transformer.sh [path/to/fra.txt]
 set -euo pipefail
 DATA=${1:-../shared/data/tatoeba-en-fr/fra.txt}
 RUNS=${RUNS:-runs}

@@ -8,7 +8,7 @@
 # kept in each metrics.json under "before". A model is skipped once its metrics.json records
 # STEPS steps; an interrupted model resumes from its state in $RUNS, and a larger STEPS
 # continues each model from there (the cosine schedule recomputed for the new length: a warm
-# restart, the same for all five). Usage: [STEPS=N] bash finetune_all.sh [path/to/fra.txt]
+# restart, the same for all five). Usage: [STEPS=N] bash training/finetune_all.sh [path/to/fra.txt]
 set -euo pipefail
 DATA=${1:-../shared/data/tatoeba-en-fr/fra.txt}
 RUNS=${RUNS:-runs}

@@ -4,7 +4,7 @@
 # fine-tune under test (README, "Copying what people type").
 # A model whose checkpoint already holds test metrics is skipped, and an interrupted model
 # resumes from its state in $RUNS, so the script can be re-run.
-# Usage: bash train_all.sh [path/to/fra.txt]
+# Usage: bash training/train_all.sh [path/to/fra.txt]
 set -euo pipefail
 DATA=${1:-../shared/data/tatoeba-en-fr/fra.txt}
 RUNS=${RUNS:-runs}

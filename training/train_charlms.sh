@@ -8,7 +8,7 @@
 # since removed, so today's 90 % boundary falls 6,361 characters earlier; --train-chars keeps
 # the training text identical, and validation starts where training stops).
 # A model whose checkpoint holds test metrics is skipped; an interrupted one resumes from $RUNS.
-# Usage: bash train_charlms.sh [path/to/shared/data]
+# Usage: bash training/train_charlms.sh [path/to/shared/data]
 set -euo pipefail
 DATA=${1:-../shared/data}
 RUNS=${RUNS:-runs}
