@@ -26,9 +26,18 @@ from s2s.alignment import (
     shifted,
     word_attention,
 )
+from s2s.corpus_alignment import (
+    corpus_head_scores,
+    corpus_weights,
+    parse_pharaoh_file,
+    pharaoh_gold,
+    pharaoh_lines,
+    upload_corpus,
+    weights_links,
+)
 from s2s.explain import EPSILON, KINDS, METHODS, counterfactual, explain
 from s2s.figures import attribution_grid, counterfactual_figure, gold_alignment_figure, head_aer_figure, tau_figure
-from s2s.text import InputError, clean_text
+from s2s.text import MAX_CORPUS_BYTES, MAX_CORPUS_PAIRS, InputError, clean_text
 
 ui.run_through_app()     # a link's first run in Streamlit's old multipage mode: rerun through app.py
 
@@ -52,7 +61,8 @@ KIND_HELP = {"uniform": "every source piece weighted equally",
 METHOD_COLORS = {"grad × input": "#1f77b4", "integrated gradients": "#2ca02c", "leave-one-out": "#ff7f0e"}
 LONG = {"grad_x_input": "grad × input", "integrated_gradients": "integrated gradients",
         "leave_one_out": "leave-one-out"}
-TABS = ["Against human alignments", "Attention vs attribution"]
+TABS = ["Against human alignments", "Attention vs attribution", "Your corpus"]
+CORPUS_SOURCES = {"example": "Example: the 37 Hansards trial pairs and their gold", "upload": "Upload a file"}
 EXAMPLE = "She has a big black dog."
 EXAMPLE_REFERENCE = "Elle a un gros chien noir."
 
@@ -134,6 +144,134 @@ def word_attention_heads_cached(path: str, english: tuple, french: tuple, shift:
     return word_attention(ui.load_path(path), english, french, heads=True, shift=shift)
 
 
+@st.cache_data(max_entries=8, show_spinner=False)
+def corpus_weights_cached(path: str, pairs: tuple, shift: bool, heads: bool) -> list:
+    return corpus_weights(ui.load_path(path), pairs, shift, heads)
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def corpus_head_aer_cached(path: str, pairs: tuple, gold: tuple, rule: str) -> dict:
+    table = corpus_head_scores(corpus_weights_cached(path, pairs, shifted(rule), True), gold, rule)
+    return {"aer": [[s.aer for s in row] for row in table], "best": best_head(table)}
+
+
+def uploaded_corpus() -> tuple[list, list | None, str] | None:
+    """The pairs of the uploaded file, its gold if one is uploaded too, and the file's stem; an
+    error shown (and None) for a file over the limits or not in the format."""
+    up = st.file_uploader("Pairs: `English<TAB>French`, a pair a line", key="corpus_file",
+                          help="The words are each side's whitespace tokens, as in the Pharaoh format's "
+                               "numbering. A line without a tab or with an empty side is left unaligned.")
+    gold_up = st.file_uploader("Gold links (optional): a line per pair, `i-j` sure, `i?j` possible",
+                               key="corpus_gold", help="English word i, French word j, from 0 (the Pharaoh "
+                                                       "format, as fast_align and eflomal write it).")
+    if up is None:
+        st.info("Upload a file of pairs, or choose the example above.")
+        return None
+    try:
+        pairs = upload_corpus(up.getvalue(), up.name)
+        gold = None
+        if gold_up is not None:
+            raw = gold_up.getvalue()
+            if len(raw) > MAX_CORPUS_BYTES:
+                raise InputError(f"{gold_up.name} is {len(raw) / 1000:,.0f} KB; the limit here is "
+                                 f"{MAX_CORPUS_BYTES / 1000:,.0f} KB")
+            gold = pharaoh_gold(parse_pharaoh_file(raw, gold_up.name), pairs, gold_up.name)
+    except InputError as e:
+        st.error(str(e))
+        return None
+    return pairs, gold, Path(up.name).stem
+
+
+def corpus_view(name: str, path: str, transformer: bool) -> None:
+    """Your corpus: links for every pair of a file, a download, a sentence browser and, with
+    gold links, AER (also per layer x head for a Transformer)."""
+    left, right = st.columns([1, 3])
+    with left:
+        source = st.radio("Corpus", list(CORPUS_SOURCES), key="corpus_source", format_func=CORPUS_SOURCES.get)
+        rule = st.selectbox("Links from attention", RULES, index=RULES.index(DEFAULT_RULE), key="corpus_rule",
+                            help="How weights become links: " + "; ".join(f"**{r}**: {h}"
+                                                                        for r, h in RULE_HELP.items()))
+        if source == "upload":
+            got = uploaded_corpus()
+        else:
+            gold = gold_pairs(str(TRIAL), "trial")
+            got = [(g.english, g.french) for g in gold], gold, "hansards-trial"
+        st.caption(f"Limits here: {MAX_CORPUS_PAIRS:,} pairs and {MAX_CORPUS_BYTES // 1000:,} KB a file. "
+                   "`python -m s2s.alignment --input` aligns a file of any length.")
+    if got is None:
+        return
+    pairs, gold, stem = got
+    with right:
+        with st.spinner(f"Forcing {len(pairs)} pairs through {name}…"):
+            weights = corpus_weights_cached(path, tuple(pairs), shifted(rule), transformer)
+        head = None
+        if transformer:
+            L, H = next(w.shape[:2] for w in weights if w is not None)
+            choices = ["mean"] + [f"{l}-{h}" for l in range(L) for h in range(H)]
+            if S.get("corpus_head") not in choices:
+                S["corpus_head"] = "mean"
+            reading = st.selectbox("Attention read", choices, key="corpus_head",
+                                   format_func=lambda c: "last layer, head mean" if c == "mean" else
+                                   f"layer {int(c.split('-')[0]) + 1} · head {int(c.split('-')[1]) + 1}")
+            if reading != "mean":
+                head = tuple(int(x) for x in reading.split("-"))
+        found = weights_links(weights, rule, head)
+        what = "mean" if head is None else f"L{head[0] + 1}H{head[1] + 1}"
+        skipped = sum(f is None for f in found)
+        file_stem = f"{stem}_{name.replace('/', '-')}_{rule}" + (f"_{what}" if transformer else "")
+        rows = [{"pair": n, "English": " ".join(p[0]) if p else "", "French": " ".join(p[1]) if p else "",
+                 "links": None if f is None else len(f)} for n, (p, f) in enumerate(zip(pairs, found), 1)]
+        if gold is not None:
+            s = score([f or set() for f in found], gold)
+            c = st.columns(4)
+            c[0].metric("AER (whole corpus)", f"{s.aer:.3f}", help="1 − (|A∩S| + |A∩P|) / (|A| + |S|), summed "
+                                                                   "over every pair before dividing")
+            c[1].metric("Precision", f"{s.precision:.3f}", help="|A∩P| / |A|")
+            c[2].metric("Recall", f"{s.recall:.3f}", help="|A∩S| / |S|")
+            c[3].metric("Links: model / sure", f"{s.links:,} / {s.sure:,}")
+            for r, f, g in zip(rows, found, gold):
+                one = score([f or set()], [g])
+                r.update(AER=one.aer, precision=one.precision, recall=one.recall)
+        st.caption(f"{len(pairs) - skipped} of {len(pairs)} lines aligned by {name} ({rule}"
+                   + ("" if not transformer else ", " + ("the last layer's head mean" if head is None else
+                                                         f"layer {head[0] + 1} · head {head[1] + 1}")) + ")"
+                   + (f"; {skipped} could not be (no tab, an empty side, not UTF-8 or too long): empty lines "
+                      "in the download" if skipped else "") + ".")
+        d = st.columns(2)
+        d[0].download_button("⬇ Links (Pharaoh, a line per pair)", pharaoh_lines(found),
+                             file_name=f"{file_stem}_links.txt", mime="text/plain", key="corpus_links_download")
+        d[1].download_button("⬇ Per-pair table (CSV)", pd.DataFrame(rows).to_csv(index=False),
+                             file_name=f"{file_stem}_pairs.csv", mime="text/csv", key="corpus_table_download")
+        n = st.number_input(f"Pair (1–{len(pairs)})", 1, len(pairs), min(S.get("corpus_pair", 1), len(pairs)),
+                            key="corpus_pair")
+        i = int(n) - 1
+        if found[i] is None:
+            st.warning(f"Line {i + 1} could not be aligned: no tab, an empty side, not UTF-8, or too long for "
+                       f"{name}.")
+        else:
+            w = weights[i] if weights[i].ndim == 2 else (weights[i][-1].mean(0) if head is None else weights[i][head])
+            g = gold[i] if gold is not None else None
+            if g is not None:
+                st.caption(f"Pair {i + 1}: AER {rows[i]['AER']:.3f}, precision {rows[i]['precision']:.3f}, "
+                           f"recall {rows[i]['recall']:.3f}.")
+            st.plotly_chart(gold_alignment_figure(pairs[i][0], pairs[i][1], w, set(g.sure) if g else set(),
+                                                  set(g.possible) if g else set(), found[i],
+                                                  words="gold words" if g else "your words"),
+                            width="stretch", key="corpus_figure")
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", height=250,
+                 column_config={k: st.column_config.NumberColumn(format="%.3f")
+                                for k in ("AER", "precision", "recall")})
+    if transformer and gold is not None:
+        st.subheader("Every layer × head as an aligner, on this corpus")
+        with st.spinner("Scoring every layer × head…"):
+            h = corpus_head_aer_cached(path, tuple(pairs), tuple(gold), rule)
+        l, k = h["best"]
+        c1, _ = st.columns([2, 3])
+        c1.plotly_chart(head_aer_figure(np.array(h["aer"]), (l, k)), key="corpus_head_aer", width="stretch")
+        c1.caption(f"AER of each layer × head's links ({rule}) over these {len(pairs)} pairs; lower is better. "
+                   f"Outlined: the best, layer {l + 1} · head {k + 1} (AER {h['aer'][l][k]:.3f}).")
+
+
 st.title("Alignment & Explanation")
 query = ui.arrival_query("alignment")       # read before any st.stop below, so it is never left for a later run
 st.caption("Attention is drawn as if it were an alignment and read as if it were an explanation. "
@@ -147,7 +285,8 @@ by_name = {m.name: m for m in models}
 S = st.session_state
 # kept while their tab is closed, and while the reader visits another page
 ui.keep_across_pages("align_model", "alignment_tab", "gold_source", "gold_pair", "rule", "typed_en", "typed_fr",
-                     "explain_text", "explain_reference", "cf_step", "cf_kind", "cf_eps")
+                     "explain_text", "explain_reference", "cf_step", "cf_kind", "cf_eps", "corpus_source",
+                     "corpus_rule", "corpus_head", "corpus_pair")
 if S.get("align_model") not in by_name:
     S["align_model"] = ui.DEFAULT_MODEL if ui.DEFAULT_MODEL in by_name else models[0].name
 with st.sidebar:
@@ -335,3 +474,8 @@ with tabs[1]:
             sizes = sorted({(r["sentences"], r["steps"]) for r in summary["rows"]})
             st.caption(", ".join(f"{n} sentences ({k:,} steps)" for n, k in sizes) + " per model. IG: integrated "
                        f"gradients; LOO: leave-one-out. Written by `{summary['command']}`.")
+
+# ------------------------------------------------------------------ your corpus
+with tabs[2]:
+    if tabs[2].open:
+        corpus_view(name, path, by_name[name].arch == "transformer")

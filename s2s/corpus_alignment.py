@@ -41,6 +41,7 @@ from .alignment import (
     GoldError,
     GoldPair,
     Link,
+    Scores,
     best_head,
     head_scores,
     links,
@@ -54,7 +55,7 @@ from .alignment import (
 from .checkpoint import CheckpointError, Translator, load_translator
 from .decode import forced_batch_attention
 from .hub import model_options
-from .text import MAX_DECODE_LEN, MAX_SOURCE_TOKENS, InputError
+from .text import MAX_CORPUS_BYTES, MAX_CORPUS_PAIRS, MAX_DECODE_LEN, MAX_SOURCE_TOKENS, InputError
 
 Pair = tuple[tuple[str, ...], tuple[str, ...]]
 BATCH_SIZE = 32
@@ -89,12 +90,21 @@ def read_pharaoh(path: str | Path) -> list[tuple[set[Link], set[Link]]]:
     """One (sure, possible) pair of link sets per line of a Pharaoh file."""
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise InputError(f"{path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read {path}: {e}") from None
-    return [parse_pharaoh(line, f"{path.name} line {n}: ") for n, line in enumerate(lines, 1)]
+    except OSError as e:
+        raise InputError(f"cannot read {path}: {e.strerror}") from None
+    return parse_pharaoh_file(raw, path.name)
+
+
+def parse_pharaoh_file(raw: bytes, name: str) -> list[tuple[set[Link], set[Link]]]:
+    """read_pharaoh on a file's bytes (`name` for messages)."""
+    try:
+        lines = raw.decode("utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise InputError(f"{name} is not UTF-8 text") from None
+    return [parse_pharaoh(line, f"{name} line {n}: ") for n, line in enumerate(lines, 1)]
 
 
 def read_corpus(path: str | Path) -> list[Pair | None]:
@@ -127,6 +137,21 @@ def parse_corpus(raw: bytes) -> list[Pair | None]:
         en, fr = tuple(english.split()), tuple(french.split("\t")[0].split())
         out.append((en, fr) if tab and en and fr else None)
     return out
+
+
+def upload_corpus(raw: bytes, name: str, max_bytes: int = MAX_CORPUS_BYTES, max_pairs: int = MAX_CORPUS_PAIRS
+                  ) -> list[Pair | None]:
+    """An uploaded file of pairs within the app's limits, or an InputError that says which."""
+    if len(raw) > max_bytes:
+        raise InputError(f"{name} is {len(raw) / 1000:,.0f} KB; the limit here is {max_bytes / 1000:,.0f} KB "
+                         f"(the command line has none: python -m s2s.alignment --input)")
+    pairs = parse_corpus(raw)
+    if len(pairs) > max_pairs:
+        raise InputError(f"{name} has {len(pairs):,} lines; the limit here is {max_pairs:,} pairs "
+                         f"(the command line has none: python -m s2s.alignment --input)")
+    if not any(pairs):
+        raise InputError(f"no line of {name} is English<TAB>French (UTF-8 text, a tab between the two sides)")
+    return pairs
 
 
 # ---------------------------------------------------------------------------------------
@@ -162,6 +187,42 @@ def word_weights(tr: Translator, pairs: Sequence[Pair], shift: bool = False, hea
         for i, a in zip(ok, att):
             out[i] = to_words(a, inputs[i], shift)
     return out
+
+
+def corpus_weights(tr: Translator, pairs: Sequence[Pair | None], shift: bool = False, heads: bool = False,
+                   batch_size: int = BATCH_SIZE) -> list[np.ndarray | None]:
+    """word_weights of every pair, in the batches align_corpus uses (None where a pair has none)."""
+    out: list[np.ndarray | None] = [None] * len(pairs)
+    for idx in batches(pairs, batch_size):
+        for i, w in zip(idx, word_weights(tr, [pairs[i] for i in idx], shift, heads)):
+            out[i] = w
+    return out
+
+
+def weights_links(weights: Sequence[np.ndarray | None], rule: str, head: tuple[int, int] | None = None
+                  ) -> list[set[Link] | None]:
+    """Links of each pair's word weights under `rule`. Weights with heads, (layers, heads,
+    French, English), are read at `head` (layer, head from 0), or as the last layer's head mean."""
+    def matrix(w: np.ndarray) -> np.ndarray:
+        if w.ndim == 2:
+            return w
+        return w[-1].mean(0) if head is None else w[head]
+    return [None if w is None else links(matrix(w), rule, **RULE_PARAMS[rule]) for w in weights]
+
+
+def corpus_head_scores(weights: Sequence[np.ndarray | None], gold: Sequence[GoldPair], rule: str
+                       ) -> list[list[Scores]]:
+    """Every layer x head scored as an aligner over a corpus (weights with heads, as
+    corpus_weights(..., heads=True) gives them): [layer][head] -> Scores, a pair without
+    weights counting as no links, as in the file written."""
+    L, H = next(w.shape[:2] for w in weights if w is not None)
+    return [[score([f or set() for f in weights_links(weights, rule, (l, h))], gold) for h in range(H)]
+            for l in range(L)]
+
+
+def pharaoh_lines(found: Sequence[set[Link] | None]) -> str:
+    """The output file: a line per pair, empty where a pair could not be aligned."""
+    return "".join((format_pharaoh(f) if f is not None else "") + "\n" for f in found)
 
 
 def align_batch(tr: Translator, pairs: Sequence[Pair], rule: str, head: tuple[int, int] | None = None
@@ -283,8 +344,7 @@ def main(a: argparse.Namespace) -> int:
     seconds = time.perf_counter() - t
     found = [mine.get(i) for i in range(len(pairs))]
     Path(a.output).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.output).write_text("".join((format_pharaoh(f) if f is not None else "") + "\n" for f in found),
-                              encoding="utf-8")
+    Path(a.output).write_text(pharaoh_lines(found), encoding="utf-8")
     skipped = sum(f is None for f in found)
     done = len(pairs) - skipped
     print(f"aligned {done} pairs in {seconds:.1f} s ({done / max(seconds, 1e-9):.1f} pairs/s, {world} process"
@@ -306,4 +366,6 @@ def main(a: argparse.Namespace) -> int:
 
 
 __all__ = ["format_pharaoh", "parse_pharaoh", "read_pharaoh", "read_corpus", "parse_corpus", "word_weights",
+           "corpus_weights", "weights_links", "pharaoh_lines",
+           "corpus_head_scores", "upload_corpus", "parse_pharaoh_file",
            "align_batch", "align_corpus", "choose_head", "batches", "gold_for", "pharaoh_gold"]

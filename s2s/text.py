@@ -16,6 +16,8 @@ MAX_SAMPLE_CHARS = 2000   # characters sampled from a character-level model
 MAX_BEAM = 16
 MAX_TOP_K = 1000
 MAX_NO_REPEAT = 10      # longest n-gram whose repeats decoding can block
+MAX_CORPUS_BYTES = 200_000   # a corpus uploaded to the app (pairs, or their gold links)
+MAX_CORPUS_PAIRS = 500       # pairs of an uploaded corpus: ~10 s on 2 CPU cores
 TEMPERATURE_RANGE = (0.05, 5.0)
 
 

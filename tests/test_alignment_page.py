@@ -228,3 +228,120 @@ def test_the_chosen_pair_model_and_rule_survive_a_visit_to_another_page(env):
     assert not at.exception
     assert at.selectbox(key="align_model").value == "reverser"
     assert at.number_input(key="gold_pair").value == 2 and at.selectbox(key="rule").value == "argmax"
+
+
+# ------------------------------------------------------------------ Your corpus
+
+TRIAL = ROOT / "examples" / "hansards_trial"
+
+
+@pytest.fixture
+def downloads(monkeypatch):
+    """What the page offers for download, by file name (AppTest keeps the bytes in its own store)."""
+    from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+    got = {}
+    original = MemoryMediaFileStorage.load_and_get_id
+
+    def record(self, path_or_data, mimetype, kind, filename=None):
+        if filename:
+            got[filename] = path_or_data.decode() if isinstance(path_or_data, bytes) else path_or_data
+        return original(self, path_or_data, mimetype, kind, filename)
+    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", record)
+    return got
+
+
+def command_line(args, capsys) -> dict:
+    from s2s.alignment import main
+    assert main([*args, "--json"]) == 0
+    return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+
+def corpus_page(**state):
+    return page(alignment_tab="Your corpus", **state)
+
+
+def test_the_example_corpus_scores_and_downloads_as_the_command_line(env, tmp_path, downloads, capsys):
+    """The 37 trial pairs: the page's AER, precision and recall and its links file are the
+    corpus command's, byte for byte; the per-pair table has a row per pair."""
+    at = corpus_page(align_model="reverser", corpus_rule="grow-diag")
+    assert not at.exception, at.exception
+    gold = read_gold(TRIAL, "trial")
+    tsv = tmp_path / "trial.tsv"
+    tsv.write_text("".join(" ".join(g.english) + "\t" + " ".join(g.french) + "\n" for g in gold), encoding="utf-8")
+    out = tmp_path / "links.txt"
+    r = command_line(["--model", str(env / "reverser"), "--input", str(tsv), "--output", str(out),
+                      "--rule", "grow-diag", "--gold", str(TRIAL), "--split", "trial"], capsys)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["AER (whole corpus)"] == f"{r['aer']:.3f}" and metrics["Precision"] == f"{r['precision']:.3f}"
+    assert metrics["Recall"] == f"{r['recall']:.3f}"
+    name = "hansards-trial_reverser_grow-diag_links.txt"
+    assert downloads[name] == out.read_text(encoding="utf-8")
+    table = downloads["hansards-trial_reverser_grow-diag_pairs.csv"].splitlines()
+    assert table[0] == "pair,English,French,links,AER,precision,recall" and len(table) == 1 + len(gold)
+    assert "37 of 37 lines aligned by reverser (grow-diag)" in texts(at)
+    assert "500 pairs and 200 KB a file" in texts(at)
+
+
+def upload(at, pairs: bytes, gold: bytes | None = None, name="mine.tsv"):
+    at.radio(key="corpus_source").set_value("upload").run()
+    at.file_uploader(key="corpus_file").set_value((name, pairs, "text/tab-separated-values"))
+    if gold is not None:
+        at.file_uploader(key="corpus_gold").set_value(("gold.txt", gold, "text/plain"))
+    return at.run()
+
+
+PAIRS = b"a b c d\td c b a\nno tab on this line\nc a f\tf a c\n"
+GOLD = b"0-3 1-2 2-1 3-0\n\n0-2 1?1 2-0\n"
+
+
+def test_an_uploaded_corpus_with_gold_leaves_bad_lines_empty_and_browses_pairs(env, downloads):
+    at = upload(corpus_page(align_model="reverser", corpus_rule="argmax"), PAIRS, GOLD)
+    assert not at.exception, at.exception
+    assert "2 of 3 lines aligned by reverser (argmax); 1 could not be" in texts(at)
+    lines = downloads["mine_reverser_argmax_links.txt"].split("\n")
+    assert len(lines) == 4 and lines[1] == "" and lines[3] == ""         # three lines, the second empty
+    tr = load_translator(env / "reverser")
+    w = word_attention(tr, ("c", "a", "f"), ("f", "a", "c"))
+    assert lines[2] == " ".join(f"{e}-{f}" for e, f in sorted(links(w, "argmax")))
+    at.number_input(key="corpus_pair").set_value(3).run()
+    fig = chart(at, "corpus_figure")
+    np.testing.assert_allclose(array(fig["data"][0]["z"]), w, atol=1e-6)
+    assert sorted(zip(fig["data"][1]["x"], fig["data"][1]["y"])) == [(0, 2), (2, 0)]     # Sure; 1?1 Possible
+    at.number_input(key="corpus_pair").set_value(2).run()
+    assert "Line 2 could not be aligned" in " ".join(w.value for w in at.warning)
+
+
+@pytest.mark.parametrize("pairs,gold,message", [
+    (b"a\tb\n" * 60_000, None, "the limit here is 200 KB"),
+    (b"a b\tb a\n" * 501, None, "has 501 lines; the limit here is 500 pairs"),
+    (b"no tabs at all\n\xff\xfe\n", None, "no line of mine.tsv is English<TAB>French"),
+    (PAIRS, b"0-3\n", "gold.txt has 1 lines but the pairs are 3"),
+    (PAIRS, b"0-9\n\n\n", "gold.txt line 1: a link is out of range"),
+    (PAIRS, b"0-x\n\n\n", "expected links like 0-1"),
+    (PAIRS, b"\xff\n\n\n", "gold.txt is not UTF-8 text"),
+])
+def test_an_upload_over_the_limits_or_not_in_the_format_is_a_message(env, pairs, gold, message):
+    at = upload(corpus_page(align_model="reverser"), pairs, gold)
+    assert not at.exception, at.exception
+    assert message in " ".join(e.value for e in at.error)
+    assert chart(at, "corpus_figure") is None
+
+
+def test_a_transformers_corpus_is_scored_per_layer_and_head(tiny_transformer, tmp_path, monkeypatch, downloads):
+    from s2s.alignment import best_head
+    from s2s.corpus_alignment import corpus_head_scores, corpus_weights, parse_corpus, parse_pharaoh_file, pharaoh_gold
+    root = tmp_path / "zoo"
+    shutil.copytree(tiny_transformer, root / "transformer")
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(root))
+    at = upload(corpus_page(align_model="transformer", corpus_rule="argmax"), PAIRS, GOLD)
+    assert not at.exception, at.exception
+    assert len(at.selectbox(key="corpus_head").options) == 1 + 2 * 4         # the head mean and 2 x 4 heads
+    pairs = parse_corpus(PAIRS)
+    gold = pharaoh_gold(parse_pharaoh_file(GOLD, "gold.txt"), pairs, "gold.txt")
+    table = corpus_head_scores(corpus_weights(load_translator(root / "transformer"), pairs, heads=True), gold, "argmax")
+    np.testing.assert_allclose(array(chart(at, "corpus_head_aer")["data"][0]["z"]),
+                               [[s.aer for s in row] for row in table], atol=1e-9)
+    l, h = best_head(table)
+    at.selectbox(key="corpus_head").set_value(f"{l}-{h}").run()
+    assert {m.label: m.value for m in at.metric}["AER (whole corpus)"] == f"{table[l][h].aer:.3f}"
+    assert f"mine_transformer_argmax_L{l + 1}H{h + 1}_links.txt" in downloads
