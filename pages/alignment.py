@@ -4,6 +4,7 @@ The page is layout and widgets only; the measurements are s2s.alignment (against
 word alignments) and s2s.explain (against attributions and counterfactual attention), the
 figures s2s.figures.
 """
+import json
 import os
 from pathlib import Path
 
@@ -36,6 +37,7 @@ from s2s.corpus_alignment import (
     weights_links,
 )
 from s2s.explain import EPSILON, KINDS, METHODS, counterfactual, explain
+from s2s.export import file_stem, matrix_json, plotly_config, plotly_html
 from s2s.figures import attribution_grid, counterfactual_figure, gold_alignment_figure, head_aer_figure, tau_figure
 from s2s.text import MAX_CORPUS_BYTES, MAX_CORPUS_PAIRS, InputError, clean_text
 
@@ -65,6 +67,29 @@ TABS = ["Against human alignments", "Attention vs attribution", "Your corpus"]
 CORPUS_SOURCES = {"example": "Example: the 37 Hansards trial pairs and their gold", "upload": "Upload a file"}
 EXAMPLE = "She has a big black dog."
 EXAMPLE_REFERENCE = "Elle a un gros chien noir."
+
+
+def chart_downloads(fig, stem: str, data: str, data_kind: str, key: str) -> None:
+    """Below a page's main chart: the chart as one interactive HTML file that works offline,
+    and its data (JSON or CSV), both named `stem`. The HTML (~5 MB) is built on click."""
+    c = st.columns(2)
+    c[0].download_button("⬇ Chart (HTML, interactive, offline)", lambda: plotly_html(fig, stem), file_name=f"{stem}.html",
+                         mime="text/html", key=f"{key}_html", on_click="ignore")
+    c[1].download_button(f"⬇ Data ({data_kind.upper()})", data, file_name=f"{stem}.{data_kind}",
+                         mime="application/json" if data_kind == "json" else "text/csv", key=f"{key}_data",
+                         on_click="ignore")
+
+
+def pair_export(model: str, english, french, weights, rule: str, predicted, gold, what: str) -> str:
+    """One pair's word attention, links and (with gold) scores, as JSON that says what it is."""
+    out = {"model": model, "english": list(english), "french": list(french), "rule": rule, "matrix": what,
+           "attention": matrix_json(weights, french, english),
+           "links": sorted([e, f] for e, f in predicted), "links_format": "[English word, French word], from 0"}
+    if gold is not None:
+        s = score([predicted], [gold])
+        out |= {"gold_sure": sorted(map(list, gold.sure)), "gold_possible": sorted(map(list, gold.possible)),
+                "aer": round(s.aer, 6), "precision": round(s.precision, 6), "recall": round(s.recall, 6)}
+    return json.dumps(out, ensure_ascii=False, indent=1)
 
 
 @st.cache_data(show_spinner=False)
@@ -125,7 +150,8 @@ def heads_of_model(name: str, source: str, english, french, rule: str, gold) -> 
     l, k = h["best"]
     c1, c2 = st.columns([2, 3])
     with c1:
-        st.plotly_chart(head_aer_figure(np.array(h["aer"]), (l, k)), key="head_aer", width="stretch")
+        st.plotly_chart(head_aer_figure(np.array(h["aer"]), (l, k)), key="head_aer", width="stretch",
+                        config=plotly_config(file_stem("head-aer", name, source, rule)))
         st.caption(f"AER of each layer × head's cross-attention read as links ({rule}) over the {h['pairs']} "
                    f"{source} pairs; lower is better. Outlined: the best, layer {l + 1} · head {k + 1} "
                    f"(AER {h['aer'][l][k]:.3f}); the last layer's head mean, the matrix the other views show: "
@@ -134,7 +160,9 @@ def heads_of_model(name: str, source: str, english, french, rule: str, gold) -> 
         w = word_attention_heads_cached(path, tuple(english), tuple(french), shifted(rule))[l, k]
         predicted = links(w, rule, **RULE_PARAMS[rule])
         st.plotly_chart(gold_alignment_figure(english, french, w, set(gold.sure), set(gold.possible), predicted,
-                                              words="gold words"), width="stretch", key="best_head_figure")
+                                              words="gold words"), width="stretch", key="best_head_figure",
+                        config=plotly_config(file_stem("alignment", name, f"L{l + 1}H{k + 1}", rule,
+                                                       " ".join(english)[:40])))
         st.caption(f"Layer {l + 1} · head {k + 1} alone on this pair: {score([predicted], [gold]).aer:.3f} AER "
                    "(crosses: its links; red: the annotators').")
 
@@ -153,6 +181,28 @@ def corpus_weights_cached(path: str, pairs: tuple, shift: bool, heads: bool) -> 
 def corpus_head_aer_cached(path: str, pairs: tuple, gold: tuple, rule: str) -> dict:
     table = corpus_head_scores(corpus_weights_cached(path, pairs, shifted(rule), True), gold, rule)
     return {"aer": [[s.aer for s in row] for row in table], "best": best_head(table)}
+
+
+MATRIX_WHAT = ("word-level cross-attention, French words (rows) x English words (columns): each English word "
+               "the sum of its pieces, each French word the mean of its pieces' rows")
+
+
+def reading_of(head, transformer: bool) -> str:
+    if not transformer:
+        return ""
+    return "; the last decoder layer's head mean" if head is None else f"; layer {head[0] + 1}, head {head[1] + 1}"
+
+
+def attribution_export(model: str, text: str, e) -> str:
+    """Attention and the three attributions of one sentence, raw (not row-normalised), as JSON."""
+    out = {"model": model, "english": text, "french": e.translation, "forced_from": e.forced_from,
+           "matrices": "output pieces (rows) x source pieces (columns); attention α_ij, and each attribution "
+                       "a_ij of log p(y_j) to source piece i, raw (the page shows |a_ij| / row sum)",
+           "attention": matrix_json(e.attention, e.target_tokens, e.source_tokens)}
+    for m in METHODS:
+        out[m] = matrix_json(e.attributions[m], e.target_tokens, e.source_tokens)
+    out["kendall_tau"] = {m: [None if t != t else round(float(t), 6) for t in v] for m, v in e.kendall_tau().items()}
+    return json.dumps(out, ensure_ascii=False, indent=1)
 
 
 def uploaded_corpus() -> tuple[list, list | None, str] | None:
@@ -218,7 +268,7 @@ def corpus_view(name: str, path: str, transformer: bool) -> None:
         found = weights_links(weights, rule, head)
         what = "mean" if head is None else f"L{head[0] + 1}H{head[1] + 1}"
         skipped = sum(f is None for f in found)
-        file_stem = f"{stem}_{name.replace('/', '-')}_{rule}" + (f"_{what}" if transformer else "")
+        corpus_stem = file_stem(stem, name, rule, what if transformer else "")
         rows = [{"pair": n, "English": " ".join(p[0]) if p else "", "French": " ".join(p[1]) if p else "",
                  "links": None if f is None else len(f)} for n, (p, f) in enumerate(zip(pairs, found), 1)]
         if gold is not None:
@@ -239,9 +289,9 @@ def corpus_view(name: str, path: str, transformer: bool) -> None:
                       "in the download" if skipped else "") + ".")
         d = st.columns(2)
         d[0].download_button("⬇ Links (Pharaoh, a line per pair)", pharaoh_lines(found),
-                             file_name=f"{file_stem}_links.txt", mime="text/plain", key="corpus_links_download")
+                             file_name=f"{corpus_stem}_links.txt", mime="text/plain", key="corpus_links_download")
         d[1].download_button("⬇ Per-pair table (CSV)", pd.DataFrame(rows).to_csv(index=False),
-                             file_name=f"{file_stem}_pairs.csv", mime="text/csv", key="corpus_table_download")
+                             file_name=f"{corpus_stem}_pairs.csv", mime="text/csv", key="corpus_table_download")
         n = st.number_input(f"Pair (1–{len(pairs)})", 1, len(pairs), min(S.get("corpus_pair", 1), len(pairs)),
                             key="corpus_pair")
         i = int(n) - 1
@@ -254,10 +304,14 @@ def corpus_view(name: str, path: str, transformer: bool) -> None:
             if g is not None:
                 st.caption(f"Pair {i + 1}: AER {rows[i]['AER']:.3f}, precision {rows[i]['precision']:.3f}, "
                            f"recall {rows[i]['recall']:.3f}.")
-            st.plotly_chart(gold_alignment_figure(pairs[i][0], pairs[i][1], w, set(g.sure) if g else set(),
-                                                  set(g.possible) if g else set(), found[i],
-                                                  words="gold words" if g else "your words"),
-                            width="stretch", key="corpus_figure")
+            fig = gold_alignment_figure(pairs[i][0], pairs[i][1], w, set(g.sure) if g else set(),
+                                        set(g.possible) if g else set(), found[i],
+                                        words="gold words" if g else "your words")
+            pair_stem = f"{corpus_stem}_pair{i + 1}"
+            st.plotly_chart(fig, width="stretch", key="corpus_figure", config=plotly_config(pair_stem))
+            chart_downloads(fig, pair_stem, pair_export(name, pairs[i][0], pairs[i][1], w, rule, found[i], g,
+                                                        MATRIX_WHAT + reading_of(head, transformer)),
+                            "json", "corpus_pair")
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", height=250,
                  column_config={k: st.column_config.NumberColumn(format="%.3f")
                                 for k in ("AER", "precision", "recall")})
@@ -267,7 +321,8 @@ def corpus_view(name: str, path: str, transformer: bool) -> None:
             h = corpus_head_aer_cached(path, tuple(pairs), tuple(gold), rule)
         l, k = h["best"]
         c1, _ = st.columns([2, 3])
-        c1.plotly_chart(head_aer_figure(np.array(h["aer"]), (l, k)), key="corpus_head_aer", width="stretch")
+        c1.plotly_chart(head_aer_figure(np.array(h["aer"]), (l, k)), key="corpus_head_aer", width="stretch",
+                        config=plotly_config(file_stem("head-aer", stem, name, rule)))
         c1.caption(f"AER of each layer × head's links ({rule}) over these {len(pairs)} pairs; lower is better. "
                    f"Outlined: the best, layer {l + 1} · head {k + 1} (AER {h['aer'][l][k]:.3f}).")
 
@@ -308,6 +363,7 @@ tabs = st.tabs(TABS, key="alignment_tab", on_change="rerun")
 # ------------------------------------------------------------------ gold alignments
 with tabs[0]:
     if tabs[0].open:
+        is_transformer = by_name[name].arch == "transformer"
         sources = {"trial": "Trial set (37 pairs)", "typed": "Type a pair"}
         if (TEST / "test.wa").is_file():
             sources = {"trial": sources["trial"], "test": "Test set (447 pairs)", "typed": sources["typed"]}
@@ -361,16 +417,21 @@ with tabs[0]:
                                     help="|A|, the model's links, and |S|, the annotators' Sure links")
                     else:
                         st.caption("A typed pair has no human links: only the model's are drawn.")
-                    st.plotly_chart(gold_alignment_figure(english, french, w, sure, possible, predicted,
-                                                          words="gold words" if gold else "your words"),
-                                    width="stretch", key="gold_figure")
+                    fig = gold_alignment_figure(english, french, w, sure, possible, predicted,
+                                                words="gold words" if gold else "your words")
+                    pair_stem = file_stem("alignment", name, f"{source}{int(n) if gold else ''}", rule,
+                                          "" if gold else " ".join(english)[:40])
+                    st.plotly_chart(fig, width="stretch", key="gold_figure", config=plotly_config(pair_stem))
                     st.caption(f"Shaded: {name}'s attention, forced to read {'the gold' if gold else 'your'} French, "
                                "summed over each English word's pieces and averaged over each French word's"
                                + (", each French word read at the step that has it as input (shift)" if shifted(rule)
                                   else "") + ". Black "
                                f"crosses: its links ({rule})."
                                + (" Red squares: the annotators' Sure links; light red: Possible." if gold else ""))
-        if by_name[name].arch == "transformer" and source != "typed" and english:
+                    chart_downloads(fig, pair_stem, pair_export(name, english, french, w, rule, predicted, gold,
+                                                                MATRIX_WHAT + reading_of(None, is_transformer)),
+                                    "json", "gold_pair")
+        if is_transformer and source != "typed" and english:
             st.subheader("Every layer × head as an aligner")
             heads_of_model(name, source, english, french, rule, gold)
         st.subheader("Every model on the test set")
@@ -421,14 +482,17 @@ with tabs[1]:
                 st.caption(f"Forced decoding of the {'reference' if e.forced_from == 'reference' else 'greedy output'}"
                            f" ({len(e.target_tokens)} steps, {e.seconds['total']:.1f} s). {summary}.")
                 matrices = {"attention α": e.attention} | {LONG[m]: e.attributions[m] for m in METHODS}
-                st.plotly_chart(attribution_grid(e.source_tokens, e.target_tokens, matrices), width="stretch",
-                                key="attribution_grid")
+                grid = attribution_grid(e.source_tokens, e.target_tokens, matrices)
+                grid_stem = file_stem("attributions", name, text[:40], e.forced_from)
+                st.plotly_chart(grid, width="stretch", key="attribution_grid", config=plotly_config(grid_stem))
                 st.caption("Each attribution is shown as |a_ij| divided by its row's sum, so all four share one "
                            "scale. Gradient × input: ∂ log p(y_j)/∂x_i · x_i; integrated gradients (captum): the "
                            "same along the path from zero embeddings; leave-one-out: the fall in log p(y_j) when "
                            "x_i becomes <unk>.")
+                chart_downloads(grid, grid_stem, attribution_export(name, text, e), "json", "attribution")
                 st.plotly_chart(tau_figure(e.target_tokens, {LONG[m]: taus[m] for m in METHODS}, METHOD_COLORS),
-                                width="stretch", key="tau_figure")
+                                width="stretch", key="tau_figure",
+                                config=plotly_config(file_stem("kendall-tau", name, text[:40])))
         if e is not None:         # no heading over nothing when the model or the text cannot be explained
             st.subheader("Counterfactual attention at one step")
             c = st.columns([2, 2, 1])
@@ -446,7 +510,9 @@ with tabs[1]:
             if cf is not None:
                 st.plotly_chart(counterfactual_figure(e.source_tokens, cf.alpha_before, cf.alpha_after,
                                                       cf.top_before, cf.top_after, kind),
-                                width="stretch", key="counterfactual_figure")
+                                width="stretch", key="counterfactual_figure",
+                                config=plotly_config(file_stem("counterfactual", name, text[:40], f"step{int(step)}",
+                                                               kind)))
                 verdict = "stays" if cf.argmax_survives else "changes"
                 st.markdown(f"The attention moved by **JSD = {cf.jsd:.3f} bits**; the next-token distribution by "
                             f"**TV = {cf.tv:.3f}**, and its most likely token **{verdict}**.")

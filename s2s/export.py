@@ -17,6 +17,8 @@ import json
 import re
 from typing import Any
 
+import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 
 _UNSAFE = re.compile(r"[^\w.+-]+")
@@ -70,4 +72,27 @@ def vega_html(chart) -> str:
     return vlc.vegalite_to_html(json.dumps(_spec(chart)), bundle=True)
 
 
-__all__ = ["file_stem", "plotly_config", "plotly_html", "vega_svg", "vega_png", "vega_html"]
+def positions(tokens) -> list[dict]:
+    """[{"position": 0, "token": "▁Elle"}, ...]: a matrix's rows or columns, told apart by position
+    (a word repeated in a sentence labels two rows)."""
+    return [{"position": i, "token": str(t)} for i, t in enumerate(tokens)]
+
+
+def matrix_csv(matrix, row_tokens, column_tokens, what: str) -> str:
+    """A matrix as CSV: a row per row position (its position and token in the first two
+    columns), a column per column position headed `position:token`; the first line, a comment
+    starting with #, says what the numbers are (pandas.read_csv(..., comment="#") skips it)."""
+    m = np.asarray(matrix, dtype=float)
+    df = pd.DataFrame(m, columns=[f"{i}:{t}" for i, t in enumerate(column_tokens)])
+    df.insert(0, "token", [str(t) for t in row_tokens])
+    df.insert(0, "position", range(len(row_tokens)))
+    return f"# {what}\n" + df.to_csv(index=False, float_format="%.6g")
+
+
+def matrix_json(matrix, row_tokens, column_tokens) -> dict:
+    """A matrix for a JSON export: rows, columns (position and token each) and the values."""
+    return {"rows": positions(row_tokens), "columns": positions(column_tokens),
+            "values": np.round(np.asarray(matrix, dtype=float), 6).tolist()}
+
+
+__all__ = ["positions", "matrix_csv", "matrix_json", "file_stem", "plotly_config", "plotly_html", "vega_svg", "vega_png", "vega_html"]

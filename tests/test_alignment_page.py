@@ -345,3 +345,32 @@ def test_a_transformers_corpus_is_scored_per_layer_and_head(tiny_transformer, tm
     at.selectbox(key="corpus_head").set_value(f"{l}-{h}").run()
     assert {m.label: m.value for m in at.metric}["AER (whole corpus)"] == f"{table[l][h].aer:.3f}"
     assert f"mine_transformer_argmax_L{l + 1}H{h + 1}_links.txt" in downloads
+
+
+def test_exports_say_what_they_are(env, tmp_path, downloads):
+    """The gold pair's JSON names the model, the pair, the rule and the matrix, rows and
+    columns as positions with their words, the links and scores as the library computes them;
+    the attributions' JSON holds all four raw matrices; every Plotly camera saves SVG."""
+    at = page(align_model="reverser", gold_source="test", gold_pair=2, rule="argmax")
+    assert not at.exception, at.exception
+    got = json.loads(downloads["alignment_reverser_test2_argmax.json"])
+    gold = read_gold(tmp_path / "hansards", "test")[1]
+    w = word_attention(load_translator(env / "reverser"), gold.english, gold.french)
+    assert got["model"] == "reverser" and got["rule"] == "argmax" and got["english"] == list(gold.english)
+    assert got["matrix"].startswith("word-level cross-attention, French words (rows) x English words")
+    assert got["attention"]["rows"] == [{"position": j, "token": f} for j, f in enumerate(gold.french)]
+    np.testing.assert_allclose(got["attention"]["values"], w, atol=1e-6)
+    assert sorted(map(tuple, got["links"])) == sorted(links(w, "argmax"))
+    assert got["aer"] == pytest.approx(score([links(w, "argmax")], [gold]).aer)
+    for c in at.get("plotly_chart"):
+        assert json.loads(c.proto.config)["toImageButtonOptions"]["format"] == "svg"
+    at = page(align_model="reverser", alignment_tab="Attention vs attribution")
+    at.text_area(key="explain_text").set_value("a b a").run()
+    at.text_input(key="explain_reference").set_value("a b a").run()
+    name = "attributions_reverser_a-b-a_reference.json"
+    got = json.loads(downloads[name])
+    assert got["english"] == "a b a" and got["forced_from"] == "reference"
+    assert {"attention", "grad_x_input", "integrated_gradients", "leave_one_out"} <= set(got)
+    cols = got["attention"]["columns"]
+    assert [c["position"] for c in cols] == list(range(len(cols)))          # the two "a"s are two columns
+    np.testing.assert_allclose(np.sum(got["attention"]["values"], axis=1), 1, atol=1e-4)
