@@ -247,7 +247,7 @@ def corpus_view(name: str, path: str, transformer: bool) -> None:
             gold = gold_pairs(str(TRIAL), "trial")
             got = [(g.english, g.french) for g in gold], gold, "hansards-trial"
         st.caption(f"Limits here: {MAX_CORPUS_PAIRS:,} pairs and {MAX_CORPUS_BYTES // 1000:,} KB a file. "
-                   "`python -m s2s.alignment --input` aligns a file of any length.")
+                   "The command line has none (docs/alignment.md).")
     if got is None:
         return
     pairs, gold, stem = got
@@ -287,13 +287,13 @@ def corpus_view(name: str, path: str, transformer: bool) -> None:
                                                          f"layer {head[0] + 1} · head {head[1] + 1}")) + ")"
                    + (f"; {skipped} could not be (no tab, an empty side, not UTF-8 or too long): empty lines "
                       "in the download" if skipped else "") + ".")
-        d = st.columns(2)
-        d[0].download_button("⬇ Links (Pharaoh, a line per pair)", pharaoh_lines(found),
+        d = st.columns([3, 3, 2], vertical_alignment="bottom")
+        d[0].download_button("⬇ Links (Pharaoh)", pharaoh_lines(found),
                              file_name=f"{corpus_stem}_links.txt", mime="text/plain", key="corpus_links_download")
         d[1].download_button("⬇ Per-pair table (CSV)", pd.DataFrame(rows).to_csv(index=False),
                              file_name=f"{corpus_stem}_pairs.csv", mime="text/csv", key="corpus_table_download")
-        n = st.number_input(f"Pair (1–{len(pairs)})", 1, len(pairs), min(S.get("corpus_pair", 1), len(pairs)),
-                            key="corpus_pair")
+        n = d[2].number_input(f"Pair (1–{len(pairs)})", 1, len(pairs), min(S.get("corpus_pair", 1), len(pairs)),
+                              key="corpus_pair")
         i = int(n) - 1
         if found[i] is None:
             st.warning(f"Line {i + 1} could not be aligned: no tab, an empty side, not UTF-8, or too long for "
@@ -312,7 +312,10 @@ def corpus_view(name: str, path: str, transformer: bool) -> None:
             chart_downloads(fig, pair_stem, pair_export(name, pairs[i][0], pairs[i][1], w, rule, found[i], g,
                                                         MATRIX_WHAT + reading_of(head, transformer)),
                             "json", "corpus_pair")
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", height=250,
+    # the scores first: the sentences are long, and at 1280 px they pushed the scores off-screen
+    table = pd.DataFrame(rows)
+    table = table[[c for c in ("pair", "links", "AER", "precision", "recall") if c in table] + ["English", "French"]]
+    st.dataframe(table, hide_index=True, width="stretch", height=250,
                  column_config={k: st.column_config.NumberColumn(format="%.3f")
                                 for k in ("AER", "precision", "recall")})
     if transformer and gold is not None:
