@@ -29,6 +29,7 @@ from s2s.checkpoint import (
     load_charlm,
     load_translator,
 )
+from s2s.export import file_stem, plotly_config, vega_html, vega_png, vega_svg
 from s2s.hub import any_model_allowed, display_name, is_hub_spec, offered_models
 
 if TYPE_CHECKING:
@@ -511,3 +512,21 @@ def state_from_query(query: dict, defaults: dict, ranges: dict, choices: dict) -
     if "model" in query:
         st.session_state["model"] = query["model"]
     return notes
+
+
+def camera(*what) -> dict:
+    """st.plotly_chart's config: the camera button saves SVG, at the drawn size, named for what
+    the chart shows (its kind, the model, the input)."""
+    return plotly_config(file_stem(*what))
+
+
+def vega_downloads(chart, data, stem: str, key: str) -> None:
+    """Below a Vega-Lite chart (Streamlit gives it no export menu): SVG, PNG, an offline HTML
+    file and its data as CSV, all named `stem`, each built only when clicked."""
+    c = st.columns(4)
+    for col, (label, ext, make, mime) in zip(c, (
+            ("⬇ SVG", "svg", lambda: vega_svg(chart), "image/svg+xml"),
+            ("⬇ PNG", "png", lambda: vega_png(chart), "image/png"),
+            ("⬇ HTML", "html", lambda: vega_html(chart), "text/html"),
+            ("⬇ Data (CSV)", "csv", lambda: data.to_csv(index=False), "text/csv"))):
+        col.download_button(label, make, file_name=f"{stem}.{ext}", mime=mime, on_click="ignore", key=f"{key}_{ext}")

@@ -20,6 +20,7 @@ from s2s.bottleneck import (
 from s2s.data import parse_pairs, read_pairs
 from s2s.decode import Decoding
 from s2s.evaluate import bleu, chrf, evaluate_pairs
+from s2s.export import file_stem
 from s2s.figures import context_scatter, length_chart, matrix_heatmap, model_colors, token_bars
 from s2s.text import MAX_CHARS, MAX_SOURCE_TOKENS, InputError
 
@@ -105,7 +106,7 @@ for col, m in zip(cols, models):
         st.caption(line)
         st.plotly_chart(token_bars(d.target_tokens, d.token_log_probs, "log p(token)",
                                    highlight=int(np.argmin(d.token_log_probs)), horizontal=False,
-                                   value_range=(1.05 * lowest, 0.0)), key=f"lp_{m}")
+                                   value_range=(1.05 * lowest, 0.0)), key=f"lp_{m}", config=ui.camera(f"lp_{m}", text[:40]))
 if reference.strip() and not scored:
     st.caption("No BLEU or chrF: the reference is the example's, not a translation of your text. "
                "Type its French translation to score both models.")
@@ -122,9 +123,11 @@ with c1:
         rows += [{"model": m, "words": (b["min_words"] + b["max_words"]) / 2, "BLEU": b["bleu"], "n": b["n"],
                   "bin": f"{b['min_words']}-{b['max_words']}"} for b in bins if b["bleu"] is not None]
     if rows:
-        st.altair_chart(length_chart(pd.DataFrame(rows), "words", "BLEU", x_title="source sentence length (words)",
-                                     y_title="BLEU (beam 5)" if not recomputed else "BLEU", colors=COLORS),
-                        key="bleu_by_length")
+        chart = length_chart(pd.DataFrame(rows), "words", "BLEU", x_title="source sentence length (words)",
+                             y_title="BLEU (beam 5)" if not recomputed else "BLEU", colors=COLORS)
+        st.altair_chart(chart, key="bleu_by_length")
+        ui.vega_downloads(chart, pd.DataFrame(rows), file_stem("bleu-by-length", *measured,
+                                                               "greedy" if recomputed else "beam5"), "bleu_by_length")
         st.caption("From each checkpoint's metrics.json (beam 5, held-out joined Tatoeba pairs); reproduce with "
                    "`python -m s2s.evaluate --model checkpoints/NAME --test examples/test_long.tsv --beam 5`."
                    + (f" Recomputed here with greedy decoding, on {st.session_state.get('bn_recomputed_on')}."
@@ -214,11 +217,11 @@ with c1:
     df = pd.DataFrame(stress)
     fail = first_failure([r["_row"] for r in stress if r["model"] == NONE])
     fail_words = len(joined_example(fail)[0].split()) if fail else None
-    st.altair_chart(length_chart(df.drop(columns="_row"), "source_words", "chrf", x_title="input length (words)",
-                                 y_title="chrF vs our reference", highlight_x=fail_words,
-                                 highlight_label=f"none breaks down at {fail} sentences" if fail else "",
-                                 colors=COLORS),
-                    key="stress_chart")
+    chart = length_chart(df.drop(columns="_row"), "source_words", "chrf", x_title="input length (words)",
+                         y_title="chrF vs our reference", highlight_x=fail_words,
+                         highlight_label=f"none breaks down at {fail} sentences" if fail else "", colors=COLORS)
+    st.altair_chart(chart, key="stress_chart")
+    ui.vega_downloads(chart, df.drop(columns="_row"), file_stem("chrf-by-input-length", *measured), "stress_chart")
     src, ref = joined_example(k_max)
     cols = st.columns(len(measured))
     for col, m in zip(cols, measured):
@@ -259,9 +262,9 @@ def decoder_view(views: dict[str, Decoding]) -> None:
         sim = cosine_similarity(d.contexts, d.encoder_states)
         st.plotly_chart(matrix_heatmap(d.source_tokens, d.target_tokens, sim, value_name="cos(c_j, h_i)",
                                        zmin=-1, zmax=1, colorscale="RdBu_r", title=f"{m}: context vs encoder states",
-                                       height=260 + 18 * len(d.target_tokens)), key=f"sim_{m}")
+                                       height=260 + 18 * len(d.target_tokens)), key=f"sim_{m}", config=ui.camera(f"sim_{m}", text[:40]))
         st.plotly_chart(context_scatter(pca_2d(d.contexts), d.target_tokens, f"{m}: context c_j over steps (PCA)"),
-                        key=f"pca_{m}")
+                        key=f"pca_{m}", config=ui.camera(f"pca_{m}", text[:40]))
 
 
 st.header("What the decoder sees")
@@ -308,8 +311,10 @@ with c1:
               help="Decode each joined example (1 to 6 sentences) with each model, forced to our reference so every "
                    "model produces the same tokens; the fastest of 3 runs.")
     if rows:
-        st.altair_chart(length_chart(pd.DataFrame(rows), "m·t", "ms", x_title="m · t (source pieces × output pieces)",
-                                     y_title="decode time (ms, forced, batch 1)", colors=COLORS), key="cost_chart")
+        chart = length_chart(pd.DataFrame(rows), "m·t", "ms", x_title="m · t (source pieces × output pieces)",
+                             y_title="decode time (ms, forced, batch 1)", colors=COLORS)
+        st.altair_chart(chart, key="cost_chart")
+        ui.vega_downloads(chart, pd.DataFrame(rows), file_stem("decode-time", *measured), "cost_chart")
     elif failed:
         st.warning(f"Cannot time the joined examples: {failed}")
     else:

@@ -276,7 +276,7 @@ else:
                 st.plotly_chart(cell_traces_figure(
                     shown, {f"layer {s.layer} cell {s.cell} (r={s.r:+.2f})":
                             signal_of(traces[s.layer])[:, s.cell].numpy() for s in ranked[:3]},
-                    feature=values_f, feature_name=feature_label, y_title=memory), key="top_traces")
+                    feature=values_f, feature_name=feature_label, y_title=memory), key="top_traces", config=ui.camera("top_traces", lm_name))
                 st.selectbox("Color the text with", [(s.layer, s.cell) for s in ranked], key="ranked_pick",
                              format_func=lambda lc: f"layer {lc[0]} cell {lc[1]}", on_change=choose_cell, index=None,
                              placeholder="Pick a cell to show it on the Colored text tab…")
@@ -291,7 +291,7 @@ else:
                 cols = st.columns(L)
                 for layer, col in enumerate(cols):
                     col.plotly_chart(saturation_scatter(gate_saturation(traces[layer]), title=f"layer {layer}"),
-                                     key=f"sat{layer}")
+                                     key=f"sat{layer}", config=ui.camera(f"sat{layer}", lm_name))
                 st.caption("Each dot is one gate of one cell: how often it is nearly closed (< 0.1) against nearly open "
                            "(> 0.9) over this text, as in the paper's Fig. 3. Near the top: gates almost always open; near "
                            "the right: almost always closed; on the dotted diagonal: always saturated one way or the "
@@ -299,7 +299,7 @@ else:
                 tr = traces[int(S.layer)]
                 st.plotly_chart(cell_traces_figure(shown, {g.replace("_", " "): getattr(tr, g)[:, int(S.cell)].numpy()
                                                            for g in gates},
-                                                   y_title="gate value", y_range=(-0.02, 1.02)), key="gate_traces")
+                                                   y_title="gate value", y_range=(-0.02, 1.02)), key="gate_traces", config=ui.camera("gate_traces", lm_name))
                 st.caption(f"Gates of layer {int(S.layer)} cell {int(S.cell)} (choose it on the Colored text tab).")
                 st.markdown(GATE_NOTE if "forget_gate" in gates else GRU_GATE_NOTE)
 
@@ -329,7 +329,7 @@ with tabs["Translation models"]:
                 for direction, states, key in (("forward", fwd, "enc_fwd"), ("backward", bwd, "enc_bwd")):
                     st.plotly_chart(state_heatmap(d.source_tokens, states,
                                                   f"encoder, {direction} direction: tanh(c) per source piece",
-                                                  highlight=int(pick)), key=key)
+                                                  highlight=int(pick)), key=key, config=ui.camera(key, tname, sentence[:40]))
                     for r in resets[direction]:
                         st.caption(f"A nearly white column: at {ui.code_span(d.source_tokens[r.step])} the {direction} "
                                    f"direction wipes its memory (mean |tanh c| = {r.memory:.2f}). Its forget gate "
@@ -338,9 +338,9 @@ with tabs["Translation models"]:
                 if d.cells is not None:
                     st.plotly_chart(state_heatmap(d.target_tokens, np.tanh(d.cells),
                                                   f"decoder: tanh(c) per output piece ({d.translation[:60]})",
-                                                  x_title="output piece", highlight=int(pick)), key="dec")
+                                                  x_title="output piece", highlight=int(pick)), key="dec", config=ui.camera("dec", tname, sentence[:40]))
                 c1, c2 = st.columns(2)
                 c1.plotly_chart(token_bars(d.source_tokens, fwd[:, int(pick)], f"encoder cell {int(pick)}, forward: "
-                                           "tanh(c)", value_range=(-1, 1)), key="pick_fwd")
+                                           "tanh(c)", value_range=(-1, 1)), key="pick_fwd", config=ui.camera("pick_fwd", tname, sentence[:40]))
                 c2.plotly_chart(token_bars(d.source_tokens, bwd[:, int(pick)], f"encoder cell {int(pick)}, backward: "
-                                           "tanh(c)", value_range=(-1, 1)), key="pick_bwd")
+                                           "tanh(c)", value_range=(-1, 1)), key="pick_bwd", config=ui.camera("pick_bwd", tname, sentence[:40]))

@@ -94,7 +94,7 @@ with tabs[0]:
             with right:
                 st.plotly_chart(untrained_flow_figure(flows, f"Untrained cells, ρ = {radius:.2f}, forget bias "
                                                              f"{forget_bias:+.1f}: gradient left after T − t steps"),
-                                key="untrained")
+                                key="untrained", config=ui.camera("untrained"))
                 k = min(FAR, int(length) - 1)
                 kept = {CELL_NAMES[f.cell]: f.grad_norm[k] for f in flows}
                 st.caption(f"Measured here, {k} steps back: the RNN keeps {share(kept['Elman RNN'])} of the gradient "
@@ -158,7 +158,7 @@ with tabs[1]:
                     flows = {f"{CELL_NAMES.get(i.cell, i.cell)} ({i.name})": flow_cached(ui.model_path(i.name), text, K)
                              for i in group}
                     st.plotly_chart(gradient_flow_figure(flows, "Trained models: the gradient of one prediction, "
-                                                                "k characters back"), key="trained_flow")
+                                                                "k characters back"), key="trained_flow", config=ui.camera("trained_flow"))
                     k = min(FAR, K)
                     n_pos = next(iter(flows.values())).positions
                     st.caption(f"g(k) = mean over {n_pos} position{'s' if n_pos != 1 else ''} t of "
@@ -184,7 +184,7 @@ with tabs[2]:
                 flow = flow_cached(ui.model_path(lstm.name), text, 200)
                 lives = flow.half_lives()
                 st.plotly_chart(memory_span_figure(lives, 200, f"How long each cell of {lstm.name}'s top layer keeps "
-                                                               "half its memory"), key="half_lives")
+                                                               "half its memory"), key="half_lives", config=ui.camera("half_lives"))
                 # the counts follow the chart's bars (0, 1, 2–4 | … | 50–99, 100–200 | beyond), so a class can
                 # add them up from the chart
                 st.caption(f"Along the memory path ∂c_t/∂c_(t−k) = ∏ f, averaged over {flow.positions} positions of "
@@ -199,7 +199,7 @@ with tabs[3]:
         if experiment is None:
             st.info("No results yet: run `python -m s2s.memory_gap --gaps 5 10 20 50 100 --out results/memory_gap.json`.")
         else:
-            st.plotly_chart(memory_gap_figure(experiment), key="gap")
+            st.plotly_chart(memory_gap_figure(experiment), key="gap", config=ui.camera("gap"))
             rows = experiment["results"]
             held = []
             for cell in dict.fromkeys(r["cell"] for r in rows):

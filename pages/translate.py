@@ -17,6 +17,7 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from s2s.export import file_stem, matrix_csv, matrix_json, plotly_html, positions  # noqa: E402
 from s2s.figures import (
     alignment_lines,
     attention_heatmap,
@@ -138,7 +139,7 @@ def heatmap(d: Decoding, words: bool, key: str, height: int | None = None, color
     src, tgt, a = view_of(d, words, attention)
     fig = (attention_heatmap(src, tgt, a, height=height, title=title) if color is None else
            matrix_heatmap(src, tgt, a, colorscale=[[0, "#ffffff"], [1, color]], height=height, title=title))
-    st.plotly_chart(fig, key=key, config=PNG)
+    st.plotly_chart(fig, key=key, config=ui.camera(key, name, S.text[:40]))
 
 
 def head_label(layer: int, head: int | None, layers: int, heads: int) -> str:
@@ -154,7 +155,44 @@ def pick_head(layers: int, heads: int) -> None:
         S.heads_layer, S.heads_head = picked
 
 
-PNG = {"toImageButtonOptions": {"format": "png", "filename": "attention"}}
+def export_row(d: Decoding, model: str, settings: dict, words: bool, src: list, tgt: list, a: np.ndarray,
+               title: str | None, fig) -> None:
+    """Below the heatmap: the chart (offline HTML) and the matrix shown (CSV, JSON), each named
+    for the model, the settings, the view and the text; for a Transformer, all its heads too."""
+    what = (title or "attention") + f", {'whole words' if words else 'pieces'}: output (rows) x source (columns)"
+    used = {k: v for k, v in settings.items() if k in SETTINGS_READ[settings["method"]]}
+    stem = file_stem("attention", model, *[f"{k}{v}" for k, v in used.items() if k != "method"], used["method"],
+                     (title or "").replace("cross-attention, ", ""), "words" if words else "pieces", S.text[:40])
+    record = {"model": model, "english": S.text, "translation": d.translation, "settings": used,
+              "view": "words" if words else "pieces", "matrix": what, "attention": matrix_json(a, tgt, src)}
+    c = st.columns(4 if d.cross_attention is not None else 3)
+    c[0].download_button("⬇ Chart (HTML)", lambda: plotly_html(fig, stem), file_name=f"{stem}.html",
+                         mime="text/html", on_click="ignore", key="export_html",
+                         help="One file that draws this heatmap interactively, offline")
+    c[1].download_button("⬇ CSV", matrix_csv(a, tgt, src, f"{model}; {json.dumps(used)}; {what}; {S.text}"),
+                         file_name=f"{stem}.csv", mime="text/csv", on_click="ignore", key="export_csv",
+                         help="The matrix shown; rows and columns are positions with their tokens")
+    c[2].download_button("⬇ JSON", json.dumps(record, ensure_ascii=False, indent=1), file_name=f"{stem}.json",
+                         mime="application/json", on_click="ignore", key="export_json",
+                         help="The matrix shown, with the model, the text, the settings and what it is")
+    if d.cross_attention is not None:
+        heads = {"model": model, "english": S.text, "translation": d.translation, "settings": used,
+                 "source_pieces": positions(d.source_tokens), "output_pieces": positions(d.target_tokens),
+                 "shapes": "(layers, heads, rows, columns), pieces: cross (output x source), encoder (source x "
+                           "source), decoder (output x earlier output)"}
+        for kind, w in (("cross", d.cross_attention), ("encoder", d.encoder_self_attention),
+                        ("decoder", d.decoder_self_attention)):
+            if w is not None:
+                heads[kind] = np.round(np.asarray(w, dtype=float), 5).tolist()
+        c[3].download_button("⬇ All heads (JSON)", json.dumps(heads, ensure_ascii=False),
+                             file_name=f"{file_stem('heads', model, used['method'], S.text[:40])}.json",
+                             mime="application/json", on_click="ignore", key="export_heads",
+                             help="Every layer and head of the cross-attention and both self-attentions, in pieces")
+
+
+# the settings each method reads (the others would only mislead an export's reader)
+SETTINGS_READ = {"greedy": ("method", "maxlen", "norepeat"), "beam": ("method", "beam", "nbest", "maxlen", "norepeat"),
+                 "sample": ("method", "temp", "topk", "seed", "maxlen")}
 
 
 def choose_model(name: str) -> None:
@@ -306,12 +344,6 @@ else:
                       "is the matrix its copy mechanism uses and the one other views show")
                    + "; the **Heads** tab draws every layer and head, and its encoder and decoder self-attention.")
     src, tgt, a = view_of(d, words, shown)
-    frame = pd.DataFrame(a, index=tgt, columns=src)
-    c1, c2, _ = st.columns([1, 1, 2])
-    c1.download_button("Attention as CSV", frame.to_csv().encode("utf-8"), "attention.csv", "text/csv")
-    c2.download_button("Attention as JSON", json.dumps({"source_tokens": src, "target_tokens": tgt,
-                                                         "attention": np.round(a, 6).tolist()}, ensure_ascii=False),
-                       "attention.json", "application/json")
     final = attention_heatmap(src, tgt, a)
     if play:
         def show_step(j: int, partial: Decoding) -> None:
@@ -319,10 +351,11 @@ else:
             blank = max(0, len(tgt) - len(pt))      # rows still to come: empty, so the matrix fills in row by row
             pa = np.vstack([pa, np.full((blank, pa.shape[1]), np.nan)])
             slot.plotly_chart(attention_heatmap(ps, pt + [""] * blank, pa, height=final.layout.height),
-                              key=f"main_live{j}")
+                              key=f"main_live{j}", config=ui.camera(f"main_live{j}", name, S.text[:40]))
             time.sleep(S.get("delay", 0.4))
         forced(tr, S.text, reference_ids=d.target_ids, on_step=show_step)
-    slot.plotly_chart(final, key="heatmap", config=PNG)
+    slot.plotly_chart(final, key="heatmap", config=ui.camera("attention", name, S.text[:40]))
+    export_row(d, name, settings, words, src, tgt, a, title, final)
 if S.method == "beam" and d.nbest:      # below the heatmap: the first screen shows the translation and its alignment
     st.dataframe(pd.DataFrame([{"rank": i + 1, "translation": h.translation, "log p": round(h.log_prob, 3),
                                 "score (log p / lp)": round(h.score, 3)} for i, h in enumerate(d.nbest)]),
@@ -350,7 +383,7 @@ with tabs[0]:
                 if partial.attention is not None:
                     src, tgt, a = view_of(partial, words)
                     box.plotly_chart(attention_heatmap(src, tgt, a, height=max(320, 120 + 26 * len(d.target_tokens))),
-                                     key=f"live{j}")
+                                     key=f"live{j}", config=ui.camera(f"live{j}", name, S.text[:40]))
                 time.sleep(delay)
 
             forced(tr, S.text, reference_ids=d.target_ids, on_step=show)
@@ -373,7 +406,7 @@ with tabs[0]:
             if d.attention is not None:
                 src, _, a = view_of(d, words)
                 st.plotly_chart(token_bars(src, a[t], "attention weight α", highlight=int(a[t].argmax())),
-                                key="step_attn")
+                                key="step_attn", config=ui.camera("step_attn", name, S.text[:40]))
             else:
                 st.caption("No attention in this model.")
         with c2:
@@ -383,7 +416,7 @@ with tabs[0]:
             toks = [tok for tok, _ in top]
             here = d.target_tokens[first]
             st.plotly_chart(token_bars(toks, [p for _, p in top], "probability",
-                                       highlight=toks.index(here) if here in toks else None), key="step_top")
+                                       highlight=toks.index(here) if here in toks else None), key="step_top", config=ui.camera("step_top", name, S.text[:40]))
 
 # ------------------------------------------------------------------ beam tree
 with tabs[1]:
@@ -396,7 +429,7 @@ with tabs[1]:
                        "is the winner; red dots are finished hypotheses (they emitted </s>). A finished hypothesis leaves the "
                        "beam, which refills to its width, so a step can show more dots than the width. Scores are "
                        "log p / ((5+|y|)/6)^0.6, so longer outputs are not penalised for their length alone.")
-            st.plotly_chart(beam_tree_figure(d.beam_tree, [h.node for h in d.nbest]), key="beam_tree")
+            st.plotly_chart(beam_tree_figure(d.beam_tree, [h.node for h in d.nbest]), key="beam_tree", config=ui.camera("beam_tree", name, S.text[:40]))
 
 # ------------------------------------------------------------------ forced decoding
 with tabs[2]:
@@ -432,7 +465,7 @@ with tabs[2]:
                         heatmap(f, words, "forced_heatmap")
                 with c2:
                     st.plotly_chart(token_bars(f.target_tokens, f.token_log_probs, "log p(token)",
-                                               highlight=int(np.argmin(f.token_log_probs))), key="forced_lp")
+                                               highlight=int(np.argmin(f.token_log_probs))), key="forced_lp", config=ui.camera("forced_lp", name, S.text[:40]))
                     st.caption("The darkest bar is the token the model found least likely.")
                 explain_scores(d, f, ref)
 
@@ -480,7 +513,7 @@ with tabs[3]:
             if sqrt_d.open:
                 n_keys = st.slider("Keys (source positions)", 2, 100, 20, key="sqrt_keys")
                 stats = scaling_cached(n_keys)
-                st.plotly_chart(scaling_figure(stats), key="sqrt_d")
+                st.plotly_chart(scaling_figure(stats), key="sqrt_d", config=ui.camera("sqrt_d", name, S.text[:40]))
                 i = stats["d"].index(256)
                 st.caption(f"Random queries and keys with N(0, 1) entries: q·k has variance d. At d = 256 the raw scores "
                            f"spread with standard deviation {stats['std_unscaled'][i]:.1f}, and softmax puts almost all "
@@ -497,7 +530,7 @@ with tabs[4]:
             st.caption("Each line joins an output token to a source token; its opacity is the attention weight."
                        + (f" Shown: the heatmap's {title}." if title else ""))
             src, tgt, a = view_of(d, words, shown)
-            st.plotly_chart(alignment_lines(src, tgt, a), key="lines")
+            st.plotly_chart(alignment_lines(src, tgt, a), key="lines", config=ui.camera("lines", name, S.text[:40]))
 
 # ------------------------------------------------------------------ heads (a Transformer's)
 with tabs[5]:
@@ -531,7 +564,7 @@ with tabs[5]:
                                      "earlier output (decoder input)", y_title="source (English)" if kind == "encoder"
                                      else "output (French)", title=f"{name}, layer {layer + 1} · head {head + 1}",
                                      height=max(360, 150 + 24 * len(y)))
-                st.plotly_chart(fig, key="head_enlarged")
+                st.plotly_chart(fig, key="head_enlarged", config=ui.camera("head_enlarged", name, S.text[:40]))
                 # uniform over what each row may read: a masked position has weight exactly 0
                 # (decoder self-attention's row j reads j + 1 tokens, not all of them)
                 support = (w[layer, head] > 0).sum(axis=1)
@@ -541,7 +574,7 @@ with tabs[5]:
                            f"(0: each row on one token; {uniform}).")
             with grid:
                 st.plotly_chart(heads_grid(w, x, y, kind, selected=(layer, head), width=760), key="heads_grid",
-                                on_select=lambda: pick_head(L, H), selection_mode="points")
+                                on_select=lambda: pick_head(L, H), selection_mode="points", config=ui.camera("heads_grid", name, S.text[:40]))
                 st.caption("Every layer (rows) × head (columns). Click a small map, or choose its layer and head, "
                            "to enlarge it. Each head has its own projections W_Q, W_K, W_V of size "
                            f"{tr.config['model'].get('head_dim') or tr.config['model']['d_model'] // H}: "
@@ -577,7 +610,7 @@ with tabs[6]:
             if words:
                 src, tgt, a = merge_to_words(src, tgt, a)
             st.plotly_chart(attention_heatmap(src, tgt, a, title=f"after {points[k]['step']} training steps"),
-                            key="trace_heatmap")
+                            key="trace_heatmap", config=ui.camera("trace_heatmap", name, S.text[:40]))
 
 # ------------------------------------------------------------------ the model drawn
 drawn = st.expander("The model drawn, with its real sizes", key="diagram_open", on_change="rerun")
@@ -587,5 +620,5 @@ with drawn:
                    "Hugging Face config.")
     elif drawn.open:     # only once opened: a closed expander's chart would be redrawn on every Translate
         st.plotly_chart(model_diagram(tr.config["model"], sum(p.numel() for p in tr.model.parameters())),
-                        key="model_diagram")
+                        key="model_diagram", config=ui.camera("model_diagram", name, S.text[:40]))
         st.caption(tr.description)

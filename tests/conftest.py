@@ -223,3 +223,18 @@ def hub_models(tmp_path_factory) -> dict[str, Path]:
     import hub_models as builders
     root = tmp_path_factory.mktemp("hub")
     return {name: build(root / name) for name, build in builders.BUILDERS.items()}
+
+
+@pytest.fixture
+def downloads(monkeypatch):
+    """What the page offers for download, by file name (AppTest keeps the bytes in its own store)."""
+    from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+    got = {}
+    original = MemoryMediaFileStorage.load_and_get_id
+
+    def record(self, path_or_data, mimetype, kind, filename=None):
+        if filename:
+            got[filename] = path_or_data.decode() if isinstance(path_or_data, bytes) else path_or_data
+        return original(self, path_or_data, mimetype, kind, filename)
+    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", record)
+    return got

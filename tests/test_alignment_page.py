@@ -235,21 +235,6 @@ def test_the_chosen_pair_model_and_rule_survive_a_visit_to_another_page(env):
 TRIAL = ROOT / "examples" / "hansards_trial"
 
 
-@pytest.fixture
-def downloads(monkeypatch):
-    """What the page offers for download, by file name (AppTest keeps the bytes in its own store)."""
-    from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
-    got = {}
-    original = MemoryMediaFileStorage.load_and_get_id
-
-    def record(self, path_or_data, mimetype, kind, filename=None):
-        if filename:
-            got[filename] = path_or_data.decode() if isinstance(path_or_data, bytes) else path_or_data
-        return original(self, path_or_data, mimetype, kind, filename)
-    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", record)
-    return got
-
-
 def command_line(args, capsys) -> dict:
     from s2s.alignment import main
     assert main([*args, "--json"]) == 0

@@ -355,3 +355,13 @@ def test_the_typed_text_and_stress_setting_survive_a_visit_to_another_page(zoo_e
     at = away_and_back(at, "pages/alignment.py", "pages/bottleneck.py")
     assert not at.exception
     assert at.text_area(key="bn_text").value == "The dog runs. The cat sleeps." and at.slider(key="bn_k").value == 2
+
+
+def test_every_vega_lite_chart_offers_svg_png_html_and_its_data(zoo_env):
+    """Streamlit gives a Vega-Lite chart no export menu: each gets SVG, PNG, offline HTML and CSV."""
+    at = bottleneck_page()
+    assert not at.exception
+    ids = [b.proto.id for b in at.get("download_button")]
+    for chart in ("bleu_by_length", "stress_chart"):
+        for ext in ("svg", "png", "html", "csv"):
+            assert any(i.endswith(f"{chart}_{ext}") for i in ids), (chart, ext)
