@@ -29,7 +29,7 @@ from s2s.checkpoint import (
     load_charlm,
     load_translator,
 )
-from s2s.export import file_stem, plotly_config, vega_html, vega_png, vega_svg
+from s2s.export import file_stem, plotly_config, plotly_data, plotly_html, vega_html, vega_png, vega_svg
 from s2s.hub import any_model_allowed, display_name, is_hub_spec, offered_models
 
 if TYPE_CHECKING:
@@ -530,3 +530,14 @@ def vega_downloads(chart, data, stem: str, key: str) -> None:
             ("⬇ HTML", "html", lambda: vega_html(chart), "text/html"),
             ("⬇ Data (CSV)", "csv", lambda: data.to_csv(index=False), "text/csv"))):
         col.download_button(label, make, file_name=f"{stem}.{ext}", mime=mime, on_click="ignore", key=f"{key}_{ext}")
+
+
+def chart_downloads(fig, stem: str, key: str, data: str | None = None, about: dict | None = None) -> None:
+    """Below a page's main Plotly chart: the chart as one interactive HTML file that works
+    offline, and its data as JSON (`data`, or what the chart draws with `about` it), both named
+    `stem` and built only when clicked (the HTML is ~5 MB)."""
+    c = st.columns(2)
+    c[0].download_button("⬇ Chart (HTML, interactive, offline)", lambda: plotly_html(fig, stem),
+                         file_name=f"{stem}.html", mime="text/html", key=f"{key}_html", on_click="ignore")
+    c[1].download_button("⬇ Data (JSON)", data if data is not None else lambda: plotly_data(fig, about),
+                         file_name=f"{stem}.json", mime="application/json", key=f"{key}_data", on_click="ignore")

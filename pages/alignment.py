@@ -37,7 +37,7 @@ from s2s.corpus_alignment import (
     weights_links,
 )
 from s2s.explain import EPSILON, KINDS, METHODS, counterfactual, explain
-from s2s.export import file_stem, matrix_json, plotly_config, plotly_html
+from s2s.export import file_stem, matrix_json, plotly_config
 from s2s.figures import attribution_grid, counterfactual_figure, gold_alignment_figure, head_aer_figure, tau_figure
 from s2s.text import MAX_CORPUS_BYTES, MAX_CORPUS_PAIRS, InputError, clean_text
 
@@ -67,17 +67,6 @@ TABS = ["Against human alignments", "Attention vs attribution", "Your corpus"]
 CORPUS_SOURCES = {"example": "Example: the 37 Hansards trial pairs and their gold", "upload": "Upload a file"}
 EXAMPLE = "She has a big black dog."
 EXAMPLE_REFERENCE = "Elle a un gros chien noir."
-
-
-def chart_downloads(fig, stem: str, data: str, data_kind: str, key: str) -> None:
-    """Below a page's main chart: the chart as one interactive HTML file that works offline,
-    and its data (JSON or CSV), both named `stem`. The HTML (~5 MB) is built on click."""
-    c = st.columns(2)
-    c[0].download_button("⬇ Chart (HTML, interactive, offline)", lambda: plotly_html(fig, stem), file_name=f"{stem}.html",
-                         mime="text/html", key=f"{key}_html", on_click="ignore")
-    c[1].download_button(f"⬇ Data ({data_kind.upper()})", data, file_name=f"{stem}.{data_kind}",
-                         mime="application/json" if data_kind == "json" else "text/csv", key=f"{key}_data",
-                         on_click="ignore")
 
 
 def pair_export(model: str, english, french, weights, rule: str, predicted, gold, what: str) -> str:
@@ -309,9 +298,9 @@ def corpus_view(name: str, path: str, transformer: bool) -> None:
                                         words="gold words" if g else "your words")
             pair_stem = f"{corpus_stem}_pair{i + 1}"
             st.plotly_chart(fig, width="stretch", key="corpus_figure", config=plotly_config(pair_stem))
-            chart_downloads(fig, pair_stem, pair_export(name, pairs[i][0], pairs[i][1], w, rule, found[i], g,
-                                                        MATRIX_WHAT + reading_of(head, transformer)),
-                            "json", "corpus_pair")
+            ui.chart_downloads(fig, pair_stem, "corpus_pair",
+                               pair_export(name, pairs[i][0], pairs[i][1], w, rule, found[i], g,
+                                           MATRIX_WHAT + reading_of(head, transformer)))
     # the scores first: the sentences are long, and at 1280 px they pushed the scores off-screen
     table = pd.DataFrame(rows)
     table = table[[c for c in ("pair", "links", "AER", "precision", "recall") if c in table] + ["English", "French"]]
@@ -431,9 +420,9 @@ with tabs[0]:
                                   else "") + ". Black "
                                f"crosses: its links ({rule})."
                                + (" Red squares: the annotators' Sure links; light red: Possible." if gold else ""))
-                    chart_downloads(fig, pair_stem, pair_export(name, english, french, w, rule, predicted, gold,
-                                                                MATRIX_WHAT + reading_of(None, is_transformer)),
-                                    "json", "gold_pair")
+                    ui.chart_downloads(fig, pair_stem, "gold_pair",
+                                       pair_export(name, english, french, w, rule, predicted, gold,
+                                                   MATRIX_WHAT + reading_of(None, is_transformer)))
         if is_transformer and source != "typed" and english:
             st.subheader("Every layer × head as an aligner")
             heads_of_model(name, source, english, french, rule, gold)
@@ -492,7 +481,7 @@ with tabs[1]:
                            "scale. Gradient × input: ∂ log p(y_j)/∂x_i · x_i; integrated gradients (captum): the "
                            "same along the path from zero embeddings; leave-one-out: the fall in log p(y_j) when "
                            "x_i becomes <unk>.")
-                chart_downloads(grid, grid_stem, attribution_export(name, text, e), "json", "attribution")
+                ui.chart_downloads(grid, grid_stem, "attribution", attribution_export(name, text, e))
                 st.plotly_chart(tau_figure(e.target_tokens, {LONG[m]: taus[m] for m in METHODS}, METHOD_COLORS),
                                 width="stretch", key="tau_figure",
                                 config=plotly_config(file_stem("kendall-tau", name, text[:40])))

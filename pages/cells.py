@@ -21,6 +21,7 @@ from s2s.cells import (
 )
 from s2s.charlm import sample_text
 from s2s.decode import encode_source, greedy
+from s2s.export import file_stem
 from s2s.figures import cell_traces_figure, colored_text_html, saturation_scatter, state_heatmap, token_bars
 from s2s.text import MAX_PASSAGE_CHARS, MAX_SAMPLE_CHARS, InputError, clean_passage
 
@@ -273,10 +274,15 @@ else:
                            f"over these {len(text):,} characters. Correlation is a lead, not an explanation: look at the trace.")
                 st.dataframe(pd.DataFrame([{"layer": s.layer, "cell": s.cell, "r": round(s.r, 3)} for s in ranked]),
                              hide_index=True, height=220)
-                st.plotly_chart(cell_traces_figure(
+                fig = cell_traces_figure(
                     shown, {f"layer {s.layer} cell {s.cell} (r={s.r:+.2f})":
                             signal_of(traces[s.layer])[:, s.cell].numpy() for s in ranked[:3]},
-                    feature=values_f, feature_name=feature_label, y_title=memory), key="top_traces", config=ui.camera("top_traces", lm_name))
+                    feature=values_f, feature_name=feature_label, y_title=memory)
+                stem = file_stem("top-cells", lm_name, feature_label[:40])
+                st.plotly_chart(fig, key="top_traces", config=ui.camera(stem))
+                ui.chart_downloads(fig, stem, "top_traces", about={
+                    "model": lm_name, "feature": feature_label, "signal": memory, "characters": len(text),
+                    "what": "the three cells whose signal correlates most with the feature, over the text shown"})
                 st.selectbox("Color the text with", [(s.layer, s.cell) for s in ranked], key="ranked_pick",
                              format_func=lambda lc: f"layer {lc[0]} cell {lc[1]}", on_change=choose_cell, index=None,
                              placeholder="Pick a cell to show it on the Colored text tab…")

@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 import ui
+from s2s.export import file_stem
 from s2s.figures import CELL_NAMES, gradient_flow_figure, memory_gap_figure, memory_span_figure, untrained_flow_figure
 from s2s.gradients import DEMO_DEFAULTS, DEMO_RANGES, GradientFlow, gradient_flow, untrained_flow
 from s2s.text import MAX_PASSAGE_CHARS, InputError, clean_passage
@@ -92,9 +93,16 @@ with tabs[0]:
             st.warning(str(e))
         else:
             with right:
-                st.plotly_chart(untrained_flow_figure(flows, f"Untrained cells, ρ = {radius:.2f}, forget bias "
-                                                             f"{forget_bias:+.1f}: gradient left after T − t steps"),
-                                key="untrained", config=ui.camera("untrained"))
+                fig = untrained_flow_figure(flows, f"Untrained cells, ρ = {radius:.2f}, forget bias "
+                                                   f"{forget_bias:+.1f}: gradient left after T − t steps")
+                stem = file_stem("gradient-flow-untrained", f"rho{radius:.2f}", f"forget-bias{forget_bias:+.1f}",
+                                 f"hidden{int(hidden)}", f"T{int(length)}")
+                st.plotly_chart(fig, key="untrained", config=ui.camera(stem))
+                ui.chart_downloads(fig, stem, "untrained", about={
+                    "what": "||d(u·m_T)/dm_t|| against T − t for untrained Elman RNN, GRU and LSTM cells "
+                            "(s2s.gradients.untrained_flow), and the product of each cell's keep gates",
+                    "radius": float(radius), "forget_bias": float(forget_bias), "hidden": int(hidden),
+                    "length": int(length)})
                 k = min(FAR, int(length) - 1)
                 kept = {CELL_NAMES[f.cell]: f.grad_norm[k] for f in flows}
                 st.caption(f"Measured here, {k} steps back: the RNN keeps {share(kept['Elman RNN'])} of the gradient "

@@ -47,6 +47,27 @@ def plotly_html(fig: go.Figure, stem: str) -> str:
 EXPORT_WIDTH = 720    # px: a Vega-Lite chart drawn to its container's width in the app has none of its own
 
 
+def plotly_data(fig: go.Figure, about: dict | None = None) -> str:
+    """A Plotly chart's data as JSON: its title and axis titles, and each trace's name, kind and
+    x, y, z (what the chart draws, as the page computed it), after `about` (what it shows:
+    the model, the input, the settings)."""
+    layout = fig.layout
+    def text(t):
+        return None if t is None or t.text is None else t.text
+    out = dict(about or {})
+    out["title"] = text(layout.title)
+    out["axes"] = {k: text(layout[k].title) for k in layout if k.startswith(("xaxis", "yaxis")) and layout[k].title}
+    out["traces"] = []
+    for t in fig.data:
+        row = {"name": getattr(t, "name", None), "type": t.type}
+        for k in ("x", "y", "z", "text"):
+            v = getattr(t, k, None)
+            if v is not None:
+                row[k] = np.asarray(v).tolist() if not isinstance(v, str) else v
+        out["traces"].append(row)
+    return json.dumps(out, ensure_ascii=False, default=float)
+
+
 def _spec(chart) -> dict:
     spec = chart.to_dict() if hasattr(chart, "to_dict") else dict(chart)
     if not isinstance(spec.get("width"), (int, float)):
@@ -95,4 +116,4 @@ def matrix_json(matrix, row_tokens, column_tokens) -> dict:
             "values": np.round(np.asarray(matrix, dtype=float), 6).tolist()}
 
 
-__all__ = ["positions", "matrix_csv", "matrix_json", "file_stem", "plotly_config", "plotly_html", "vega_svg", "vega_png", "vega_html"]
+__all__ = ["plotly_data", "positions", "matrix_csv", "matrix_json", "file_stem", "plotly_config", "plotly_html", "vega_svg", "vega_png", "vega_html"]

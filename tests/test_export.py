@@ -117,3 +117,13 @@ def test_the_bottleneck_charts_export_typed_model_names_escaped_once():
     svg = vega_svg(length_chart(df, "words", "BLEU", x_title="source sentence length (words)", y_title="BLEU"))
     assert "&lt;b&gt;bold&lt;/b&gt; &amp; co" in svg and "&amp;lt;" not in svg
     assert "source sentence length (words)" in svg
+
+
+def test_a_charts_data_is_what_it_draws_with_what_it_shows():
+    from s2s.export import plotly_data
+    z = [[0.7, 0.3], [0.2, 0.8]]
+    got = json.loads(plotly_data(attention_heatmap(["a", "</s>"], ["x", "</s>"], z), {"model": "m", "text": "a"}))
+    assert got["model"] == "m" and got["text"] == "a"
+    assert got["axes"] == {"xaxis": "source (English)", "yaxis": "output (French)"}
+    heat = got["traces"][0]
+    assert heat["type"] == "heatmap" and np.allclose(heat["z"], z)
