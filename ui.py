@@ -11,7 +11,7 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager  # internal: see run_through_app
@@ -541,3 +541,39 @@ def chart_downloads(fig, stem: str, key: str, data: str | None = None, about: di
                          file_name=f"{stem}.html", mime="text/html", key=f"{key}_html", on_click="ignore")
     c[1].download_button("⬇ Data (JSON)", data if data is not None else lambda: plotly_data(fig, about),
                          file_name=f"{stem}.json", mime="application/json", key=f"{key}_data", on_click="ignore")
+
+
+def set_address(values: dict) -> None:
+    """Make the address hold these values (None ones left out), on every run, so that a copied
+    link reproduces what is shown. Only written when it changes: each write is a message to
+    the browser, which updates the address bar without reloading."""
+    want = {k: str(v) for k, v in values.items() if v is not None}
+    if st.query_params.to_dict() != want:
+        st.query_params.from_dict(want)
+
+
+def choice(options) -> "Callable[[str], str]":
+    """An address field's parser: one of `options`, else ValueError."""
+    def parse(raw: str) -> str:
+        if raw not in options:
+            raise ValueError(raw)
+        return raw
+    return parse
+
+
+def read_address(query: dict, fields: dict) -> list[str]:
+    """Seed widget state from a link's query string: `fields` maps an address name to (state
+    key, parser); a value the parser refuses is ignored, with a note to show."""
+    notes = []
+    for name, (key, parse) in fields.items():
+        if name in query:
+            try:
+                st.session_state[key] = parse(query[name])
+            except (TypeError, ValueError):
+                notes.append(f"Ignored the link's {name}={code_span(query[name][:40])}: not a valid value.")
+    return notes
+
+
+def address_of(fields: dict, names) -> dict:
+    """The current values of these address fields (those in state), for set_address."""
+    return {n: st.session_state.get(fields[n][0]) for n in names}

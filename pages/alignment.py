@@ -64,6 +64,17 @@ METHOD_COLORS = {"grad × input": "#1f77b4", "integrated gradients": "#2ca02c", 
 LONG = {"grad_x_input": "grad × input", "integrated_gradients": "integrated gradients",
         "leave_one_out": "leave-one-out"}
 TABS = ["Against human alignments", "Attention vs attribution", "Your corpus"]
+# what the address holds (?model=...&pair=4&rule=shift): a copied link reproduces the view
+ADDRESS = {"model": ("align_model", str), "tab": ("alignment_tab", ui.choice(TABS)),
+           "pairs": ("gold_source", ui.choice(["trial", "test", "typed"])), "pair": ("gold_pair", int),
+           "rule": ("rule", ui.choice(RULES)), "en": ("typed_en", str), "fr": ("typed_fr", str),
+           "text": ("explain_text", str), "reference": ("explain_reference", str), "step": ("cf_step", int),
+           "kind": ("cf_kind", ui.choice(KINDS)), "eps": ("cf_eps", float),
+           "corpus": ("corpus_source", ui.choice(["example", "upload"])), "corpus_rule": ("corpus_rule", ui.choice(RULES)),
+           "corpus_head": ("corpus_head", str), "corpus_pair": ("corpus_pair", int)}
+ADDRESS_OF_TAB = {TABS[0]: ["pairs", "pair", "en", "fr", "rule"],
+                  TABS[1]: ["text", "reference", "step", "kind", "eps"],
+                  TABS[2]: ["corpus", "corpus_rule", "corpus_head", "corpus_pair"]}
 CORPUS_SOURCES = {"example": "Example: the 37 Hansards trial pairs and their gold", "upload": "Upload a file"}
 EXAMPLE = "She has a big black dog."
 EXAMPLE_REFERENCE = "Elle a un gros chien noir."
@@ -116,6 +127,11 @@ def counterfactual_cached(path: str, text: str, step: int, kind: str, epsilon: f
 def attention_models() -> list:
     """The shipped models with attention, and the hub models the operator offers."""
     return [i for i in ui.translation_models() + ui.hub_models() if i.has_attention]
+
+
+def within(value, low, high):
+    """`value` clamped to [low, high] (a link's number, or one kept from a longer list)."""
+    return max(low, min(value, high))
 
 
 def words_of(text: str, what: str) -> tuple[str, ...]:
@@ -281,8 +297,8 @@ def corpus_view(name: str, path: str, transformer: bool) -> None:
                              file_name=f"{corpus_stem}_links.txt", mime="text/plain", key="corpus_links_download")
         d[1].download_button("⬇ Per-pair table (CSV)", pd.DataFrame(rows).to_csv(index=False),
                              file_name=f"{corpus_stem}_pairs.csv", mime="text/csv", key="corpus_table_download")
-        n = d[2].number_input(f"Pair (1–{len(pairs)})", 1, len(pairs), min(S.get("corpus_pair", 1), len(pairs)),
-                              key="corpus_pair")
+        S["corpus_pair"] = within(S.get("corpus_pair", 1), 1, len(pairs))      # a link's, or another corpus's
+        n = d[2].number_input(f"Pair (1–{len(pairs)})", 1, len(pairs), key="corpus_pair")
         i = int(n) - 1
         if found[i] is None:
             st.warning(f"Line {i + 1} could not be aligned: no tab, an empty side, not UTF-8, or too long for "
@@ -321,6 +337,8 @@ def corpus_view(name: str, path: str, transformer: bool) -> None:
 
 st.title("Alignment & Explanation")
 query = ui.arrival_query("alignment")       # read before any st.stop below, so it is never left for a later run
+for note in ui.read_address(query, ADDRESS):
+    st.info(note)
 st.caption("Attention is drawn as if it were an alignment and read as if it were an explanation. "
            "Here both are measured: against human word alignments, and against what actually drives the output.")
 
@@ -377,8 +395,8 @@ with tabs[0]:
                     english, french = words_of(en_text, "English"), words_of(fr_text, "French")
                 else:
                     pairs = gold_pairs(str(TRIAL if source == "trial" else TEST), source)
-                    n = st.number_input(f"Pair (1–{len(pairs)})", 1, len(pairs), min(S.get("gold_pair", 4), len(pairs)),
-                                        key="gold_pair")
+                    S["gold_pair"] = within(S.get("gold_pair", 4), 1, len(pairs))
+                    n = st.number_input(f"Pair (1–{len(pairs)})", 1, len(pairs), key="gold_pair")
                     gold = pairs[int(n) - 1]
                     english, french = gold.english, gold.french
                 rule = st.selectbox("Links from attention", RULES, index=RULES.index(DEFAULT_RULE), key="rule",
@@ -488,11 +506,14 @@ with tabs[1]:
         if e is not None:         # no heading over nothing when the model or the text cannot be explained
             st.subheader("Counterfactual attention at one step")
             c = st.columns([2, 2, 1])
+            if S.get("cf_step") not in range(len(e.target_tokens)):       # a link's step past this output
+                S["cf_step"] = 0
+            S["cf_eps"] = float(within(S.get("cf_eps", EPSILON), 0.0, 1.0))
             step = c[0].selectbox("Step", range(len(e.target_tokens)), key="cf_step",
                                   format_func=lambda j: f"{j}: {e.target_tokens[j]}")
             kind = c[1].radio("Replace α_j by", KINDS, key="cf_kind", horizontal=True,
                               help="; ".join(f"**{k}**: {h}" for k, h in KIND_HELP.items()))
-            eps = c[2].number_input("ε (adversarial)", 0.0, 1.0, EPSILON, 0.01, key="cf_eps", format="%.2f",
+            eps = c[2].number_input("ε (adversarial)", 0.0, 1.0, step=0.01, key="cf_eps", format="%.2f",
                                     disabled=kind != "adversarial")
             try:
                 cf = counterfactual_cached(path, text, int(step), kind, float(eps), tuple(e.target_ids))
@@ -537,3 +558,10 @@ with tabs[1]:
 with tabs[2]:
     if tabs[2].open:
         corpus_view(name, path, by_name[name].arch == "transformer")
+
+# the address: the model, the open tab and that tab's choices
+open_tab = S.get("alignment_tab", TABS[0])
+shown = ADDRESS_OF_TAB.get(open_tab, [])
+if open_tab == TABS[0]:
+    shown = [n for n in shown if (n in ("en", "fr")) == (S.get("gold_source") == "typed")]
+ui.set_address({"model": name, "tab": open_tab} | ui.address_of(ADDRESS, shown))

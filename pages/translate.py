@@ -220,6 +220,14 @@ ui.keep_across_pages("model", *DEFAULTS, "delay", "probe")
 arrival = ui.arrival_query("translate")
 for note in ui.state_from_query(arrival, DEFAULTS, RANGES, CHOICES):
     st.info(note)
+# a Transformer's layer and head (from 1; checked against the model once it is loaded)
+for key, state in (("layer", "tf_layer"), ("heads_layer", "heads_layer"), ("heads_head", "heads_head")):
+    if arrival.get(key, "").isdigit():
+        st.session_state[state] = int(arrival[key]) - 1
+if "head" in arrival:
+    st.session_state["tf_head"] = None if arrival["head"] == "mean" or not arrival["head"].isdigit() else int(arrival["head"]) - 1
+if arrival.get("heads") in HEAD_KINDS:
+    st.session_state["heads_kind"] = arrival["heads"]
 name = ui.model_picker()
 if name is None:
     st.stop()
@@ -261,9 +269,16 @@ if tr is None:
 S = st.session_state
 settings = dict(method=S.method, beam=S.beam, nbest=S.nbest, temp=float(S.temp), topk=int(S.topk),
                 seed=int(S.seed), maxlen=S.maxlen, norepeat=int(S.norepeat))
-if submitted:
-    st.query_params.from_dict({"model": name, "text": S.text, "view": S.view, "tab": S.get("tab", TABS[0]),
-                               **{k: str(v) for k, v in settings.items()}})
+# The address follows every choice that changes what is shown, on every run (not only when
+# Translate is pressed), so a copied link reproduces the view: the model, the text, the
+# decoding, words or pieces, the tab, the reference, and a Transformer's layer and head.
+ui.set_address({"model": name, "text": S.text, "view": S.get("view"), "tab": S.get("tab", TABS[0]),
+                **settings, "reference": S.get("reference") or None,
+                "layer": None if S.get("tf_layer") is None else S.tf_layer + 1,
+                "head": None if "tf_layer" not in S else ("mean" if S.get("tf_head") is None else S.tf_head + 1),
+                "heads": S.get("heads_kind"),
+                "heads_layer": None if S.get("heads_layer") is None else S.heads_layer + 1,
+                "heads_head": None if S.get("heads_head") is None else S.heads_head + 1})
 if S.get("view") not in CHOICES["view"]:      # None once its selected option is clicked again
     S.view = DEFAULTS["view"]
 try:

@@ -359,3 +359,35 @@ def test_exports_say_what_they_are(env, tmp_path, downloads):
     cols = got["attention"]["columns"]
     assert [c["position"] for c in cols] == list(range(len(cols)))          # the two "a"s are two columns
     np.testing.assert_allclose(np.sum(got["attention"]["values"], axis=1), 1, atol=1e-4)
+
+
+def test_the_address_follows_every_choice_and_reproduces_the_view(env):
+    """Each choice that changes what is shown goes into the address; the app opened at that
+    address shows the same; numbers out of range are clamped, bad values ignored with a note."""
+    at = page(gold_source="test", gold_pair=2, rule="argmax")
+    at.selectbox(key="align_model").set_value("reverser").run()
+    at.selectbox(key="rule").set_value("grow-diag").run()
+    q = at.query_params
+    query = {k: v if isinstance(v, str) else v[0] for k, v in q.items()}
+    assert query["model"] == "reverser" and query["tab"] == "Against human alignments"
+    assert query["pairs"] == "test" and query["pair"] == "2" and query["rule"] == "grow-diag"
+    from streamlit.testing.v1 import AppTest
+    fresh = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90).run()
+    for k, v in query.items():
+        fresh.query_params[k] = v
+    fresh.switch_page("pages/alignment.py")
+    fresh.run()
+    assert not fresh.exception, fresh.exception
+    assert fresh.selectbox(key="align_model").value == "reverser" and fresh.selectbox(key="rule").value == "grow-diag"
+    assert fresh.number_input(key="gold_pair").value == 2 and fresh.radio(key="gold_source").value == "test"
+    assert chart(fresh, "gold_figure") == chart(at, "gold_figure")
+    # the corpus tab's choices, and out-of-range or bad values from a hand-edited link
+    odd = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90).run()
+    for k, v in {"model": "reverser", "tab": "Your corpus", "corpus_pair": "999", "corpus_rule": "nonsense"}.items():
+        odd.query_params[k] = v
+    odd.switch_page("pages/alignment.py")
+    odd.run()
+    assert not odd.exception, odd.exception
+    assert odd.number_input(key="corpus_pair").value == 37                 # clamped to the trial pairs
+    assert "Ignored the link's corpus_rule=" in texts(odd)
+    assert str(odd.query_params["corpus_pair"]) in ("37", "['37']") and "Your corpus" in str(odd.query_params["tab"])

@@ -150,3 +150,30 @@ def test_small_maps_label_at_most_twelve_tokens_a_side():
     bottom, left = fig.layout["xaxis5"], fig.layout["yaxis5"]          # layer 2, head 1
     assert len(bottom.tickvals) <= 12 and len(left.tickvals) <= 12 and bottom.tickangle == -90
     assert list(bottom.ticktext) == [f"s{i}" for i in bottom.tickvals]
+
+
+def test_the_address_follows_model_view_tab_head_and_reference(zoo, monkeypatch):
+    """The issue's walk: after Translate, switch to the Transformer, pieces, a head, the Heads
+    tab and a typed reference: the address holds each (not only what Translate last sent), and
+    the app opened at that address shows the same view."""
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(zoo))
+    at = submit(translate_page(), text=TEXT)
+    _widget(at, "model").set_value("en-fr-transformer").run()
+    _widget(at, "view").set_value("pieces").run()
+    _widget(at, "tf_head").set_value(1).run()
+    at = open_tab(at, "Forced decoding")
+    _widget(at, "reference").set_value("e d c b a")
+    [b for b in at.button if b.label == "Score this translation"][0].click()
+    at.run()
+    at = open_tab(at, "Heads")
+    assert not at.exception, at.exception
+    q = {k: v if isinstance(v, str) else v[0] for k, v in at.query_params.items()}
+    assert q["model"] == "en-fr-transformer" and q["view"] == "pieces" and q["tab"] == "Heads"
+    assert q["text"] == TEXT and q["reference"] == "e d c b a" and q["head"] == "2" and q["layer"] == "2"
+    fresh = translate_page(**q)
+    assert not fresh.exception, fresh.exception
+    for key, value in (("model", "en-fr-transformer"), ("view", "pieces"), ("tf_head", 1), ("tf_layer", 1),
+                       ("text", TEXT)):
+        assert _widget(fresh, key).value == value, key
+    assert fresh.session_state["tab"] == "Heads" and fresh.session_state["reference"] == "e d c b a"
+    assert chart(fresh, "heatmap") == chart(at, "heatmap") and chart(fresh, "heads_grid") == chart(at, "heads_grid")
