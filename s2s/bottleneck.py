@@ -115,11 +115,13 @@ def decode_ms(tr: Translator, text: str, reference: str, runs: int = 3) -> float
 
 def timing_rows(tr: Translator, model: str) -> list[dict]:
     """The cost view's rows for one model: for the first k = 1..len(STRESS_PAIRS) examples
-    joined, m source and t target pieces (with </s>), m*t, and decode_ms of the pair."""
+    joined, m source and t target pieces (with </s>), m*t, and decode_ms of the pair. Pieces
+    are the model's own (a Hugging Face model's tokenizer, its task prefix or language code
+    included), so each model's m*t counts the weights its own attention computes."""
     rows = []
     for k in range(1, len(STRESS_PAIRS) + 1):
         src, ref = joined_example(k)
-        m, t = len(tr.tokenizer.encode(src)) + 1, len(tr.tokenizer.encode(ref)) + 1
+        m, t = len(tr.tokenizer.source_ids(src)), len(tr.tokenizer.target_ids(ref))
         rows.append({"model": model, "sentences": k, "m": m, "t": t, "m·t": m * t,
                      "ms": round(decode_ms(tr, src, ref), 2)})
     return rows

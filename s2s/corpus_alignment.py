@@ -2,7 +2,7 @@
 
     python -m s2s.alignment --model checkpoints/en-fr-general --input PAIRS.tsv --output LINKS.txt
     python -m s2s.alignment --model checkpoints/en-fr-transformer --input PAIRS.tsv --output LINKS.txt \
-        --rule shift --choose-on ../shared/data/hansards-en-fr-align --gold GOLD.txt
+        --rule argmax --choose-on ../shared/data/hansards-en-fr-align --gold GOLD.txt
     torchrun --nproc_per_node 2 -m s2s.alignment --model M --input PAIRS.tsv --output LINKS.txt
 
 PAIRS.tsv holds `English<TAB>French` a line; the words are each side's whitespace tokens, fed

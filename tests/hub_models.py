@@ -47,12 +47,24 @@ def _save(model, tok, out: Path) -> Path:
     return out
 
 
-def marian(out: str | Path) -> Path:
+# Helsinki-NLP/opus-mt-en-fr's shape (its config.json): for timing the adapter against generate()
+# on a model of the real size, offline (random weights: the same work per step, nonsense output)
+OPUS_MT_EN_FR = dict(d_model=512, encoder_layers=6, decoder_layers=6, encoder_attention_heads=8,
+                     decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048,
+                     max_position_embeddings=512)
+OPUS_MT_EN_FR_VOCAB = 59514
+
+
+def marian(out: str | Path, sizes: dict = SIZES, vocab_size: int | None = None) -> Path:
+    """A Marian model; `sizes` and `vocab_size` (its embedding rows, past the tokenizer's own
+    pieces) give it another shape: marian(out, OPUS_MT_EN_FR, OPUS_MT_EN_FR_VOCAB) is
+    opus-mt-en-fr's, as `python -m s2s.bench` times it."""
     from transformers import MarianConfig, MarianMTModel, MarianTokenizer
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     src, tgt = _spm(EN, 60, out / "source.spm"), _spm(FR, 60, out / "target.spm")
-    pieces = ["</s>", "<unk>"] + _pieces(src, tgt) + ["<pad>"]
+    pieces = ["</s>", "<unk>"] + _pieces(src, tgt)
+    pieces += [f"<unused{i}>" for i in range((vocab_size or 0) - len(pieces) - 1)] + ["<pad>"]
     (out / "vocab.json").write_text(json.dumps({p: i for i, p in enumerate(pieces)}))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")       # "Recommended: pip install sacremoses"
@@ -60,7 +72,7 @@ def marian(out: str | Path) -> Path:
                               source_lang="en", target_lang="fr")
     V = len(pieces)
     cfg = MarianConfig(vocab_size=V, pad_token_id=V - 1, decoder_start_token_id=V - 1, eos_token_id=0,
-                       forced_eos_token_id=0, scale_embedding=True, **SIZES)      # as opus-mt's configs
+                       forced_eos_token_id=0, scale_embedding=True, **sizes)      # as opus-mt's configs
     torch.manual_seed(0)
     model = MarianMTModel(cfg)
     model.generation_config.bad_words_ids = [[V - 1]]     # as opus-mt's: never write <pad>
