@@ -6,7 +6,7 @@ against human word alignments with the alignment error rate (Och & Ney 2003).
     python -m s2s.alignment --model DIR --gold DIR --split trial --sweep     # how the default rule was chosen
     python -m s2s.alignment --model hf:Helsinki-NLP/opus-mt-en-fr --gold DIR --heads   # every layer x head
     python -m s2s.alignment --gold DIR --table results/alignment.json --baseline-data data/tatoeba/train.tsv
-                            # every attention model and the eflomal baseline: the README's table
+                            # every attention model and the eflomal baseline: docs/attention.md's table
     python -m s2s.alignment --model DIR --input PAIRS.tsv --output LINKS.txt [--gold G]
                             # a whole corpus, Pharaoh links (s2s.corpus_alignment; torchrun splits it)
 

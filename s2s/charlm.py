@@ -89,7 +89,7 @@ class CharLM(nn.Module):
         state, as forward(tensor([[char_id]]), state) gives them. Sampling runs one character at
         a time, and nn.LSTM on a CPU hands each call to oneDNN, which re-lays out the weights
         every call: sampling 800 characters took 1.7 s that way, 0.3 s with the cells called
-        directly (README, *Speed*)."""
+        directly (docs/speed.md)."""
         rnn, cell = self.rnn, self.cfg.cell
         x = self.embed.weight[char_id][None]                            # (1, E)
         if state is None:

@@ -1,4 +1,4 @@
-"""Print the README's model tables from the checkpoints' metrics.json files.
+"""Print the model tables of docs/models.md from the checkpoints' metrics.json files.
 
     python -m s2s.report
 """

@@ -238,7 +238,7 @@ def test_finetune_grows_the_vocabulary_and_continues_the_history(tiny_additive, 
     assert m["trace"]["points"][0]["step"] == 0                          # the base model's trace comes first
     assert m["copy"]["names_kept"] == 1.0 and m["copy"]["numbers_kept"] == 1.0 and m["copy"]["n"] == 2
     assert 0 <= m["loops"]["share"] <= 1 and "copy" in m["before"] and "loops" in m["before"]
-    # the README's tables: names, numbers and loops per model, and before -> after
+    # the tables of docs/models.md: names, numbers and loops per model, and before -> after
     monkeypatch.setenv("S2S_CHECKPOINTS", str(tmp_path))
     capsys.readouterr()
     report.main()

@@ -1,4 +1,4 @@
-"""`python -m s2s.report` prints the README's tables from metrics.json."""
+"""`python -m s2s.report` prints the tables of docs/models.md from metrics.json."""
 import json
 import shutil
 

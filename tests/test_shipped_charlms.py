@@ -65,12 +65,12 @@ def test_the_three_cells_were_trained_alike():
 
 
 def test_the_rnn_gradient_vanishes_orders_of_magnitude_faster():
-    """The README's headline: g(50)/g(0) on held-out War and Peace, RNN against LSTM and GRU."""
+    """The headline of docs/gates-and-gradients.md: g(50)/g(0) on held-out War and Peace, RNN against LSTM and GRU."""
     from s2s.gradients import gradient_flow
     text = (ROOT / "examples" / "war_and_peace_heldout.txt").read_text(encoding="utf-8")
     flows = {cell: gradient_flow(load_charlm(path).model, text, 200) for cell, path in shipped_trio().items()}
     ratio = {cell: f.ratio(50) for cell, f in flows.items()}
     assert ratio["rnn"] < ratio["lstm"] / 100 and ratio["rnn"] < ratio["gru"] / 100, ratio
     # 200 back the RNN's gradient entries are about 1e-20, float32 numbers whose squares are not:
-    # the norm is summed in float64, or it would read 0 (README: 5.3e-38 of g(0))
+    # the norm is summed in float64, or it would read 0 (docs/gates-and-gradients.md: 5.3e-38 of g(0))
     assert 0 < flows["rnn"].ratio(200) < 1e-30

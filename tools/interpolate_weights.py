@@ -13,7 +13,7 @@ the fine-tuned one: the 115 new pieces' embedding rows and output biases (the ba
 stop at its own vocabulary), the pointer-generator's gate and the location cue. The folder
 written is a checkpoint like the others (fp16 weights, the fine-tuned config and tokenizer),
 without metrics: evaluate it with s2s.evaluate. Used to measure whether the copy recipe's
-BLEU cost can be bought back (README, "Mixing the fine-tune with its base").
+BLEU cost can be bought back (docs/training.md, "Mixing the fine-tune with its base").
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 # numbers, casing; s2s/data.py), longer joined pairs, and the pointer-generator (--copy: the
 # four attention models copy through their attention; en-fr-none cannot), all five
 # identically, in place. --copy-fraction 0.3 adds 30% more pairs per epoch drawn from those
-# that name a person or hold a number, all swapped (README, "Names and numbers").
+# that name a person or hold a number, all swapped (docs/training.md, "The copy fine-tune").
 # About 25 min per 1000 steps on 2 CPU cores, plus 5 min of evaluation. The old scores are
 # kept in each metrics.json under "before". A model is skipped once its metrics.json records
 # STEPS steps; an interrupted model resumes from its state in $RUNS, and a larger STEPS

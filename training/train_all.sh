@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Retrain the five English->French checkpoints exactly as shipped (about 45 min each on
 # 2 CPU cores, without the copy augmentation: --no-augment). finetune_all.sh is the copy
-# fine-tune under test (README, "Copying what people type").
+# fine-tune under test (docs/training.md, "The copy fine-tune").
 # A model whose checkpoint already holds test metrics is skipped, and an interrupted model
 # resumes from its state in $RUNS, so the script can be re-run.
 # Usage: bash training/train_all.sh [path/to/fra.txt]

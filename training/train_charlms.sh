@@ -2,7 +2,7 @@
 # Retrain the character-level language models exactly as shipped: 2 layers of 256 units,
 # 13,000 steps of 32 x 128 characters, the same schedule for every cell. On War and Peace the
 # same model with three cells (LSTM, GRU, Elman RNN), differing only in the cell; on the Linux
-# kernel an LSTM. About 45-60 min each on 2 CPU cores (one thread; see the README).
+# kernel an LSTM. About 45-60 min each on 2 CPU cores (one thread; see docs/training.md).
 # War and Peace: the models train on its first 2,882,952 characters, the train part of the
 # copy the LSTM was first trained on (that copy had 176 lines of emoticons after the book,
 # since removed, so today's 90 % boundary falls 6,361 characters earlier; --train-chars keeps

@@ -7,7 +7,7 @@
 # et al. put it (sub-layer outputs, embeddings + positions), none on the attention weights or
 # inside the FFN: on 2 cores each dropped element costs a random number, and those two were
 # about half of a step's 21% in bernoulli_ (`python tools/bench_train_step.py --profile
-# [--inner-dropout 0]`; README, "The Transformer"). STEPS is sized from the throughput
+# [--inner-dropout 0]`; docs/models.md, "The Transformer"). STEPS is sized from the throughput
 # measured on this machine (~2,600 target tokens/s on 2 cores) to fit 90 min: the shipped run
 # took 86 min. The weights of the last 10 evaluation points (every 100 steps) are kept and the
 # shipped model is the average of the last k, k chosen by validation loss (k = 2 on the shipped
