@@ -561,6 +561,16 @@ def choice(options) -> "Callable[[str], str]":
     return parse
 
 
+def number_in(low, high, kind=int) -> "Callable[[str], float]":
+    """An address field's parser: a number of `kind` in [low, high], else ValueError."""
+    def parse(raw: str):
+        value = kind(raw)
+        if not (low <= value <= high):
+            raise ValueError(raw)
+        return value
+    return parse
+
+
 def read_address(query: dict, fields: dict) -> list[str]:
     """Seed widget state from a link's query string: `fields` maps an address name to (state
     key, parser); a value the parser refuses is ignored, with a note to show."""

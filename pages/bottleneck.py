@@ -59,11 +59,26 @@ if first is None:
 NONE = fixed[0]                    # the fixed-vector model
 # kept while the reader visits another page, as the other pages' choices are
 ui.keep_across_pages("bn_model", "bn_text", "bn_ref", "bn_k", "bn_n", "bn_held_out", "bn_views")
+# what the address holds: a copied link reproduces the view
+ADDRESS = {"model": ("bn_model", ui.choice(attention_models)), "text": ("bn_text", str), "reference": ("bn_ref", str),
+           "sentences": ("bn_k", ui.number_in(1, len(STRESS_PAIRS))),
+           "contexts": ("bn_views", lambda raw: {"on": True, "off": False}[raw])}
+for note in ui.read_address(ui.arrival_query("bottleneck"), ADDRESS):
+    st.info(note)
 if st.session_state.get("bn_model") not in attention_models:     # a kept model no longer in checkpoints/
     st.session_state.pop("bn_model", None)
 with st.sidebar:
     st.markdown("### Compare")
     other = st.selectbox("Attention model", attention_models, key="bn_model", index=attention_models.index(first))
+
+
+def write_address() -> None:
+    """The address holds the view's choices; called at the end of the page and by the context
+    vectors' fragment, whose switch reruns that section alone."""
+    ui.set_address(ui.address_of(ADDRESS, ["model", "text", "reference", "sentences"])
+                   | {"model": other, "contexts": "on" if st.session_state.get("bn_views") else None})
+
+
 models = [NONE, other]             # side by side: the same recurrent model with and without attention
 # the length and cost views add the Transformer, when one is shipped: no recurrence at all
 measured = measured_models(list(infos.values()), other)
@@ -252,9 +267,11 @@ def decoder_view(views: dict[str, Decoding]) -> None:
     """Each model's context vectors c_j against its encoder states h_i, drawn on request:
     four charts a class looks at after the ones above, so the page's first open does not wait
     for the browser to draw them (README, Speed)."""
-    if not st.toggle("Show both models' context vectors", key="bn_views",
-                     help="Four charts: the cosine similarity of each step's context c_j to every encoder state "
-                          "h_i, and the path of c_j over the steps in two dimensions (PCA)."):
+    shown = st.toggle("Show both models' context vectors", key="bn_views",
+                      help="Four charts: the cosine similarity of each step's context c_j to every encoder state "
+                           "h_i, and the path of c_j over the steps in two dimensions (PCA).")
+    write_address()         # the switch reruns this fragment alone, not the page's end
+    if not shown:
         st.caption("Off: turn it on to see, step by step, which encoder states each model's context vector "
                    "resembles.")
         return
@@ -339,3 +356,5 @@ with c2:
             "at once. The chart shows what each costs here, on this machine's CPU, forced decoding at batch 1: "
             "every output token is known in advance, yet a recurrent decoder still needs s<sub>j−1</sub> before "
             "s<sub>j</sub> and runs t steps, while the Transformer computes all t positions in one pass.")
+
+write_address()

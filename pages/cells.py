@@ -120,6 +120,15 @@ S = st.session_state
 # widgets in a closed tab, or on a page the reader has left, are not drawn: keep their values
 ui.keep_across_pages("charlm", "cells_tab", *KEPT)
 models = ui.charlm_models()
+tab_names = ["Colored text", "Find cells", "Gates", "Translation models"]
+# what the address holds: a copied link reproduces the view (a typed passage stays out: too long)
+ADDRESS = {"model": ("charlm", ui.choice([m.name for m in models])), "tab": ("cells_tab", ui.choice(tab_names)),
+           "layer": ("layer", ui.number_in(0, 64)), "cell": ("cell", ui.number_in(0, 4096)), "signal": ("signal", str),
+           "feature": ("feature", str), "regex": ("regex", str)}
+# a link may name the tab (?tab=Find+cells) and the rest; read before the model box is drawn
+arrival = ui.arrival_query("cells")
+for note in ui.read_address(arrival, ADDRESS):
+    st.info(note)
 with st.sidebar:
     st.markdown("### Character model")
     if models:
@@ -139,9 +148,6 @@ with st.sidebar:
                        f"character; a 20-gram model: {paper['ngram20_bits_per_char']:.2f}.")
     st.caption(f"Device: **{'CUDA GPU' if ui.default_device().type == 'cuda' else 'CPU'}**")
 
-tab_names = ["Colored text", "Find cells", "Gates", "Translation models"]
-# a link may name the tab (?tab=Find+cells); seeded first, as the passage controls depend on it
-arrival = ui.arrival_query("cells")
 ui.tab_from_query(arrival, "cells_tab", tab_names if models else tab_names[3:])
 lm = None
 if models:
@@ -246,6 +252,8 @@ else:
     with tabs["Find cells"]:
         if tabs["Find cells"].open and traces is not None:
             names = list(FEATURES) + [CUSTOM]
+            if S.get("feature") not in names:          # a link's feature this page does not know
+                S.feature = names[0]
             c1, c2 = st.columns([1, 1])
             feature = c1.selectbox("Feature", names, key="feature",
                                    format_func=lambda f: FEATURES[f].label if f in FEATURES else f)
@@ -350,3 +358,6 @@ with tabs["Translation models"]:
                                            "tanh(c)", value_range=(-1, 1)), key="pick_fwd", config=ui.camera("pick_fwd", tname, sentence[:40]))
                 c2.plotly_chart(token_bars(d.source_tokens, bwd[:, int(pick)], f"encoder cell {int(pick)}, backward: "
                                            "tanh(c)", value_range=(-1, 1)), key="pick_bwd", config=ui.camera("pick_bwd", tname, sentence[:40]))
+
+ui.set_address(ui.address_of(ADDRESS, ["model", "tab"] + (["layer", "cell", "signal", "feature", "regex"]
+                                                          if S.get("cells_tab") != "Translation models" else [])))

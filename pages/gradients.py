@@ -71,7 +71,16 @@ S = st.session_state
 # kept while their tab is closed, and while the reader visits another page
 ui.keep_across_pages("gradients_tab", "radius", "forget_bias", "hidden", "length", "corpus", "passage_source",
                      "passage_typed", "max_distance")
-ui.tab_from_query(ui.arrival_query("gradients"), "gradients_tab", TABS)     # a link may name the tab (?tab=Trained+models)
+# what the address holds: a copied link reproduces the view
+ADDRESS = {"tab": ("gradients_tab", ui.choice(TABS)), "radius": ("radius", ui.number_in(*DEMO_RANGES["radius"], float)),
+           "forget_bias": ("forget_bias", ui.number_in(*DEMO_RANGES["forget_bias"], float)),
+           "hidden": ("hidden", lambda raw: int(ui.choice(["8", "16", "32", "64", "128", "256"])(raw))),
+           "length": ("length", ui.number_in(*DEMO_RANGES["length"])), "corpus": ("corpus", str),
+           "distance": ("max_distance", ui.number_in(10, 200))}
+arrival = ui.arrival_query("gradients")
+ui.tab_from_query(arrival, "gradients_tab", TABS)     # a link may name the tab (?tab=Trained+models)
+for note in ui.read_address(arrival, ADDRESS):
+    st.info(note)
 tabs = st.tabs(TABS, key="gradients_tab", on_change="rerun")
 
 # ------------------------------------------------------------------ live demonstration
@@ -126,6 +135,8 @@ for info in models:
 for group in corpora.values():
     group.sort(key=lambda i: CELL_ORDER.get(i.cell, 9))
 corpus_names = sorted(corpora, key=lambda c: (-len({i.cell for i in corpora[c]}), c))   # most cell types first
+if "corpus" in S and S["corpus"] not in corpus_names:       # a link's corpus this server does not have
+    S.pop("corpus")
 
 
 def passage_picker(with_distance: bool = False) -> tuple[str | None, list, int]:
@@ -236,3 +247,5 @@ with tabs[4]:
             st.caption("Lower is better: the mean −log₂ p of each next character of the test part (the end of the "
                        "file, never trained on). Models on one corpus share the text, the size (2 layers × 256), the "
                        "steps and the schedule; only the cell differs.")
+
+ui.set_address(ui.address_of(ADDRESS, ["tab", "radius", "forget_bias", "hidden", "length", "corpus", "distance"]))

@@ -168,9 +168,10 @@ def app_page(path: str | None = None):
     return at
 
 
-def away_and_back(at, away: str, back: str, clear_query: bool = False):
+def away_and_back(at, away: str, back: str, clear_query: bool = True):
     """Switch the app to page `away`, then back to page `back`, as a reader does in the sidebar
-    (whose links carry no query string: `clear_query` drops what the AppTest kept)."""
+    (whose links carry no query string: `clear_query` drops what the AppTest kept, as the
+    browser does; each page writes its own choices into the address)."""
     at.switch_page(away)
     at.run()
     if clear_query:
