@@ -293,7 +293,7 @@ def decode_timing(path: str) -> list[dict]:
     the background, beside a page's own work, the times showed that contention instead of
     each model's cost."""
     from s2s.bottleneck import timing_rows
-    rows = timing_rows(load_path(path), Path(path).name)
+    rows = timing_rows(load_path(path), display_name(path))
     _timed.add(path)
     return rows
 

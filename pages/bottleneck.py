@@ -22,6 +22,7 @@ from s2s.decode import Decoding
 from s2s.evaluate import bleu, chrf, evaluate_pairs
 from s2s.export import file_stem
 from s2s.figures import context_scatter, length_chart, matrix_heatmap, model_colors, token_bars
+from s2s.hub import display_name, translates_english_to_french
 from s2s.text import MAX_CHARS, MAX_SOURCE_TOKENS, InputError
 
 ui.run_through_app()     # a link's first run in Streamlit's old multipage mode: rerun through app.py
@@ -58,7 +59,7 @@ if first is None:
     st.stop()
 NONE = fixed[0]                    # the fixed-vector model
 # kept while the reader visits another page, as the other pages' choices are
-ui.keep_across_pages("bn_model", "bn_text", "bn_ref", "bn_k", "bn_n", "bn_held_out", "bn_views")
+ui.keep_across_pages("bn_model", "bn_text", "bn_ref", "bn_k", "bn_n", "bn_held_out", "bn_views", "bn_hub")
 # what the address holds: a copied link reproduces the view
 ADDRESS = {"model": ("bn_model", ui.choice(attention_models)), "text": ("bn_text", str), "reference": ("bn_ref", str),
            "sentences": ("bn_k", ui.number_in(1, len(STRESS_PAIRS))),
@@ -308,7 +309,18 @@ with c1:
     # Timed when someone asks, once per server, then shown to every visitor: timing on the
     # page's first open made that open take seconds, and timing in the background measured
     # the contention with whatever else the server was doing
-    paths = [ui.model_path(m) for m in measured]
+    # the Hugging Face models the operator offers for English->French may join, each only when
+    # chosen: one of them can take far longer to time than all the lesson's models together
+    hub_fr = [i.name for i in ui.hub_models() if i.error is None and translates_english_to_french(i.name, i.model)]
+    if st.session_state.get("bn_hub") and not set(st.session_state["bn_hub"]) <= set(hub_fr):
+        st.session_state["bn_hub"] = [h for h in st.session_state["bn_hub"] if h in hub_fr]   # no longer offered
+    chosen = st.multiselect("Also time (Hugging Face)", hub_fr, key="bn_hub", format_func=display_name,
+                            help="Models this server offers for English→French: the same six examples, forced to "
+                                 "the same references, in each model's own pieces.") if hub_fr else []
+    chosen = [h for h in chosen if ui.get_model(h) is not None]      # one that cannot load says so; the rest go on
+    timed = measured + [display_name(h) for h in chosen]
+    paths = [ui.model_path(m) for m in measured] + chosen
+    cost_colors = model_colors({m: infos[m].family for m in measured} | {display_name(h): None for h in chosen})
 
     def time_models(again: bool) -> None:
         if again:
@@ -329,14 +341,18 @@ with c1:
                    "model produces the same tokens; the fastest of 3 runs.")
     if rows:
         chart = length_chart(pd.DataFrame(rows), "m·t", "ms", x_title="m · t (source pieces × output pieces)",
-                             y_title="decode time (ms, forced, batch 1)", colors=COLORS)
+                             y_title="decode time (ms, forced, batch 1)", colors=cost_colors)
         st.altair_chart(chart, key="cost_chart")
-        ui.vega_downloads(chart, pd.DataFrame(rows), file_stem("decode-time", *measured), "cost_chart")
+        ui.vega_downloads(chart, pd.DataFrame(rows), file_stem("decode-time", *timed), "cost_chart")
+        if chosen:
+            st.caption("A Hugging Face model's m and t count its own pieces (its tokenizer; a language code or "
+                       "task prefix included), so its points sit where its own attention's m · t puts them.")
     elif failed:
         st.warning(f"Cannot time the joined examples: {failed}")
     else:
         st.caption(f"Not measured yet on this server: *Time the models* decodes the six joined examples with "
-                   f"{', '.join(f'`{m}`' for m in measured)} (a few seconds), then the chart stays for everyone.")
+                   f"{', '.join(f'`{m}`' for m in timed)} (a few seconds{', longer for a large model' if chosen else ''}), "
+                   "then the chart stays for everyone.")
     if views:
         d = views[other]
         st.markdown(f"For the input above: m = {len(d.source_tokens)} source pieces, t = {len(d.target_tokens)} output "

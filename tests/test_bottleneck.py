@@ -365,3 +365,39 @@ def test_every_vega_lite_chart_offers_svg_png_html_and_its_data(zoo_env):
     for chart in ("bleu_by_length", "stress_chart"):
         for ext in ("svg", "png", "html", "csv"):
             assert any(i.endswith(f"{chart}_{ext}") for i in ids), (chart, ext)
+
+
+def test_the_cost_view_times_an_offered_english_french_hub_model_in_its_own_pieces(zoo_env, hub_models,
+                                                                                  monkeypatch):
+    """An operator's Hugging Face model that translates English to French can join the cost
+    view when chosen (one that cannot, like a Marian model of unknown languages, is not
+    offered); its m and t are its own tokenizer's pieces; nothing hub is timed unless chosen."""
+    import s2s.bottleneck
+    import ui
+    from s2s.bottleneck import joined_example
+    from s2s.checkpoint import load_translator
+    monkeypatch.setenv("S2S_HUB_MODELS", f"{hub_models['marian']},{hub_models['m2m100']}")
+    ui.forget_timing()
+    timed = []
+    monkeypatch.setattr(s2s.bottleneck, "decode_ms", lambda tr, *a, **k: timed.append(tr.name) or 1.0)
+    at = bottleneck_page()
+    assert not at.exception
+    box = at.multiselect(key="bn_hub")
+    assert box.options == ["m2m100"] and box.value == []            # shown by name; Marian's languages unknown
+    at.button(key="bn_time").click().run()
+    assert len(timed) == 2 * len(STRESS_PAIRS)                       # the lesson's two models only
+    ui.forget_timing()
+    at.multiselect(key="bn_hub").select(str(hub_models["m2m100"])).run()
+    at.button(key="bn_time").click().run()
+    assert not at.exception
+    spec = next(c.proto.spec for c in at.get("vega_lite_chart") if "m·t" in c.proto.spec
+                or "m\\u00b7t" in c.proto.spec)
+    assert '"m2m100"' in spec                                        # drawn, with a colour of its own
+    rows = [r for r in ui.decode_timing(str(hub_models["m2m100"])) if r["model"] == "m2m100"]   # what it draws
+    tok = load_translator(hub_models["m2m100"]).tokenizer
+    src, ref = joined_example(2)
+    assert [(r["m"], r["t"]) for r in rows if r["sentences"] == 2] == [(len(tok.source_ids(src)),
+                                                                       len(tok.target_ids(ref)))]
+    assert len(rows) == len(STRESS_PAIRS) and len(timed) == 5 * len(STRESS_PAIRS)   # all three, once more
+    assert any("own pieces" in c.value for c in at.caption)
+    ui.forget_timing()
