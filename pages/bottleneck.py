@@ -63,7 +63,8 @@ ui.keep_across_pages("bn_model", "bn_text", "bn_ref", "bn_k", "bn_n", "bn_held_o
 # what the address holds: a copied link reproduces the view
 ADDRESS = {"model": ("bn_model", ui.choice(attention_models)), "text": ("bn_text", str), "reference": ("bn_ref", str),
            "sentences": ("bn_k", ui.number_in(1, len(STRESS_PAIRS))),
-           "contexts": ("bn_views", lambda raw: {"on": True, "off": False}[raw])}
+           "contexts": ("bn_views", lambda raw: {"on": True, "off": False}[raw]),
+           "time": ("bn_hub", lambda raw: raw.split(","))}      # hub models the cost view adds (only offered ones kept)
 for note in ui.read_address(ui.arrival_query("bottleneck"), ADDRESS):
     st.info(note)
 if st.session_state.get("bn_model") not in attention_models:     # a kept model no longer in checkpoints/
@@ -77,7 +78,8 @@ def write_address() -> None:
     """The address holds the view's choices; called at the end of the page and by the context
     vectors' fragment, whose switch reruns that section alone."""
     ui.set_address(ui.address_of(ADDRESS, ["model", "text", "reference", "sentences"])
-                   | {"model": other, "contexts": "on" if st.session_state.get("bn_views") else None})
+                   | {"model": other, "contexts": "on" if st.session_state.get("bn_views") else None,
+                      "time": ",".join(st.session_state.get("bn_hub") or []) or None})
 
 
 models = [NONE, other]             # side by side: the same recurrent model with and without attention

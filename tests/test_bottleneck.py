@@ -6,7 +6,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import app_page, away_and_back
+from conftest import ROOT, app_page, away_and_back
 from s2s.bottleneck import (
     STRESS_PAIRS,
     StressRow,
@@ -400,4 +400,11 @@ def test_the_cost_view_times_an_offered_english_french_hub_model_in_its_own_piec
                                                                        len(tok.target_ids(ref)))]
     assert len(rows) == len(STRESS_PAIRS) and len(timed) == 5 * len(STRESS_PAIRS)   # all three, once more
     assert any("own pieces" in c.value for c in at.caption)
+    assert at.query_params["time"] in (str(hub_models["m2m100"]), [str(hub_models["m2m100"])])   # a copied link
+    from streamlit.testing.v1 import AppTest
+    linked = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90).run()
+    linked.query_params["time"] = f"{hub_models['m2m100']},hf:not/offered"
+    linked.switch_page("pages/bottleneck.py")
+    linked.run()
+    assert not linked.exception and linked.multiselect(key="bn_hub").value == [str(hub_models["m2m100"])]
     ui.forget_timing()
