@@ -551,8 +551,12 @@ with tabs[1]:
                          column_config={k: st.column_config.NumberColumn(format="%.0f%%")
                                         for k in [*abbr.values(), "permuted"]})
             sizes = sorted({(r["sentences"], r["steps"]) for r in summary["rows"]})
+            unpermuted = [r["model"] for r in summary["rows"] if r["permutation_survival"] is None]
             st.caption(", ".join(f"{n} sentences ({k:,} steps)" for n, k in sizes) + " per model. IG: integrated "
-                       f"gradients; LOO: leave-one-out. Written by `{summary['command']}`.")
+                       "gradients; LOO: leave-one-out. "
+                       + (f"{', '.join(unpermuted)}: no permuted figure, as a Transformer has layers × heads of "
+                          "attention, not one α per step; its τ is against the last layer's head mean. "
+                          if unpermuted else "") + f"Written by `{summary['command']}`.")
 
 # ------------------------------------------------------------------ your corpus
 with tabs[2]:
