@@ -1,6 +1,7 @@
 """A copied link reproduces the view, in a real Chromium: on each page, change what is shown,
 read the address bar, open that address in a fresh browser context, and compare."""
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -64,14 +65,20 @@ def ticks(page, chart: str):
     return page.locator(f"{live} .xtick text, {live} .ytick text")
 
 
-def fresh(b, address: str):
-    """The address opened in a new browser context: no cookies, no session, nothing shared."""
+@contextmanager
+def reopened(b, address: str):
+    """The address opened in a new browser context (no cookies, no session, nothing shared):
+    the block compares what it shows; no exception may be on the page at the end."""
     context = b.new_context(viewport={"width": 1280, "height": 720})
-    page = context.new_page()
-    page.goto(address)
-    page.wait_for_selector("[data-testid='stMain']", timeout=90_000)
-    settled(page)
-    return context, page
+    try:
+        page = context.new_page()
+        page.goto(address)
+        page.wait_for_selector("[data-testid='stMain']", timeout=90_000)
+        settled(page)
+        yield page
+        assert not exceptions(page)
+    finally:
+        context.close()
 
 
 def selected_tab(page):
@@ -100,15 +107,11 @@ def test_translate(app):
     address = address_holds(page, text=text, view="pieces", tab="Beam tree")
     pieces = drawn(page, HEATMAP, unlike=words)
     context.close()
-    context, other = fresh(b, address)
-    try:
+    with reopened(b, address) as other:
         expect(other.get_by_role("textbox", name="English text")).to_have_value(text, timeout=60_000)
         expect(selected_tab(other)).to_have_text("Beam tree", timeout=60_000)
         expect(other.get_by_role("radio", name="Pieces")).to_have_attribute("aria-checked", "true", timeout=60_000)
         expect(ticks(other, HEATMAP)).to_have_text(pieces, timeout=60_000)     # the same pieces
-        assert not exceptions(other)
-    finally:
-        context.close()
 
 
 def test_alignment(app):
@@ -124,15 +127,11 @@ def test_alignment(app):
     address = address_holds(page, pair="7", model="en-fr-additive", pairs="trial", tab="Against human alignments")
     seven = drawn(page, GOLD, unlike=four)                 # pair 7's words
     context.close()
-    context, other = fresh(b, address)
-    try:
+    with reopened(b, address) as other:
         # the number box first paints its minimum, then the value the server set: wait for it
         expect(other.get_by_role("spinbutton", name="Pair (1–37)")).to_have_value("7", timeout=60_000)
         expect(selected_tab(other)).to_have_text("Against human alignments", timeout=60_000)
         expect(ticks(other, GOLD)).to_have_text(seven, timeout=60_000)            # pair 7 drawn
-        assert not exceptions(other)
-    finally:
-        context.close()
 
 
 def test_bottleneck(app):
@@ -144,13 +143,9 @@ def test_bottleneck(app):
     page.get_by_text("Show both models' context vectors").click()
     address = address_holds(page, contexts="on", model=None)
     context.close()
-    context, other = fresh(b, address)
-    try:
+    with reopened(b, address) as other:
         expect(other.get_by_role("switch", name="Show both models' context vectors")).to_be_checked(timeout=60_000)
         other.wait_for_selector("[class*='st-key-sim_'] .js-plotly-plot", timeout=60_000)
-        assert not exceptions(other)
-    finally:
-        context.close()
 
 
 @pytest.mark.parametrize("path,tab", [("/gradients", "Trained models"), ("/cells", "Gates")])
@@ -163,9 +158,5 @@ def test_gradients_and_cells(app, path, tab):
     page.get_by_role("tab", name=tab).click()
     address = address_holds(page, tab=tab)
     context.close()
-    context, other = fresh(b, address)
-    try:
+    with reopened(b, address) as other:
         expect(selected_tab(other)).to_have_text(tab, timeout=60_000)
-        assert not exceptions(other)
-    finally:
-        context.close()
