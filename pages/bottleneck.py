@@ -357,7 +357,7 @@ with c1:
                    "then the chart stays for everyone.")
     if views:
         d = views[other]
-        st.markdown(f"For the input above: m = {len(d.source_tokens)} source pieces, t = {len(d.target_tokens)} output "
+        st.markdown(f"For the text under *Side by side*, read by `{other}`: m = {len(d.source_tokens)} source pieces, t = {len(d.target_tokens)} output "
                     f"pieces, so the attention model computes **{len(d.source_tokens) * len(d.target_tokens):,} "
                     "attention weights**; the `none` model computes none.")
     if len(measured) > 2 and views:
