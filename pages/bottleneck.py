@@ -146,10 +146,11 @@ with c1:
         st.altair_chart(chart, key="bleu_by_length")
         ui.vega_downloads(chart, pd.DataFrame(rows), file_stem("bleu-by-length", *measured,
                                                                "greedy" if recomputed else "beam5"), "bleu_by_length")
-        st.caption("From each checkpoint's metrics.json (beam 5, held-out joined Tatoeba pairs); reproduce with "
-                   "`python -m s2s.evaluate --model checkpoints/NAME --test examples/test_long.tsv --beam 5`."
-                   + (f" Recomputed here with greedy decoding, on {st.session_state.get('bn_recomputed_on')}."
-                      if recomputed else ""))
+        # one source a caption: the recomputed figures replace the shipped ones, so only they are named
+        st.caption(f"Recomputed here with greedy decoding, on {st.session_state.get('bn_recomputed_on')}."
+                   if recomputed else
+                   "From each checkpoint's metrics.json (beam 5, held-out joined Tatoeba pairs); reproduce with "
+                   "`python -m s2s.evaluate --model checkpoints/NAME --test examples/test_long.tsv --beam 5`.")
     else:
         st.info("These checkpoints have no BLEU-by-length figures in their metrics.json.")
     c3, c4 = st.columns([1, 2])

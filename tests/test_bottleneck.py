@@ -197,6 +197,7 @@ def test_recompute_on_held_out_pairs(zoo_env, tmp_path):
     assert sum(b["n"] for b in got["en-fr-additive"]) == 40
     assert "Recomputed here with greedy decoding, on the first 40 pairs of your uploaded file" in \
         " ".join(c.value for c in at.caption)
+    assert not any("metrics.json (beam 5" in c.value for c in at.caption)     # one source named, not two
 
 
 def test_context_scatter_says_when_every_step_reads_the_same_vector():
