@@ -63,7 +63,7 @@ ui.keep_across_pages("bn_model", "bn_text", "bn_ref", "bn_k", "bn_n", "bn_held_o
 # what the address holds: a copied link reproduces the view
 ADDRESS = {"model": ("bn_model", ui.choice(attention_models)), "text": ("bn_text", str), "reference": ("bn_ref", str),
            "sentences": ("bn_k", ui.number_in(1, len(STRESS_PAIRS))),
-           "contexts": ("bn_views", lambda raw: {"on": True, "off": False}[raw]),
+           "contexts": ("bn_views", lambda raw: ui.choice(["on", "off"])(raw) == "on"),
            "time": ("bn_hub", lambda raw: raw.split(","))}      # hub models the cost view adds (only offered ones kept)
 for note in ui.read_address(ui.arrival_query("bottleneck"), ADDRESS):
     st.info(note)

@@ -409,3 +409,17 @@ def test_the_cost_view_times_an_offered_english_french_hub_model_in_its_own_piec
     linked.run()
     assert not linked.exception and linked.multiselect(key="bn_hub").value == [str(hub_models["m2m100"])]
     ui.forget_timing()
+
+
+def test_a_links_bad_values_are_notes_never_a_crash(zoo_env):
+    """Every address field a link may hold: a value the page cannot use is ignored with a note."""
+    from streamlit.testing.v1 import AppTest
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90).run()
+    for k, v in {"contexts": "maybe", "sentences": "99", "model": "nope", "time": "<script>x</script>"}.items():
+        at.query_params[k] = v
+    at.switch_page("pages/bottleneck.py")
+    at.run()
+    assert not at.exception
+    notes = " ".join(i.value for i in at.info)
+    assert "contexts=" in notes and "sentences=" in notes and "model=" in notes
+    assert "<script>" not in "".join(m.value for m in at.markdown)         # nothing of the link drawn as markup
