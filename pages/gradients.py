@@ -71,10 +71,11 @@ S = st.session_state
 # kept while their tab is closed, and while the reader visits another page
 ui.keep_across_pages("gradients_tab", "radius", "forget_bias", "hidden", "length", "corpus", "passage_source",
                      "passage_typed", "max_distance")
+HIDDEN_SIZES = [8, 16, 32, 64, 128, 256]          # the live demonstration's slider, and what a link may name
 # what the address holds: a copied link reproduces the view
 ADDRESS = {"tab": ("gradients_tab", ui.choice(TABS)), "radius": ("radius", ui.number_in(*DEMO_RANGES["radius"], float)),
            "forget_bias": ("forget_bias", ui.number_in(*DEMO_RANGES["forget_bias"], float)),
-           "hidden": ("hidden", lambda raw: int(ui.choice(["8", "16", "32", "64", "128", "256"])(raw))),
+           "hidden": ("hidden", lambda raw: int(ui.choice([str(h) for h in HIDDEN_SIZES])(raw))),
            "length": ("length", ui.number_in(*DEMO_RANGES["length"])), "corpus": ("corpus", str),
            "distance": ("max_distance", ui.number_in(10, 200))}
 arrival = ui.arrival_query("gradients")
@@ -93,7 +94,7 @@ with tabs[0]:
             forget_bias = st.slider("Forget-gate bias", *DEMO_RANGES["forget_bias"], DEMO_DEFAULTS["forget_bias"], 0.5,
                                     key="forget_bias", help="The LSTM's f and the GRU's 1 − z start at sigmoid(bias): "
                                                             "how much memory they keep per step at rest.")
-            hidden = st.select_slider("Hidden size", [8, 16, 32, 64, 128, 256], DEMO_DEFAULTS["hidden"], key="hidden")
+            hidden = st.select_slider("Hidden size", HIDDEN_SIZES, DEMO_DEFAULTS["hidden"], key="hidden")
             length = st.slider("Sequence length T", *DEMO_RANGES["length"], DEMO_DEFAULTS["length"], 10, key="length")
         try:
             flows = [untrained_cached(c, float(radius), float(forget_bias), int(hidden), int(length))

@@ -117,7 +117,7 @@ def step_log_probs(model: Seq2Seq, x: torch.Tensor, src: torch.Tensor, tgt: torc
     y_in = torch.cat([tgt.new_tensor([BOS]), tgt[:-1]])
     chunks, n = [], R                   # the batch: rows [0, n) still decode
     for k in range(last_sorted[0] + 1):
-        st = model.decode_step(y_in[k].expand(n), state, feed, memory, with_logits=False)
+        st = model.step(y_in[k].expand(n), state, feed, memory, with_logits=False)
         going_on = sum(1 for v in last_sorted if v > k)
         if going_on < n:                # rows [going_on, n) end here (sorted descending)
             a, b = going_on, n

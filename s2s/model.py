@@ -257,16 +257,12 @@ class Seq2Seq(nn.Module):
         return match.to(read.dtype) * F.pad(read[:, :-1], (1, 0))
 
     # ------------------------------------------------------------ decoding
-    def decode_step(self, y_prev: torch.Tensor, state: State, feed: torch.Tensor, memory: Memory,
-                    with_logits: bool = True) -> Step:
-        """`step` for inference (no dropout), about twice as fast at batch 1.
+    def decode_step(self, y_prev: torch.Tensor, state: State, feed: torch.Tensor, memory: Memory) -> Step:
+        """`step` for inference (no dropout, no gradients), about twice as fast at batch 1.
 
         The same equations, but with weights transposed once (x @ W reads memory in order,
         which matters for the 8000 x 256 output layer) and the LSTM written out (lstm.py), its
-        gates' embedding part precomputed for every token (an 8000 x 1024 table, 33 MB).
-        The weights are detached copies: gradients reach the source side (state, feed,
-        memory: attributions, s2s/explain.py), never the weights. with_logits=False stops
-        before the output layer (logits = h~), as `step` does."""
+        gates' embedding part precomputed for every token (an 8000 x 1024 table, 33 MB)."""
         w = self._decode_weights()
         read = state[-1] if self.next_piece is not None else None
         if w.decoder is not None:
@@ -282,8 +278,6 @@ class Seq2Seq(nn.Module):
         if read is not None:
             state = state + (alpha,)
         feed = torch.mm(torch.cat([context, s], dim=-1), w.combine).tanh_()
-        if not with_logits:
-            return Step(feed, state, feed, alpha, context)
         logits = self._decode_output(feed, w)
         if self.copy_gate is not None:
             logits = self.point(logits, alpha, memory.src, context, s)
@@ -299,9 +293,7 @@ class Seq2Seq(nn.Module):
 
     def _decode_weights(self) -> "DecodeWeights":
         if self._decode_cache is None:   # built on first use after loading; train() drops it
-            # normal tensors even when first built under inference_mode: attributions (explain.py)
-            # differentiate through decode_step, and autograd cannot save inference tensors
-            with torch.inference_mode(False), torch.no_grad():
+            with torch.no_grad():
                 V, k = self.cfg.vocab_size, OUTPUT_CHUNKS
                 pad = -V % k                       # pad the vocabulary to k equal slices
                 weight = F.pad(self.embed.weight, (0, 0, 0, pad))              # (V + pad, E)
