@@ -6,21 +6,24 @@ from pathlib import Path
 
 import streamlit as st
 
-import ui
+import ui.address
+import ui.show
+import ui.warm
 
-ui.run_through_app()     # a link's first run in Streamlit's old multipage mode: rerun through app.py
+ui.address.run_through_app()     # a link's first run in Streamlit's old multipage mode: rerun through app.py
 
 # The icon is a file served by the app itself: a ":material/…" icon makes the browser fetch
 # the favicon from fonts.gstatic.com, and the app fetches nothing from the network.
-st.set_page_config(page_title="Seq2Seq Explorer", page_icon=str(Path(__file__).parent / "assets" / "icon.png"),
-                   layout="wide")
+ICON = str(Path(__file__).parent / "assets" / "icon.png")
+st.set_page_config(page_title="Seq2Seq Explorer", page_icon=ICON, layout="wide")
 # Less empty space above the title: on a 1280x720 projector every line counts.
-# (.st-key-plotly_early: the hidden chart of ui.load_plotly_early or ui.preload_chart_scripts, there to load Plotly's script;
-# .st-key-vega_early: the Vega-Lite one of ui.preload_chart_scripts, off-screen: a chart of no width is never drawn)
+# (.st-key-plotly_early: the hidden chart of ui.warm.load_plotly_early or ui.warm.preload_chart_scripts, there to
+# load Plotly's script; .st-key-vega_early: the Vega-Lite one of ui.warm.preload_chart_scripts, off-screen: a chart
+# of no width is never drawn)
 st.markdown("<style>.block-container{padding-top:2.2rem} .st-key-plotly_early{display:none} "
             ".st-key-vega_early{position:absolute;left:-10000px;top:0;width:80px;height:30px;overflow:hidden}</style>",
             unsafe_allow_html=True)
-ui.warm_up()          # once per server, in the background: torch and every model loaded and warmed
+ui.warm.warm_up()     # once per server, in the background: torch and every model loaded and warmed
 
 pages = [   # the lecture's outline first, then the pages in the lecture's order: gated cells and gradients first
     st.Page("pages/start.py", title="Start here", icon=":material/school:", default=True),
@@ -33,6 +36,19 @@ pages = [   # the lecture's outline first, then the pages in the lecture's order
 page = st.navigation(pages)
 # A page reads the URL's query string when the user arrives on it (a shared link, a link on
 # the start page), never on its later reruns, which keep what the user changed since.
-ui.note_arrival(page.url_path)
-ui.restore_kept()     # the widgets a page asked to keep survive a visit to another page
+ui.address.note_arrival(page.url_path)     # (projector=on or off in a link sets the switch below)
+# The Projector switch, for a class: larger labels on every chart (ui.show.plotly_chart) and
+# table, and the sidebar collapsed, so the charts get its width. Kept in the address
+# (ui.address.set_address) and across pages; the sidebar's arrow brings the switch back.
+st.sidebar.toggle("Projector", key="projector",
+                  help="For a class: larger labels on every chart and table, the sidebar collapsed. "
+                       "Kept in the page's address (projector=on).")
+if ui.show.projector():
+    st.set_page_config(page_title="Seq2Seq Explorer", page_icon=ICON, layout="wide", initial_sidebar_state="collapsed")
+    # a table drawn 1.25x as large, in 80% of its column's width: 100% once zoomed
+    st.markdown("<style>[data-testid='stDataFrame'], [data-testid='stTable'] {zoom: 1.25; width: 80% !important; "
+                "max-width: 80% !important}</style>", unsafe_allow_html=True)
+else:
+    st.set_page_config(page_title="Seq2Seq Explorer", page_icon=ICON, layout="wide", initial_sidebar_state="auto")
+ui.address.restore_kept()     # the widgets a page asked to keep survive a visit to another page
 page.run()

@@ -1,8 +1,8 @@
 """Alignment & Explanation: is attention an alignment, and is it an explanation?
 
 The page is layout and widgets only; the measurements are s2s.alignment (against human
-word alignments) and s2s.explain (against attributions and counterfactual attention), the
-figures s2s.figures.
+word alignments), s2s.attributions (against attributions) and s2s.counterfactual
+(counterfactual attention), the figures s2s.figures.
 """
 import json
 import os
@@ -12,7 +12,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-import ui
+import ui.address
+import ui.models
+import ui.show
 from s2s.alignment import (
     DEFAULT_RULE,
     RULE_PARAMS,
@@ -27,6 +29,7 @@ from s2s.alignment import (
     shifted,
     word_attention,
 )
+from s2s.attributions import METHODS, explain
 from s2s.corpus_alignment import (
     corpus_head_scores,
     corpus_weights,
@@ -36,12 +39,19 @@ from s2s.corpus_alignment import (
     upload_corpus,
     weights_links,
 )
-from s2s.explain import EPSILON, KINDS, METHODS, counterfactual, explain
+from s2s.counterfactual import EPSILON, KINDS, counterfactual
 from s2s.export import file_stem, matrix_json, plotly_config
-from s2s.figures import attribution_grid, counterfactual_figure, gold_alignment_figure, head_aer_figure, tau_figure
+from s2s.figures import (
+    attribution_grid,
+    counterfactual_figure,
+    gold_alignment_figure,
+    head_aer_figure,
+    label_px,
+    tau_figure,
+)
 from s2s.text import MAX_CORPUS_BYTES, MAX_CORPUS_PAIRS, InputError, clean_text
 
-ui.run_through_app()     # a link's first run in Streamlit's old multipage mode: rerun through app.py
+ui.address.run_through_app()     # a link's first run in Streamlit's old multipage mode: rerun through app.py
 
 ROOT = Path(__file__).resolve().parent.parent
 TRIAL = ROOT / "examples" / "hansards_trial"
@@ -65,17 +75,20 @@ LONG = {"grad_x_input": "grad × input", "integrated_gradients": "integrated gra
         "leave_one_out": "leave-one-out"}
 TABS = ["Against human alignments", "Attention vs attribution", "Your corpus"]
 # what the address holds (?model=...&pair=4&rule=shift): a copied link reproduces the view
-ADDRESS = {"model": ("align_model", str), "tab": ("alignment_tab", ui.choice(TABS)),
-           "pairs": ("gold_source", ui.choice(["trial", "test", "typed"])), "pair": ("gold_pair", int),
-           "rule": ("rule", ui.choice(RULES)), "en": ("typed_en", str), "fr": ("typed_fr", str),
+ADDRESS = {"model": ("align_model", str), "tab": ("alignment_tab", ui.address.choice(TABS)),
+           "pairs": ("gold_source", ui.address.choice(["trial", "test", "typed"])), "pair": ("gold_pair", int),
+           "rule": ("rule", ui.address.choice(RULES)), "en": ("typed_en", str), "fr": ("typed_fr", str),
            "text": ("explain_text", str), "reference": ("explain_reference", str), "step": ("cf_step", int),
-           "kind": ("cf_kind", ui.choice(KINDS)), "eps": ("cf_eps", float),
-           "corpus": ("corpus_source", ui.choice(["example", "upload"])), "corpus_rule": ("corpus_rule", ui.choice(RULES)),
+           "kind": ("cf_kind", ui.address.choice(KINDS)), "eps": ("cf_eps", float),
+           "corpus": ("corpus_source", ui.address.choice(["example", "upload"])), "corpus_rule": ("corpus_rule", ui.address.choice(RULES)),
            "corpus_head": ("corpus_head", str), "corpus_pair": ("corpus_pair", int)}
 ADDRESS_OF_TAB = {TABS[0]: ["pairs", "pair", "en", "fr", "rule"],
                   TABS[1]: ["text", "reference", "step", "kind", "eps"],
                   TABS[2]: ["corpus", "corpus_rule", "corpus_head", "corpus_pair"]}
 CORPUS_SOURCES = {"example": "Example: the 37 Hansards trial pairs and their gold", "upload": "Upload a file"}
+# a link scrolls the tab bar just below the header (~64-104 px at 1280 x 720): the gold figure, the
+# tab's first element beside the choices (from ~136 px), has what is left of 720 px
+GOLD_PX = 576
 EXAMPLE = "She has a big black dog."
 EXAMPLE_REFERENCE = "Elle a un gros chien noir."
 
@@ -99,13 +112,13 @@ def gold_pairs(folder: str, split: str) -> list[GoldPair]:
 
 @st.cache_data(max_entries=256, show_spinner=False)
 def word_attention_cached(path: str, english: tuple, french: tuple, shift: bool = False):
-    return word_attention(ui.load_path(path), english, french, shift=shift)
+    return word_attention(ui.models.load_path(path), english, french, shift=shift)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def head_aer_cached(path: str, folder: str, split: str, rule: str) -> dict:
     """AER of every layer x head of a Transformer on a gold set, with `rule` (s2s.alignment.head_scores)."""
-    tr = ui.load_path(path)
+    tr = ui.models.load_path(path)
     pairs = gold_pairs(folder, split)
     heads = [word_attention(tr, g.english, g.french, heads=True, shift=shifted(rule)) for g in pairs]
     table = head_scores(heads, pairs, rule, **RULE_PARAMS[rule])
@@ -116,17 +129,17 @@ def head_aer_cached(path: str, folder: str, split: str, rule: str) -> dict:
 
 @st.cache_data(max_entries=64, show_spinner="Explaining: gradients, integrated gradients, leave-one-out…")
 def explain_cached(path: str, text: str, reference: str | None):
-    return explain(ui.load_path(path), text, reference)
+    return explain(ui.models.load_path(path), text, reference)
 
 
 @st.cache_data(max_entries=64, show_spinner="Replacing the attention…")
 def counterfactual_cached(path: str, text: str, step: int, kind: str, epsilon: float, target: tuple):
-    return counterfactual(ui.load_path(path), text, step, kind, epsilon=epsilon, target=list(target))
+    return counterfactual(ui.models.load_path(path), text, step, kind, epsilon=epsilon, target=list(target))
 
 
 def attention_models() -> list:
     """The shipped models with attention, and the hub models the operator offers."""
-    return [i for i in ui.translation_models() + ui.hub_models() if i.has_attention]
+    return [i for i in ui.models.translation_models() + ui.models.hub_models() if i.has_attention]
 
 
 def within(value, low, high):
@@ -155,7 +168,7 @@ def heads_of_model(name: str, source: str, english, french, rule: str, gold) -> 
     l, k = h["best"]
     c1, c2 = st.columns([2, 3])
     with c1:
-        st.plotly_chart(head_aer_figure(np.array(h["aer"]), (l, k)), key="head_aer", width="stretch",
+        ui.show.plotly_chart(head_aer_figure(np.array(h["aer"]), (l, k)), key="head_aer", width="stretch",
                         config=plotly_config(file_stem("head-aer", name, source, rule)))
         st.caption(f"AER of each layer × head's cross-attention read as links ({rule}) over the {h['pairs']} "
                    f"{source} pairs; lower is better. Outlined: the best, layer {l + 1} · head {k + 1} "
@@ -164,7 +177,7 @@ def heads_of_model(name: str, source: str, english, french, rule: str, gold) -> 
     with c2:
         w = word_attention_heads_cached(path, tuple(english), tuple(french), shifted(rule))[l, k]
         predicted = links(w, rule, **RULE_PARAMS[rule])
-        st.plotly_chart(gold_alignment_figure(english, french, w, set(gold.sure), set(gold.possible), predicted,
+        ui.show.plotly_chart(gold_alignment_figure(english, french, w, set(gold.sure), set(gold.possible), predicted,
                                               words="gold words"), width="stretch", key="best_head_figure",
                         config=plotly_config(file_stem("alignment", name, f"L{l + 1}H{k + 1}", rule,
                                                        " ".join(english)[:40])))
@@ -174,12 +187,12 @@ def heads_of_model(name: str, source: str, english, french, rule: str, gold) -> 
 
 @st.cache_data(max_entries=256, show_spinner=False)
 def word_attention_heads_cached(path: str, english: tuple, french: tuple, shift: bool = False):
-    return word_attention(ui.load_path(path), english, french, heads=True, shift=shift)
+    return word_attention(ui.models.load_path(path), english, french, heads=True, shift=shift)
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
 def corpus_weights_cached(path: str, pairs: tuple, shift: bool, heads: bool) -> list:
-    return corpus_weights(ui.load_path(path), pairs, shift, heads)
+    return corpus_weights(ui.models.load_path(path), pairs, shift, heads)
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
@@ -313,10 +326,10 @@ def corpus_view(name: str, path: str, transformer: bool) -> None:
                                         set(g.possible) if g else set(), found[i],
                                         words="gold words" if g else "your words")
             pair_stem = f"{corpus_stem}_pair{i + 1}"
-            st.plotly_chart(fig, width="stretch", key="corpus_figure", config=plotly_config(pair_stem))
-            ui.chart_downloads(fig, pair_stem, "corpus_pair",
-                               pair_export(name, pairs[i][0], pairs[i][1], w, rule, found[i], g,
-                                           MATRIX_WHAT + reading_of(head, transformer)))
+            ui.show.plotly_chart(fig, width="stretch", key="corpus_figure", config=plotly_config(pair_stem))
+            ui.show.chart_downloads(fig, pair_stem, "corpus_pair",
+                                    pair_export(name, pairs[i][0], pairs[i][1], w, rule, found[i], g,
+                                                MATRIX_WHAT + reading_of(head, transformer)))
     # the scores first: the sentences are long, and at 1280 px they pushed the scores off-screen
     table = pd.DataFrame(rows)
     table = table[[c for c in ("pair", "links", "AER", "precision", "recall") if c in table] + ["English", "French"]]
@@ -329,15 +342,15 @@ def corpus_view(name: str, path: str, transformer: bool) -> None:
             h = corpus_head_aer_cached(path, tuple(pairs), tuple(gold), rule)
         l, k = h["best"]
         c1, _ = st.columns([2, 3])
-        c1.plotly_chart(head_aer_figure(np.array(h["aer"]), (l, k)), key="corpus_head_aer", width="stretch",
-                        config=plotly_config(file_stem("head-aer", stem, name, rule)))
+        ui.show.plotly_chart(head_aer_figure(np.array(h["aer"]), (l, k)), key="corpus_head_aer", width="stretch",
+                        config=plotly_config(file_stem("head-aer", stem, name, rule)), where=c1, share=0.5)
         c1.caption(f"AER of each layer × head's links ({rule}) over these {len(pairs)} pairs; lower is better. "
                    f"Outlined: the best, layer {l + 1} · head {k + 1} (AER {h['aer'][l][k]:.3f}).")
 
 
 st.title("Alignment & Explanation")
-query = ui.arrival_query("alignment")       # read before any st.stop below, so it is never left for a later run
-for note in ui.read_address(query, ADDRESS):
+query = ui.address.arrival_query("alignment")       # read before any st.stop below, so it is never left for a later run
+for note in ui.address.read_address(query, ADDRESS):
     st.info(note)
 st.caption("Attention is drawn as if it were an alignment and read as if it were an explanation. "
            "Here both are measured: against human word alignments, and against what actually drives the output.")
@@ -349,26 +362,28 @@ if not models:
 by_name = {m.name: m for m in models}
 S = st.session_state
 # kept while their tab is closed, and while the reader visits another page
-ui.keep_across_pages("align_model", "alignment_tab", "gold_source", "gold_pair", "rule", "typed_en", "typed_fr",
-                     "explain_text", "explain_reference", "cf_step", "cf_kind", "cf_eps", "corpus_source",
-                     "corpus_rule", "corpus_head", "corpus_pair")
+ui.address.keep_across_pages("align_model", "alignment_tab", "gold_source", "gold_pair", "rule", "typed_en", "typed_fr",
+                             "explain_text", "explain_reference", "cf_step", "cf_kind", "cf_eps", "corpus_source",
+                             "corpus_rule", "corpus_head", "corpus_pair")
 if S.get("align_model") not in by_name:
-    S["align_model"] = ui.DEFAULT_MODEL if ui.DEFAULT_MODEL in by_name else models[0].name
+    S["align_model"] = ui.models.DEFAULT_MODEL if ui.models.DEFAULT_MODEL in by_name else models[0].name
 with st.sidebar:
     st.markdown("### Model")
     name = st.selectbox("Attention model", list(by_name), key="align_model",
-                        format_func=lambda n: ui.model_label(by_name[n]) if by_name[n].is_hub else n,
+                        format_func=lambda n: ui.models.model_label(by_name[n]) if by_name[n].is_hub else n,
                         help=f"The {len(models)} models with attention; a fixed-vector model has no "
                              "attention to compare.")
     st.caption(f"**{by_name[name].attention} attention.** {by_name[name].description}")
-    for bad in [i for i in ui.hub_models() if i.error]:
+    for bad in [i for i in ui.models.hub_models() if i.error]:
         st.warning(f"Skipped a model: {bad.error}")
-tr = ui.get_model(name)
+tr = ui.models.get_model(name)
 if tr is None:
     st.stop()
-path = ui.model_path(name)
-ui.tab_from_query(query, "alignment_tab", TABS)     # a link may name the tab (?tab=Attention+vs+attribution)
+path = ui.models.model_path(name)
+ui.address.tab_from_query(query, "alignment_tab", TABS)     # a link may name the tab (?tab=Attention+vs+attribution)
 tabs = st.tabs(TABS, key="alignment_tab", on_change="rerun")
+if query.get("tab") in TABS:     # a link to a tab (the Start page's): the tab bar just below the header
+    ui.address.scroll_into_view('[data-testid="stTabs"]')
 
 # ------------------------------------------------------------------ gold alignments
 with tabs[0]:
@@ -405,6 +420,7 @@ with tabs[0]:
             except (InputError, GoldError) as e:
                 st.error(str(e))
                 english = None
+            scores = st.container()      # this pair's AER and co., under the choices: the figure gets the height
         with right:
             if english:
                 try:
@@ -418,34 +434,40 @@ with tabs[0]:
                     possible = set(gold.possible) if gold else set()
                     if gold is not None:
                         s = score([predicted], [gold])
-                        c = st.columns(4)
+                        c = scores.columns(2, gap="small")
                         c[0].metric("AER (this pair)", f"{s.aer:.3f}", help="1 − (|A∩S| + |A∩P|) / (|A| + |S|); "
                                                                             "0 is perfect")
-                        c[1].metric("Precision", f"{s.precision:.3f}", help="|A∩P| / |A|")
-                        c[2].metric("Recall", f"{s.recall:.3f}", help="|A∩S| / |S|")
-                        c[3].metric("Links: model / sure", f"{len(predicted)} / {len(sure)}",
+                        c[1].metric("Links: model/sure", f"{len(predicted)}/{len(sure)}",
                                     help="|A|, the model's links, and |S|, the annotators' Sure links")
+                        c[0].metric("Precision", f"{s.precision:.3f}", help="|A∩P| / |A|")
+                        c[1].metric("Recall", f"{s.recall:.3f}", help="|A∩S| / |S|")
                     else:
                         st.caption("A typed pair has no human links: only the model's are drawn.")
+                    # as tall as a link's first screen has room for below the tab bar (the tab's first
+                    # thing, beside the choices): GOLD_PX
                     fig = gold_alignment_figure(english, french, w, sure, possible, predicted,
-                                                words="gold words" if gold else "your words")
+                                                words="gold words" if gold else "your words",
+                                                height=GOLD_PX - (40 if gold is None else 0),
+                                                label_size=label_px(ui.show.projector()))
                     pair_stem = file_stem("alignment", name, f"{source}{int(n) if gold else ''}", rule,
                                           "" if gold else " ".join(english)[:40])
-                    st.plotly_chart(fig, width="stretch", key="gold_figure", config=plotly_config(pair_stem))
+                    with st.container(key="point_gold"):
+                        ui.show.plotly_chart(fig, share=0.75, width="stretch", key="gold_figure",
+                                             config=plotly_config(pair_stem))
                     st.caption(f"Shaded: {name}'s attention, forced to read {'the gold' if gold else 'your'} French, "
                                "summed over each English word's pieces and averaged over each French word's"
                                + (", each French word read at the step that has it as input (shift)" if shifted(rule)
                                   else "") + ". Black "
                                f"crosses: its links ({rule})."
                                + (" Red squares: the annotators' Sure links; light red: Possible." if gold else ""))
-                    ui.chart_downloads(fig, pair_stem, "gold_pair",
-                                       pair_export(name, english, french, w, rule, predicted, gold,
-                                                   MATRIX_WHAT + reading_of(None, is_transformer)))
+                    ui.show.chart_downloads(fig, pair_stem, "gold_pair",
+                                            pair_export(name, english, french, w, rule, predicted, gold,
+                                                        MATRIX_WHAT + reading_of(None, is_transformer)))
         if is_transformer and source != "typed" and english:
             st.subheader("Every layer × head as an aligner")
             heads_of_model(name, source, english, french, rule, gold)
         st.subheader("Every model on the test set")
-        table = ui.results_file(ALIGNMENT_RESULTS)
+        table = ui.models.results_file(ALIGNMENT_RESULTS)
         if table is None:
             st.info("No `results/alignment.json` yet: `python -m s2s.alignment --gold DIR --table "
                     "results/alignment.json` writes it.")
@@ -480,29 +502,35 @@ with tabs[1]:
                 st.error(str(err))
                 e = None
             if e is not None:
-                ui.escaped(e.translation, "1.3rem")
+                ui.show.escaped(e.translation, "1.3rem")
                 for typed, whose, target in ((text, "the English", False),
                                              (None if stale else reference, "the French", True)):
                     if typed and (unknown := tr.tokenizer.unknown_characters(typed, target)):
-                        st.caption(ui.unknown_characters_note(unknown, whose))
+                        st.caption(ui.show.unknown_characters_note(unknown, whose))
                 taus = e.kendall_tau()
                 same = e.argmax_agreement()
                 summary = "; ".join(f"{LONG[m]} median τ = {pd.Series(taus[m]).median():+.2f}, same top source "
                                     f"piece at {sum(same[m])} of {len(same[m])} steps" for m in METHODS)
                 st.caption(f"Forced decoding of the {'reference' if e.forced_from == 'reference' else 'greedy output'}"
                            f" ({len(e.target_tokens)} steps, {e.seconds['total']:.1f} s). {summary}.")
-                matrices = {"attention α": e.attention} | {LONG[m]: e.attributions[m] for m in METHODS}
-                grid = attribution_grid(e.source_tokens, e.target_tokens, matrices)
-                grid_stem = file_stem("attributions", name, text[:40], e.forced_from)
-                st.plotly_chart(grid, width="stretch", key="attribution_grid", config=plotly_config(grid_stem))
-                st.caption("Each attribution is shown as |a_ij| divided by its row's sum, so all four share one "
-                           "scale. Gradient × input: ∂ log p(y_j)/∂x_i · x_i; integrated gradients (captum): the "
-                           "same along the path from zero embeddings; leave-one-out: the fall in log p(y_j) when "
-                           "x_i becomes <unk>.")
-                ui.chart_downloads(grid, grid_stem, "attribution", attribution_export(name, text, e))
-                st.plotly_chart(tau_figure(e.target_tokens, {LONG[m]: taus[m] for m in METHODS}, METHOD_COLORS),
-                                width="stretch", key="tau_figure",
-                                config=plotly_config(file_stem("kendall-tau", name, text[:40])))
+        if e is not None:       # the maps side by side, the main column's width: on a link's first screen
+            matrices = {"attention α": e.attention} | {LONG[m]: e.attributions[m] for m in METHODS}
+            px = label_px(ui.show.projector())
+            longest = max((len(t) for t in e.source_tokens), default=1)
+            # rows as tall as a label (1.45 sizes), and room for the titles and the upright pieces
+            grid = attribution_grid(e.source_tokens, e.target_tokens, matrices, columns=len(matrices),
+                                    height=round(60 + 0.62 * px * longest + 1.45 * px * len(e.target_tokens)))
+            grid_stem = file_stem("attributions", name, text[:40], e.forced_from)
+            with st.container(key="point_attribution"):
+                ui.show.plotly_chart(grid, width="stretch", key="attribution_grid", config=plotly_config(grid_stem))
+            st.caption("Each attribution is shown as |a_ij| divided by its row's sum, so all four share one "
+                       "scale. Gradient × input: ∂ log p(y_j)/∂x_i · x_i; integrated gradients (captum): the "
+                       "same along the path from zero embeddings; leave-one-out: the fall in log p(y_j) when "
+                       "x_i becomes <unk>.")
+            ui.show.chart_downloads(grid, grid_stem, "attribution", attribution_export(name, text, e))
+            ui.show.plotly_chart(tau_figure(e.target_tokens, {LONG[m]: taus[m] for m in METHODS}, METHOD_COLORS),
+                            width="stretch", key="tau_figure",
+                            config=plotly_config(file_stem("kendall-tau", name, text[:40])))
         if e is not None:         # no heading over nothing when the model or the text cannot be explained
             st.subheader("Counterfactual attention at one step")
             c = st.columns([2, 2, 1])
@@ -521,7 +549,7 @@ with tabs[1]:
                 st.error(str(err))
                 cf = None
             if cf is not None:
-                st.plotly_chart(counterfactual_figure(e.source_tokens, cf.alpha_before, cf.alpha_after,
+                ui.show.plotly_chart(counterfactual_figure(e.source_tokens, cf.alpha_before, cf.alpha_after,
                                                       cf.top_before, cf.top_after, kind),
                                 width="stretch", key="counterfactual_figure",
                                 config=plotly_config(file_stem("counterfactual", name, text[:40], f"step{int(step)}",
@@ -530,9 +558,9 @@ with tabs[1]:
                 st.markdown(f"The attention moved by **JSD = {cf.jsd:.3f} bits**; the next-token distribution by "
                             f"**TV = {cf.tv:.3f}**, and its most likely token **{verdict}**.")
                 st.markdown("Continuing greedily from this step:")
-                ui.escaped("before: " + cf.translation_before, "1.1rem")
-                ui.escaped("after: " + cf.translation_after, "1.1rem")
-        summary = ui.results_file(EXPLANATION_RESULTS)
+                ui.show.escaped("before: " + cf.translation_before, "1.1rem")
+                ui.show.escaped("after: " + cf.translation_after, "1.1rem")
+        summary = ui.models.results_file(EXPLANATION_RESULTS)
         if summary is not None:
             st.subheader("Over the test set")
             # two narrow tables, not one of ten columns: at 1280 px its last columns were off-screen
@@ -568,4 +596,4 @@ open_tab = S.get("alignment_tab", TABS[0])
 shown = ADDRESS_OF_TAB.get(open_tab, [])
 if open_tab == TABS[0]:
     shown = [n for n in shown if (n in ("en", "fr")) == (S.get("gold_source") == "typed")]
-ui.set_address({"model": name, "tab": open_tab} | ui.address_of(ADDRESS, shown))
+ui.address.set_address({"model": name, "tab": open_tab} | ui.address.address_of(ADDRESS, shown))

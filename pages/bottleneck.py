@@ -6,7 +6,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-import ui
+import ui.address
+import ui.models
+import ui.show
+import ui.warm
 from s2s.bottleneck import (
     STRESS_DEFAULT,
     STRESS_PAIRS,
@@ -25,7 +28,7 @@ from s2s.figures import context_scatter, length_chart, matrix_heatmap, model_col
 from s2s.hub import display_name, translates_english_to_french
 from s2s.text import MAX_CHARS, MAX_SOURCE_TOKENS, InputError
 
-ui.run_through_app()     # a link's first run in Streamlit's old multipage mode: rerun through app.py
+ui.address.run_through_app()     # a link's first run in Streamlit's old multipage mode: rerun through app.py
 
 # test_long.tsv as `python -m s2s.data` writes it, shipped in examples/ so that Recompute works
 # on a fresh machine (the split is deterministic: the same file as data/tatoeba/test_long.tsv)
@@ -35,7 +38,7 @@ HELD_OUT_FILES = [ROOT / "examples" / "test_long.tsv", ROOT / "data" / "tatoeba"
 
 
 def greedy_cached(model: str, text: str) -> Decoding:
-    return ui.greedy_decoding(ui.model_path(model), text)     # once per server; warm_up fills the first screen's
+    return ui.models.greedy_decoding(ui.models.model_path(model), text)     # once per server; warm_up fills the first screen's
 
 
 def explain(text: str):
@@ -49,23 +52,24 @@ st.caption("With and without attention. “You can't cram the meaning of a whole
            "is identical.")
 
 # models are chosen by what their configs say, never by folder name
-infos = {i.name: i for i in ui.translation_models() if i.error is None}
+infos = {i.name: i for i in ui.models.translation_models() if i.error is None}
 fixed = [n for n, i in infos.items() if i.attention == "none"]
 attention_models = [n for n, i in infos.items() if i.has_attention and i.arch == "rnn"]
-first = ui.bottleneck_default(list(infos.values()))
+first = ui.models.bottleneck_default(list(infos.values()))
 if first is None:
     st.error("This page needs a model without attention (such as `checkpoints/en-fr-none`) and at least one "
              "attention model.")
     st.stop()
 NONE = fixed[0]                    # the fixed-vector model
 # kept while the reader visits another page, as the other pages' choices are
-ui.keep_across_pages("bn_model", "bn_text", "bn_ref", "bn_k", "bn_n", "bn_held_out", "bn_views", "bn_hub")
+ui.address.keep_across_pages("bn_model", "bn_text", "bn_ref", "bn_k", "bn_n", "bn_held_out", "bn_views", "bn_hub")
 # what the address holds: a copied link reproduces the view
-ADDRESS = {"model": ("bn_model", ui.choice(attention_models)), "text": ("bn_text", str), "reference": ("bn_ref", str),
-           "sentences": ("bn_k", ui.number_in(1, len(STRESS_PAIRS))),
-           "contexts": ("bn_views", lambda raw: ui.choice(["on", "off"])(raw) == "on"),
+ADDRESS = {"model": ("bn_model", ui.address.choice(attention_models)), "text": ("bn_text", str), "reference": ("bn_ref", str),
+           "sentences": ("bn_k", ui.address.number_in(1, len(STRESS_PAIRS))),
+           "contexts": ("bn_views", lambda raw: ui.address.choice(["on", "off"])(raw) == "on"),
            "time": ("bn_hub", lambda raw: raw.split(","))}      # hub models the cost view adds (only offered ones kept)
-for note in ui.read_address(ui.arrival_query("bottleneck"), ADDRESS):
+arrived = "_arrival_query" in st.session_state     # a fresh arrival (ui.address.note_arrival), not a later rerun
+for note in ui.address.read_address(ui.address.arrival_query("bottleneck"), ADDRESS):
     st.info(note)
 if st.session_state.get("bn_model") not in attention_models:     # a kept model no longer in checkpoints/
     st.session_state.pop("bn_model", None)
@@ -77,9 +81,9 @@ with st.sidebar:
 def write_address() -> None:
     """The address holds the view's choices; called at the end of the page and by the context
     vectors' fragment, whose switch reruns that section alone."""
-    ui.set_address(ui.address_of(ADDRESS, ["model", "text", "reference", "sentences"])
-                   | {"model": other, "contexts": "on" if st.session_state.get("bn_views") else None,
-                      "time": ",".join(st.session_state.get("bn_hub") or []) or None})
+    ui.address.set_address(ui.address.address_of(ADDRESS, ["model", "text", "reference", "sentences"])
+                           | {"model": other, "contexts": "on" if st.session_state.get("bn_views") else None,
+                              "time": ",".join(st.session_state.get("bn_hub") or []) or None})
 
 
 models = [NONE, other]             # side by side: the same recurrent model with and without attention
@@ -87,18 +91,27 @@ models = [NONE, other]             # side by side: the same recurrent model with
 measured = measured_models(list(infos.values()), other)
 COLORS = model_colors({m: infos[m].family for m in measured})     # the same colour for a model in every chart
 for m in measured:
-    if ui.get_model(m) is None:
+    if ui.models.get_model(m) is None:
         st.stop()
 
 # ------------------------------------------------------------------ side by side
-st.header("Side by side")
+# On arrival (a Start-here link, the sidebar) the page opens on this section, scrolled just
+# below the app's header: the input, both outputs and their charts on a projector's first
+# screen (tests/test_browser_start_links.py). The title and intro are one scroll up.
+side = st.container(key="bn_side")
+if arrived:
+    ui.address.scroll_into_view(".st-key-bn_side")
+side.header("Side by side")
 default_src, default_ref = joined_example(3)
-with st.form("bn_input"):
+english_line = side.empty()       # the input, written once the form is read
+with side.expander("✎ Your own English text, and a reference translation for BLEU"), st.form("bn_input"):
     text = st.text_area("English text", default_src, key="bn_text", height=68,      # two lines: compact
                         help=f"Up to {MAX_CHARS:,} characters: a few sentences.")
     c1, c2 = st.columns([4, 1], vertical_alignment="bottom")
     reference = c1.text_input("Reference translation (optional, for BLEU and chrF)", default_ref, key="bn_ref")
     c2.form_submit_button("Translate with both", type="primary", width="stretch")
+with english_line:
+    ui.show.escaped("English: " + text, size="1.05rem")
 # the example's reference says nothing about a text the user typed: score only a matching pair
 scored = reference.strip() and not (reference == default_ref and text != default_src)
 results = {}
@@ -109,29 +122,36 @@ for m in models:
         results[m] = e
 # one log-p scale for both bar charts, so equal bars mean equal probabilities
 lowest = min([min(d.token_log_probs) for d in results.values() if not isinstance(d, InputError)] or [0.0])
-cols = st.columns(2)
+# (the outputs and their charts are what the Start topic promises: on the first screen)
+# tighter than Streamlit's 1rem between elements, which its markdown offsets by a -1rem margin
+st.markdown("<style>.st-key-point_side [data-testid='stVerticalBlock']{gap:0.4rem} "
+            ".st-key-point_side [data-testid='stMarkdownContainer']{margin-bottom:0} "
+            ".st-key-point_side [data-testid='stMarkdownContainer'] p{margin-bottom:0}</style>", unsafe_allow_html=True)
+cols = side.container(key="point_side").columns(2, gap="medium")
 for col, m in zip(cols, models):
     with col:
-        st.subheader(m)
+        st.markdown(f"<span style='color:{COLORS[m]};font-size:1.3em;line-height:1'>■</span> "     # a constant colour
+                    f"**{html.escape(m)}**", unsafe_allow_html=True)
         d = results[m]
         if isinstance(d, InputError):
             st.warning(str(d))
             continue
-        ui.escaped(d.translation, size="1.15rem")
+        ui.show.escaped(d.translation, size="1.05rem")
         line = f"log p = {d.log_prob:.2f} over {len(d.target_tokens)} pieces"
         if scored:
             line += f" · BLEU {bleu([d.translation], [reference]):.1f} · chrF {chrf([d.translation], [reference]):.1f}"
         st.caption(line)
-        st.plotly_chart(token_bars(d.target_tokens, d.token_log_probs, "log p(token)",
-                                   highlight=int(np.argmin(d.token_log_probs)), horizontal=False,
-                                   value_range=(1.05 * lowest, 0.0)), key=f"lp_{m}", config=ui.camera(f"lp_{m}", text[:40]))
+        ui.show.plotly_chart(token_bars(d.target_tokens, d.token_log_probs, "log p(token)",
+                                        highlight=int(np.argmin(d.token_log_probs)), horizontal=False,
+                                        value_range=(1.05 * lowest, 0.0), height=290),
+                             share=0.5, key=f"lp_{m}", config=ui.show.camera(f"lp_{m}", text[:40]))
 if reference.strip() and not scored:
     st.caption("No BLEU or chrF: the reference is the example's, not a translation of your text. "
                "Type its French translation to score both models.")
 
 # ------------------------------------------------------------------ BLEU by length
 st.header("BLEU by source length")
-ui.altair_ready()         # the warm-up imports altair; on a cold server, wait for it rather than beside it
+ui.warm.altair_ready()         # the warm-up imports altair; on a cold server, wait for it rather than beside it
 c1, c2 = st.columns([3, 1])
 with c1:
     recomputed = st.session_state.get("bn_recomputed", {})
@@ -142,10 +162,10 @@ with c1:
                   "bin": f"{b['min_words']}-{b['max_words']}"} for b in bins if b["bleu"] is not None]
     if rows:
         chart = length_chart(pd.DataFrame(rows), "words", "BLEU", x_title="source sentence length (words)",
-                             y_title="BLEU (beam 5)" if not recomputed else "BLEU", colors=COLORS)
+                             y_title="BLEU (beam 5)" if not recomputed else "BLEU", colors=COLORS, projector=ui.show.projector())
         st.altair_chart(chart, key="bleu_by_length")
-        ui.vega_downloads(chart, pd.DataFrame(rows), file_stem("bleu-by-length", *measured,
-                                                               "greedy" if recomputed else "beam5"), "bleu_by_length")
+        ui.show.vega_downloads(chart, pd.DataFrame(rows), file_stem("bleu-by-length", *measured,
+                                                                    "greedy" if recomputed else "beam5"), "bleu_by_length")
         # one source a caption: the recomputed figures replace the shipped ones, so only they are named
         st.caption(f"Recomputed here with greedy decoding, on {st.session_state.get('bn_recomputed_on')}."
                    if recomputed else
@@ -180,7 +200,7 @@ with c1:
             for k, m in enumerate(measured):
                 def progress(done, total, k=k, m=m):
                     bar.progress((k + done / total) / len(measured), text=f"{m}: {done}/{total}")
-                tr_m = ui.load_model(m)
+                tr_m = ui.models.load_model(m)
                 # an input longer than the model's limit in its own pieces is left out, and said so
                 usable = [p for p in pairs if len(tr_m.tokenizer.encode(p[0])) <= MAX_SOURCE_TOKENS]
                 skipped[m] = len(pairs) - len(usable)
@@ -238,9 +258,9 @@ with c1:
     fail_words = len(joined_example(fail)[0].split()) if fail else None
     chart = length_chart(df.drop(columns="_row"), "source_words", "chrf", x_title="input length (words)",
                          y_title="chrF vs our reference", highlight_x=fail_words,
-                         highlight_label=f"none breaks down at {fail} sentences" if fail else "", colors=COLORS)
+                         highlight_label=f"none breaks down at {fail} sentences" if fail else "", colors=COLORS, projector=ui.show.projector())
     st.altair_chart(chart, key="stress_chart")
-    ui.vega_downloads(chart, df.drop(columns="_row"), file_stem("chrf-by-input-length", *measured), "stress_chart")
+    ui.show.vega_downloads(chart, df.drop(columns="_row"), file_stem("chrf-by-input-length", *measured), "stress_chart")
     src, ref = joined_example(k_max)
     cols = st.columns(len(measured))
     for col, m in zip(cols, measured):
@@ -251,7 +271,7 @@ with c1:
             r = mine[-1]
             st.markdown(f"**{m}** · chrF {r.chrf:.1f} · repeated bigrams {100 * r.repetition:.0f}% · "
                         f"length {r.output_words}/{r.reference_words} words")
-            ui.escaped(r.translation, size="1rem")
+            ui.show.escaped(r.translation, size="1rem")
     with st.expander("Input and reference"):
         st.text(src)
         st.text(ref)
@@ -279,31 +299,37 @@ def decoder_view(views: dict[str, Decoding]) -> None:
         st.caption("Off: turn it on to see, step by step, which encoder states each model's context vector "
                    "resembles.")
         return
-    for m, d in views.items():      # one above the other: long inputs need the width for their tokens
+    # side by side, fixed vector | attention: a row of similarity maps, then a row of paths
+    sims, paths = st.columns(len(views), gap="medium"), st.columns(len(views), gap="medium")
+    for sim_col, path_col, (m, d) in zip(sims, paths, views.items()):
         sim = cosine_similarity(d.contexts, d.encoder_states)
-        st.plotly_chart(matrix_heatmap(d.source_tokens, d.target_tokens, sim, value_name="cos(c_j, h_i)",
-                                       zmin=-1, zmax=1, colorscale="RdBu_r", title=f"{m}: context vs encoder states",
-                                       height=260 + 18 * len(d.target_tokens)), key=f"sim_{m}", config=ui.camera(f"sim_{m}", text[:40]))
-        st.plotly_chart(context_scatter(pca_2d(d.contexts), d.target_tokens, f"{m}: context c_j over steps (PCA)"),
-                        key=f"pca_{m}", config=ui.camera(f"pca_{m}", text[:40]))
+        ui.show.plotly_chart(matrix_heatmap(d.source_tokens, d.target_tokens, sim, value_name="cos(c_j, h_i)",
+                                            zmin=-1, zmax=1, colorscale="RdBu_r", title=f"{m}: context vs encoder states",
+                                            height=260 + 18 * len(d.target_tokens)),
+                             share=1 / len(views), where=sim_col, key=f"sim_{m}",
+                             config=ui.show.camera(f"sim_{m}", text[:40]))
+        ui.show.plotly_chart(context_scatter(pca_2d(d.contexts), d.target_tokens, f"{m}: c_j over steps (PCA)"),
+                             share=1 / len(views), where=path_col, key=f"pca_{m}",
+                             config=ui.show.camera(f"pca_{m}", text[:40]))
 
 
 st.header("What the decoder sees")
 # the side by side's decodings, unless either model could not translate the text
 views = {} if any(isinstance(d, InputError) for d in results.values()) else results
-c1, c2 = st.columns([3, 1])
-with c1:
-    if views:
-        decoder_view(views)
-    else:
-        st.caption("Nothing to show: the text above cannot be translated.")
-with c2:
-    explain("Each row is one decoding step j; each column an encoder state h_i; colour is the cosine similarity "
-            "between the context c_j the decoder read and h_i.")
-    explain("<b>none</b>: every row is the same, because c_j is one vector reused at every step, and all its "
-            "points in the projection sit on top of each other.")
-    explain("<b>attention</b>: the bright cell moves along the source as the translation proceeds, and the context "
-            "travels through space step by step.")
+# what to look for, above the two models' charts side by side (the main column's whole width)
+for col, said in zip(st.columns(3, gap="medium"), (
+        "Each row is one decoding step j; each column an encoder state h_i; colour is the cosine similarity "
+        "between the context c_j the decoder read and h_i.",
+        "<b>none</b>: every row is the same, because c_j is one vector reused at every step, and all its "
+        "points in the projection sit on top of each other.",
+        "<b>attention</b>: the bright cell moves along the source as the translation proceeds, and the context "
+        "travels through space step by step.")):
+    with col:
+        explain(said)
+if views:
+    decoder_view(views)
+else:
+    st.caption("Nothing to show: the text above cannot be translated.")
 
 # ------------------------------------------------------------------ cost
 st.header("Cost")
@@ -314,39 +340,39 @@ with c1:
     # the contention with whatever else the server was doing
     # the Hugging Face models the operator offers for English->French may join, each only when
     # chosen: one of them can take far longer to time than all the lesson's models together
-    hub_fr = [i.name for i in ui.hub_models() if i.error is None and translates_english_to_french(i.name, i.model)]
+    hub_fr = [i.name for i in ui.models.hub_models() if i.error is None and translates_english_to_french(i.name, i.model)]
     if st.session_state.get("bn_hub") and not set(st.session_state["bn_hub"]) <= set(hub_fr):
         st.session_state["bn_hub"] = [h for h in st.session_state["bn_hub"] if h in hub_fr]   # no longer offered
     chosen = st.multiselect("Also time (Hugging Face)", hub_fr, key="bn_hub", format_func=display_name,
                             help="Models this server offers for English→French: the same six examples, forced to "
                                  "the same references, in each model's own pieces.") if hub_fr else []
-    chosen = [h for h in chosen if ui.get_model(h) is not None]      # one that cannot load says so; the rest go on
+    chosen = [h for h in chosen if ui.models.get_model(h) is not None]      # one that cannot load says so; the rest go on
     timed = measured + [display_name(h) for h in chosen]
-    paths = [ui.model_path(m) for m in measured] + chosen
+    paths = [ui.models.model_path(m) for m in measured] + chosen
     cost_colors = model_colors({m: infos[m].family for m in measured} | {display_name(h): None for h in chosen})
 
     def time_models(again: bool) -> None:
         if again:
-            ui.forget_timing()
+            ui.models.forget_timing()
         st.session_state["bn_time_asked"] = True
 
     rows, failed = [], None
-    if st.session_state.pop("bn_time_asked", False) or ui.timing_measured(paths):
+    if st.session_state.pop("bn_time_asked", False) or ui.models.timing_measured(paths):
         try:
             with st.spinner("Timing the models…"):     # shown only if it takes over half a second
-                rows = [row for p in paths for row in ui.decode_timing(p)]
+                rows = [row for p in paths for row in ui.models.decode_timing(p)]
         except InputError as e:
             failed = e
-    again = ui.timing_measured(paths)
+    again = ui.models.timing_measured(paths)
     st.button("Measure again" if again else "Time the models", key="bn_time", type="secondary" if again else "primary",
               on_click=time_models, args=(again,),
               help="Decode each joined example (1 to 6 sentences) with each model, forced to our reference so every "
                    "model produces the same tokens; the fastest of 3 runs.")
     if rows:
         chart = length_chart(pd.DataFrame(rows), "m·t", "ms", x_title="m · t (source pieces × output pieces)",
-                             y_title="decode time (ms, forced, batch 1)", colors=cost_colors)
+                             y_title="decode time (ms, forced, batch 1)", colors=cost_colors, projector=ui.show.projector())
         st.altair_chart(chart, key="cost_chart")
-        ui.vega_downloads(chart, pd.DataFrame(rows), file_stem("decode-time", *timed), "cost_chart")
+        ui.show.vega_downloads(chart, pd.DataFrame(rows), file_stem("decode-time", *timed), "cost_chart")
         if chosen:
             st.caption("A Hugging Face model's m and t count its own pieces (its tokenizer; a language code or "
                        "task prefix included), so its points sit where its own attention's m · t puts them.")
@@ -363,7 +389,7 @@ with c1:
                     "attention weights**; the `none` model computes none.")
     if len(measured) > 2 and views:
         m, t = len(views[other].source_tokens), len(views[other].target_tokens)
-        tr_t = ui.load_model(measured[2]).model.cfg
+        tr_t = ui.models.load_model(measured[2]).model.cfg
         st.markdown(f"The Transformer `{measured[2]}` ({tr_t.encoder_layers} + {tr_t.decoder_layers} layers × "
                     f"{tr_t.heads} heads) computes, for the same m and t, m² = {m * m:,} encoder self-attention, "
                     f"about t²/2 = {t * (t + 1) // 2:,} decoder self-attention and m·t = {m * t:,} cross-attention "

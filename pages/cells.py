@@ -8,7 +8,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-import ui
+import ui.address
+import ui.models
+import ui.show
 from s2s.cells import (
     FEATURES,
     Trace,
@@ -20,12 +22,13 @@ from s2s.cells import (
     signal_of,
 )
 from s2s.charlm import sample_text
+from s2s.checkpoint import CheckpointError, default_device
 from s2s.decode import encode_source, greedy
 from s2s.export import file_stem
 from s2s.figures import cell_traces_figure, colored_text_html, saturation_scatter, state_heatmap, token_bars
 from s2s.text import MAX_PASSAGE_CHARS, MAX_SAMPLE_CHARS, InputError, clean_passage
 
-ui.run_through_app()     # a link's first run in Streamlit's old multipage mode: rerun through app.py
+ui.address.run_through_app()     # a link's first run in Streamlit's old multipage mode: rerun through app.py
 
 EXAMPLE_DIR = Path(__file__).resolve().parent.parent / "examples"
 EXAMPLES = {
@@ -59,20 +62,20 @@ def example_text(label: str) -> str:
 
 @st.cache_data(max_entries=16, show_spinner="Tracing every cell…")
 def trace_cached(path: str, text: str) -> list[Trace]:
-    traces = ui.load_charlm_path(path).model.trace(text)
+    traces = ui.models.load_charlm_path(path).model.trace(text)
     return [type(t)(**{k: v.cpu() for k, v in vars(t).items()}) for t in traces]   # from a GPU too
 
 
 @st.cache_data(max_entries=64, show_spinner="Sampling…")
 def sample_cached(path: str, prime: str, length: int, temperature: float, seed: int) -> str:
-    return sample_text(ui.load_charlm_path(path).model, prime, length, temperature, seed)
+    return sample_text(ui.models.load_charlm_path(path).model, prime, length, temperature, seed)
 
 
 @st.cache_data(max_entries=64, show_spinner="Translating and tracing…")
 def translation_trace_cached(path: str, text: str):
     """Greedy translation (its decoder cell states), the encoder's traces in both directions,
     and the steps where either direction wipes its memory."""
-    tr = ui.load_path(path)
+    tr = ui.models.load_path(path)
     d = greedy(tr, text)
     fwd, bwd = encoder_trace(tr, encode_source(tr, text))
     return (d, fwd.cell.tanh().cpu().numpy(), bwd.cell.tanh().cpu().numpy(),
@@ -118,16 +121,16 @@ st.caption("A character-level model reads text one character at a time. Some of 
            "(Karpathy, Johnson and Fei-Fei 2015). Find them yourself.")
 S = st.session_state
 # widgets in a closed tab, or on a page the reader has left, are not drawn: keep their values
-ui.keep_across_pages("charlm", "cells_tab", *KEPT)
-models = ui.charlm_models()
+ui.address.keep_across_pages("charlm", "cells_tab", *KEPT)
+models = ui.models.charlm_models()
 tab_names = ["Colored text", "Find cells", "Gates", "Translation models"]
 # what the address holds: a copied link reproduces the view (a typed passage stays out: too long)
-ADDRESS = {"model": ("charlm", ui.choice([m.name for m in models])), "tab": ("cells_tab", ui.choice(tab_names)),
-           "layer": ("layer", ui.number_in(0, 64)), "cell": ("cell", ui.number_in(0, 4096)), "signal": ("signal", str),
+ADDRESS = {"model": ("charlm", ui.address.choice([m.name for m in models])), "tab": ("cells_tab", ui.address.choice(tab_names)),
+           "layer": ("layer", ui.address.number_in(0, 64)), "cell": ("cell", ui.address.number_in(0, 4096)), "signal": ("signal", str),
            "feature": ("feature", str), "regex": ("regex", str)}
 # a link may name the tab (?tab=Find+cells) and the rest; read before the model box is drawn
-arrival = ui.arrival_query("cells")
-for note in ui.read_address(arrival, ADDRESS):
+arrival = ui.address.arrival_query("cells")
+for note in ui.address.read_address(arrival, ADDRESS):
     st.info(note)
 with st.sidebar:
     st.markdown("### Character model")
@@ -146,14 +149,14 @@ with st.sidebar:
         if paper := info.metrics.get("paper"):
             st.caption(f"The paper's best network on this corpus: {paper['best_rnn_bits_per_char']:.2f} bits per "
                        f"character; a 20-gram model: {paper['ngram20_bits_per_char']:.2f}.")
-    st.caption(f"Device: **{'CUDA GPU' if ui.default_device().type == 'cuda' else 'CPU'}**")
+    st.caption(f"Device: **{'CUDA GPU' if default_device().type == 'cuda' else 'CPU'}**")
 
-ui.tab_from_query(arrival, "cells_tab", tab_names if models else tab_names[3:])
+ui.address.tab_from_query(arrival, "cells_tab", tab_names if models else tab_names[3:])
 lm = None
 if models:
     try:
-        lm = ui.load_charlm_path(ui.model_path(lm_name))
-    except ui.CheckpointError as e:       # the translation models' tab below keeps working
+        lm = ui.models.load_charlm_path(ui.models.model_path(lm_name))
+    except CheckpointError as e:       # the translation models' tab below keeps working
         st.error(f"This model cannot be loaded: {e}")
 else:
     st.info("No character-level model in `checkpoints/` yet. Train one with "
@@ -162,7 +165,7 @@ else:
 if lm is None:
     tabs = dict(zip(tab_names[3:], st.tabs(tab_names[3:], key="cells_tab", on_change="rerun")))
 else:
-    path = ui.model_path(lm_name)
+    path = ui.models.model_path(lm_name)
     H, L = lm.model.cfg.hidden, lm.model.cfg.layers
 
     # -------------------------------------------------------------- text
@@ -232,6 +235,8 @@ else:
                            "symbol.")
     # only the open tab runs (see the Translate page)
     tabs = dict(zip(tab_names, st.tabs(tab_names, key="cells_tab", on_change="rerun")))
+    if arrival.get("tab") in tab_names:     # a link to a tab (the Start page's): the tab and its view in sight
+        ui.address.scroll_into_view('[data-testid="stTabs"]')
 
     # -------------------------------------------------------------- colored text
     with tabs["Colored text"]:
@@ -245,7 +250,8 @@ else:
             signal = c3.selectbox("Shade by", list(signals), format_func=signals.get, key="signal")
             values = signal_of(traces[int(S.layer)], signal)[:, int(S.cell)].numpy()
             lo = -1.0 if signal in ("cell", "hidden", "candidate") else 0.0
-            st.html(colored_text_html(shown, values, lo=lo, hi=1.0, value_name=signals[signal].split(",")[0]))
+            with st.container(key="point_colored"):    # what the Start topic promises (its first lines on screen)
+                st.html(colored_text_html(shown, values, lo=lo, hi=1.0, value_name=signals[signal].split(",")[0]))
             st.caption("Blue: negative, red: positive (gates: white 0 to blue 1). Hover a character for the exact value.")
 
     # -------------------------------------------------------------- find cells
@@ -277,7 +283,7 @@ else:
                 ranked = rank_cells(traces, values_f, top=10)
                 memory = traces[0].SIGNALS[traces[0].MEMORY].split(",")[0]
                 # a typed pattern as a code span: shown as typed, never read as Markdown (* _ [ ] and backslashes)
-                shown_feature = f"matches {ui.code_span(pattern)}" if feature == CUSTOM else f"*{feature_label}*"
+                shown_feature = f"matches {ui.show.code_span(pattern)}" if feature == CUSTOM else f"*{feature_label}*"
                 st.caption(f"Every cell of every layer ranked by |r|, the correlation of {memory} with {shown_feature} "
                            f"over these {len(text):,} characters. Correlation is a lead, not an explanation: look at the trace.")
                 st.dataframe(pd.DataFrame([{"layer": s.layer, "cell": s.cell, "r": round(s.r, 3)} for s in ranked]),
@@ -287,8 +293,8 @@ else:
                             signal_of(traces[s.layer])[:, s.cell].numpy() for s in ranked[:3]},
                     feature=values_f, feature_name=feature_label, y_title=memory)
                 stem = file_stem("top-cells", lm_name, feature_label[:40])
-                st.plotly_chart(fig, key="top_traces", config=ui.camera(stem))
-                ui.chart_downloads(fig, stem, "top_traces", about={
+                ui.show.plotly_chart(fig, key="top_traces", config=ui.show.camera(stem))
+                ui.show.chart_downloads(fig, stem, "top_traces", about={
                     "model": lm_name, "feature": feature_label, "signal": memory, "characters": len(text),
                     "what": "the three cells whose signal correlates most with the feature, over the text shown"})
                 st.selectbox("Color the text with", [(s.layer, s.cell) for s in ranked], key="ranked_pick",
@@ -304,16 +310,16 @@ else:
             else:
                 cols = st.columns(L)
                 for layer, col in enumerate(cols):
-                    col.plotly_chart(saturation_scatter(gate_saturation(traces[layer]), title=f"layer {layer}"),
-                                     key=f"sat{layer}", config=ui.camera(f"sat{layer}", lm_name))
+                    ui.show.plotly_chart(saturation_scatter(gate_saturation(traces[layer]), title=f"layer {layer}"),
+                                     key=f"sat{layer}", config=ui.show.camera(f"sat{layer}", lm_name), where=col, share=0.5)
                 st.caption("Each dot is one gate of one cell: how often it is nearly closed (< 0.1) against nearly open "
                            "(> 0.9) over this text, as in the paper's Fig. 3. Near the top: gates almost always open; near "
                            "the right: almost always closed; on the dotted diagonal: always saturated one way or the "
                            "other, a switch.")
                 tr = traces[int(S.layer)]
-                st.plotly_chart(cell_traces_figure(shown, {g.replace("_", " "): getattr(tr, g)[:, int(S.cell)].numpy()
+                ui.show.plotly_chart(cell_traces_figure(shown, {g.replace("_", " "): getattr(tr, g)[:, int(S.cell)].numpy()
                                                            for g in gates},
-                                                   y_title="gate value", y_range=(-0.02, 1.02)), key="gate_traces", config=ui.camera("gate_traces", lm_name))
+                                                   y_title="gate value", y_range=(-0.02, 1.02)), key="gate_traces", config=ui.show.camera("gate_traces", lm_name))
                 st.caption(f"Gates of layer {int(S.layer)} cell {int(S.cell)} (choose it on the Colored text tab).")
                 st.markdown(GATE_NOTE if "forget_gate" in gates else GRU_GATE_NOTE)
 
@@ -323,41 +329,41 @@ with tabs["Translation models"]:
         st.caption("The recurrent translation models are LSTMs too: their encoder reads the source both ways, and "
                    "the decoder writes the output. Their cell states, traced with the same equations, for one sentence.")
         # only models with an LSTM (read from their configs): a Transformer has no cell state
-        usable = [i.name for i in ui.translation_models() if i.error is None and i.arch == "rnn" and i.cell == "lstm"]
+        usable = [i.name for i in ui.models.translation_models() if i.error is None and i.arch == "rnn" and i.cell == "lstm"]
         if not usable:
             st.info("No translation model in `checkpoints/`.")
         else:
             with st.form("translation_cells"):
                 c1, c2, c3 = st.columns([2, 4, 1.5], vertical_alignment="bottom")    # the button label fits
-                tname = c1.selectbox("Model", usable, index=usable.index(ui.DEFAULT_MODEL) if ui.DEFAULT_MODEL in usable else 0)
+                tname = c1.selectbox("Model", usable, index=usable.index(ui.models.DEFAULT_MODEL) if ui.models.DEFAULT_MODEL in usable else 0)
                 sentence = c2.text_input("English sentence", value="I went to the lecture.")
                 c3.form_submit_button("Trace sentence", type="primary")
             try:
-                d, fwd, bwd, resets = translation_trace_cached(ui.model_path(tname), sentence)
-            except (InputError, ui.CheckpointError) as e:
+                d, fwd, bwd, resets = translation_trace_cached(ui.models.model_path(tname), sentence)
+            except (InputError, CheckpointError) as e:
                 st.warning(str(e))
             else:
                 H_enc = fwd.shape[1]
                 pick = st.number_input("Cell to follow (outlined in every heatmap, its values below)", 0, H_enc - 1,
                                        key="translation_cell")
                 for direction, states, key in (("forward", fwd, "enc_fwd"), ("backward", bwd, "enc_bwd")):
-                    st.plotly_chart(state_heatmap(d.source_tokens, states,
+                    ui.show.plotly_chart(state_heatmap(d.source_tokens, states,
                                                   f"encoder, {direction} direction: tanh(c) per source piece",
-                                                  highlight=int(pick)), key=key, config=ui.camera(key, tname, sentence[:40]))
+                                                  highlight=int(pick)), key=key, config=ui.show.camera(key, tname, sentence[:40]))
                     for r in resets[direction]:
-                        st.caption(f"A nearly white column: at {ui.code_span(d.source_tokens[r.step])} the {direction} "
+                        st.caption(f"A nearly white column: at {ui.show.code_span(d.source_tokens[r.step])} the {direction} "
                                    f"direction wipes its memory (mean |tanh c| = {r.memory:.2f}). Its forget gate "
                                    f"(f = {r.forget:.2f}) and input gate (i = {r.input:.2f}) are both nearly closed, "
                                    "so `c_t = f * c_(t-1) + i * g` is close to 0: a reset the model learned.")
                 if d.cells is not None:
-                    st.plotly_chart(state_heatmap(d.target_tokens, np.tanh(d.cells),
+                    ui.show.plotly_chart(state_heatmap(d.target_tokens, np.tanh(d.cells),
                                                   f"decoder: tanh(c) per output piece ({d.translation[:60]})",
-                                                  x_title="output piece", highlight=int(pick)), key="dec", config=ui.camera("dec", tname, sentence[:40]))
+                                                  x_title="output piece", highlight=int(pick)), key="dec", config=ui.show.camera("dec", tname, sentence[:40]))
                 c1, c2 = st.columns(2)
-                c1.plotly_chart(token_bars(d.source_tokens, fwd[:, int(pick)], f"encoder cell {int(pick)}, forward: "
-                                           "tanh(c)", value_range=(-1, 1)), key="pick_fwd", config=ui.camera("pick_fwd", tname, sentence[:40]))
-                c2.plotly_chart(token_bars(d.source_tokens, bwd[:, int(pick)], f"encoder cell {int(pick)}, backward: "
-                                           "tanh(c)", value_range=(-1, 1)), key="pick_bwd", config=ui.camera("pick_bwd", tname, sentence[:40]))
+                ui.show.plotly_chart(token_bars(d.source_tokens, fwd[:, int(pick)], f"encoder cell {int(pick)}, forward: "
+                                           "tanh(c)", value_range=(-1, 1)), key="pick_fwd", config=ui.show.camera("pick_fwd", tname, sentence[:40]), where=c1, share=0.5)
+                ui.show.plotly_chart(token_bars(d.source_tokens, bwd[:, int(pick)], f"encoder cell {int(pick)}, backward: "
+                                           "tanh(c)", value_range=(-1, 1)), key="pick_bwd", config=ui.show.camera("pick_bwd", tname, sentence[:40]), where=c2, share=0.5)
 
-ui.set_address(ui.address_of(ADDRESS, ["model", "tab"] + (["layer", "cell", "signal", "feature", "regex"]
-                                                          if S.get("cells_tab") != "Translation models" else [])))
+ui.address.set_address(ui.address.address_of(ADDRESS, ["model", "tab"] + (
+    ["layer", "cell", "signal", "feature", "regex"] if S.get("cells_tab") != "Translation models" else [])))

@@ -9,13 +9,15 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-import ui
+import ui.address
+import ui.models
+import ui.show
 from s2s.export import file_stem
 from s2s.figures import CELL_NAMES, gradient_flow_figure, memory_gap_figure, memory_span_figure, untrained_flow_figure
 from s2s.gradients import DEMO_DEFAULTS, DEMO_RANGES, GradientFlow, gradient_flow, untrained_flow
 from s2s.text import MAX_PASSAGE_CHARS, InputError, clean_passage
 
-ui.run_through_app()     # a link's first run in Streamlit's old multipage mode: rerun through app.py
+ui.address.run_through_app()     # a link's first run in Streamlit's old multipage mode: rerun through app.py
 
 ROOT = Path(__file__).resolve().parent.parent
 GAP_RESULTS = ROOT / "results" / "memory_gap.json"
@@ -43,7 +45,7 @@ def untrained_cached(cell: str, radius: float, forget_bias: float, hidden: int, 
 
 @st.cache_data(max_entries=32, show_spinner="Backpropagating through every model…")
 def flow_cached(path: str, text: str, max_distance: int) -> GradientFlow:
-    return gradient_flow(ui.load_charlm_path(path).model, text, max_distance)
+    return gradient_flow(ui.models.load_charlm_path(path).model, text, max_distance)
 
 
 def share(x: float) -> str:
@@ -69,18 +71,18 @@ st.caption("Training sends the error back through time, one multiplication per s
            "shrinks (or blows up) geometrically; an LSTM's memory is multiplied by its forget gates, a GRU's by 1 − z.")
 S = st.session_state
 # kept while their tab is closed, and while the reader visits another page
-ui.keep_across_pages("gradients_tab", "radius", "forget_bias", "hidden", "length", "corpus", "passage_source",
-                     "passage_typed", "max_distance")
+ui.address.keep_across_pages("gradients_tab", "radius", "forget_bias", "hidden", "length", "corpus", "passage_source",
+                             "passage_typed", "max_distance")
 HIDDEN_SIZES = [8, 16, 32, 64, 128, 256]          # the live demonstration's slider, and what a link may name
 # what the address holds: a copied link reproduces the view
-ADDRESS = {"tab": ("gradients_tab", ui.choice(TABS)), "radius": ("radius", ui.number_in(*DEMO_RANGES["radius"], float)),
-           "forget_bias": ("forget_bias", ui.number_in(*DEMO_RANGES["forget_bias"], float)),
-           "hidden": ("hidden", lambda raw: int(ui.choice([str(h) for h in HIDDEN_SIZES])(raw))),
-           "length": ("length", ui.number_in(*DEMO_RANGES["length"])), "corpus": ("corpus", str),
-           "distance": ("max_distance", ui.number_in(10, 200))}
-arrival = ui.arrival_query("gradients")
-ui.tab_from_query(arrival, "gradients_tab", TABS)     # a link may name the tab (?tab=Trained+models)
-for note in ui.read_address(arrival, ADDRESS):
+ADDRESS = {"tab": ("gradients_tab", ui.address.choice(TABS)), "radius": ("radius", ui.address.number_in(*DEMO_RANGES["radius"], float)),
+           "forget_bias": ("forget_bias", ui.address.number_in(*DEMO_RANGES["forget_bias"], float)),
+           "hidden": ("hidden", lambda raw: int(ui.address.choice([str(h) for h in HIDDEN_SIZES])(raw))),
+           "length": ("length", ui.address.number_in(*DEMO_RANGES["length"])), "corpus": ("corpus", str),
+           "distance": ("max_distance", ui.address.number_in(10, 200))}
+arrival = ui.address.arrival_query("gradients")
+ui.address.tab_from_query(arrival, "gradients_tab", TABS)     # a link may name the tab (?tab=Trained+models)
+for note in ui.address.read_address(arrival, ADDRESS):
     st.info(note)
 tabs = st.tabs(TABS, key="gradients_tab", on_change="rerun")
 
@@ -107,8 +109,9 @@ with tabs[0]:
                                                    f"{forget_bias:+.1f}: gradient left after T − t steps")
                 stem = file_stem("gradient-flow-untrained", f"rho{radius:.2f}", f"forget-bias{forget_bias:+.1f}",
                                  f"hidden{int(hidden)}", f"T{int(length)}")
-                st.plotly_chart(fig, key="untrained", config=ui.camera(stem))
-                ui.chart_downloads(fig, stem, "untrained", about={
+                with st.container(key="point_untrained"):     # what the Start topic promises (first screen)
+                    ui.show.plotly_chart(fig, share=0.72, key="untrained", config=ui.show.camera(stem))
+                ui.show.chart_downloads(fig, stem, "untrained", about={
                     "what": "||d(u·m_T)/dm_t|| against T − t for untrained Elman RNN, GRU and LSTM cells "
                             "(s2s.gradients.untrained_flow), and the product of each cell's keep gates",
                     "radius": float(radius), "forget_bias": float(forget_bias), "hidden": int(hidden),
@@ -129,7 +132,7 @@ with tabs[0]:
                 st.latex(EQUATIONS[cell])
 
 # ------------------------------------------------------------------ trained models
-models = ui.charlm_models()
+models = ui.models.charlm_models()
 corpora: dict[str, list] = {}
 for info in models:
     corpora.setdefault(info.metrics.get("train", {}).get("data", info.name), []).append(info)
@@ -175,10 +178,10 @@ with tabs[1]:
                     st.warning(f"This passage has {len(text):,} characters; looking {K} back needs at least {K + 2:,}. "
                                "Paste a longer one or lower K.")
                 else:
-                    flows = {f"{CELL_NAMES.get(i.cell, i.cell)} ({i.name})": flow_cached(ui.model_path(i.name), text, K)
+                    flows = {f"{CELL_NAMES.get(i.cell, i.cell)} ({i.name})": flow_cached(ui.models.model_path(i.name), text, K)
                              for i in group}
-                    st.plotly_chart(gradient_flow_figure(flows, "Trained models: the gradient of one prediction, "
-                                                                "k characters back"), key="trained_flow", config=ui.camera("trained_flow"))
+                    ui.show.plotly_chart(gradient_flow_figure(flows, "Trained models: the gradient of one prediction, "
+                                                                "k characters back"), key="trained_flow", config=ui.show.camera("trained_flow"))
                     k = min(FAR, K)
                     n_pos = next(iter(flows.values())).positions
                     st.caption(f"g(k) = mean over {n_pos} position{'s' if n_pos != 1 else ''} t of "
@@ -201,10 +204,10 @@ with tabs[2]:
                 st.warning(f"This passage has {len(text):,} characters; the memory is measured up to 200 back, "
                            "which needs at least 202.")
             elif text is not None:
-                flow = flow_cached(ui.model_path(lstm.name), text, 200)
+                flow = flow_cached(ui.models.model_path(lstm.name), text, 200)
                 lives = flow.half_lives()
-                st.plotly_chart(memory_span_figure(lives, 200, f"How long each cell of {lstm.name}'s top layer keeps "
-                                                               "half its memory"), key="half_lives", config=ui.camera("half_lives"))
+                ui.show.plotly_chart(memory_span_figure(lives, 200, f"How long each cell of {lstm.name}'s top layer keeps "
+                                                               "half its memory"), key="half_lives", config=ui.show.camera("half_lives"))
                 # the counts follow the chart's bars (0, 1, 2–4 | … | 50–99, 100–200 | beyond), so a class can
                 # add them up from the chart
                 st.caption(f"Along the memory path ∂c_t/∂c_(t−k) = ∏ f, averaged over {flow.positions} positions of "
@@ -215,11 +218,11 @@ with tabs[2]:
 # ------------------------------------------------------------------ the gap experiment
 with tabs[3]:
     if tabs[3].open:
-        experiment = ui.results_file(GAP_RESULTS)
+        experiment = ui.models.results_file(GAP_RESULTS)
         if experiment is None:
             st.info("No results yet: run `python -m s2s.memory_gap --gaps 5 10 20 50 100 --out results/memory_gap.json`.")
         else:
-            st.plotly_chart(memory_gap_figure(experiment), key="gap", config=ui.camera("gap"))
+            ui.show.plotly_chart(memory_gap_figure(experiment), key="gap", config=ui.show.camera("gap"))
             rows = experiment["results"]
             held = []
             for cell in dict.fromkeys(r["cell"] for r in rows):
@@ -249,4 +252,4 @@ with tabs[4]:
                        "file, never trained on). Models on one corpus share the text, the size (2 layers × 256), the "
                        "steps and the schedule; only the cell differs.")
 
-ui.set_address(ui.address_of(ADDRESS, ["tab", "radius", "forget_bias", "hidden", "length", "corpus", "distance"]))
+ui.address.set_address(ui.address.address_of(ADDRESS, ["tab", "radius", "forget_bias", "hidden", "length", "corpus", "distance"]))

@@ -1,15 +1,17 @@
 """Start here: the lecture's outline, each topic with what to look at and a link that opens
 the right page and tab with an example already set (through the page's query parameters).
 
-The page is layout only: every link's target reads its parameters with ui.arrival_query.
+The page is layout only: every link's target reads its parameters with ui.address.arrival_query.
 """
 from typing import NamedTuple
 
 import streamlit as st
 
-import ui
+import ui.address
+import ui.models
+import ui.warm
 
-ui.run_through_app()     # a link's first run in Streamlit's old multipage mode: rerun through app.py
+ui.address.run_through_app()     # a link's first run in Streamlit's old multipage mode: rerun through app.py
 
 
 class Link(NamedTuple):
@@ -29,7 +31,7 @@ class Topic(NamedTuple):
 def translate(tab: str, text: str, **settings) -> Link:
     """A Translate & Align link: the default model, greedy, unless said otherwise."""
     return Link("pages/translate.py", f"Translate & Align › {tab}",
-                {"model": ui.DEFAULT_MODEL, "text": text, "method": "greedy", "tab": tab, **settings},
+                {"model": ui.models.DEFAULT_MODEL, "text": text, "method": "greedy", "tab": tab, **settings},
                 ":material/translate:")
 
 
@@ -47,7 +49,9 @@ OUTLINE = [
     Topic("BLEU and perplexity",
           "A reference forced through the model: log p, perplexity (the Shannon game), token ranks, BLEU from "
           "n-gram counts.",
-          (translate("Forced decoding", "I went to the lecture.", reference="Je suis allé au cours."),)),
+          # a human reference that differs from the model's "Je suis allé au cours hier.": word order and
+          # case, so p_1 ... p_4 all differ and the shorter output pays a brevity penalty
+          (translate("Forced decoding", "I went to the lecture yesterday.", reference="Hier, je suis allé au cours."),)),
     Topic("The bottleneck",
           "A fixed vector beside attention on the same input: BLEU by length, a stress test, what the decoder reads.",
           (Link("pages/bottleneck.py", "Bottleneck", {}, ":material/compress:"),)),
@@ -67,7 +71,7 @@ OUTLINE = [
           (Link("pages/cells.py", "Cell States › Colored text", {"tab": "Colored text"}, ":material/memory:"),)),
 ]
 # The last topic links to a Transformer's heads when checkpoints/ has one (read from the configs)
-transformers = [i.name for i in ui.translation_models() if i.error is None and i.arch == "transformer"]
+transformers = [i.name for i in ui.models.translation_models() if i.error is None and i.arch == "transformer"]
 OUTLINE.append(Topic(
     "Self-attention and the Transformer",
     "Attention without recurrence: every layer × head of cross-attention and of encoder and decoder self-attention.",
@@ -90,4 +94,5 @@ with st.container(gap="xsmall"):
                 st.caption(topic.coming)
 
 
-ui.preload_chart_scripts()     # the browser loads Plotly and Vega while the outline is read
+ui.warm.preload_chart_scripts()     # the browser loads Plotly and Vega while the outline is read
+ui.address.set_address({})     # an empty address, but for the Projector switch (projector=on)

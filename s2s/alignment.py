@@ -49,7 +49,7 @@ import numpy as np
 from .checkpoint import CheckpointError, Translator, load_translator
 from .decode import forced
 from .hub import MODEL_HELP, add_model_options, model_options
-from .text import InputError, clean_text
+from .text import InputError, OneLineErrorParser, clean_text
 from .tokenizer import Tokenizer
 
 Link = tuple[int, int]    # (English word, French word), both counted from 0 (the .wa files count from 1)
@@ -499,8 +499,10 @@ def aer_table(gold: Sequence[GoldPair], models: Sequence[Translator],
         extra = [(e, f) for e, f in extra if e and f]
         ways = statistical_links(gold, extra, ("grow-diag", "grow-diag-final-and"))
         for how, predicted in ways.items():
-            rows.append(row("eflomal", f"statistical (IBM-style), {len(extra):,} Tatoeba pairs + the gold's",
-                            how, predicted))
+            # eflomal learns from sentence pairs alone: the gold's sentences join its training text
+            # (their links are never read), as an unsupervised aligner is used on a corpus
+            rows.append(row("eflomal", f"statistical (IBM-style), trained on {len(extra):,} Tatoeba pairs and "
+                                       f"these {len(gold)} pairs' sentences (not their links)", how, predicted))
     return rows
 
 
@@ -508,14 +510,8 @@ def aer_table(gold: Sequence[GoldPair], models: Sequence[Translator],
 # Command line
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):            # one line and exit 2, like every other bad input
-        print(f"error: {message}", file=sys.stderr)
-        sys.exit(2)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    p = _Parser(prog="python -m s2s.alignment", description=__doc__.splitlines()[0])
+    p = OneLineErrorParser(prog="python -m s2s.alignment", description=__doc__.splitlines()[0])
     p.add_argument("--model", help=MODEL_HELP)
     add_model_options(p)
     p.add_argument("--gold", help="folder of SPLIT.en, SPLIT.fr, SPLIT.wa (with --input: or a Pharaoh file, "

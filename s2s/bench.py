@@ -15,7 +15,7 @@ gradient_flow_ms: one gradient-flow measurement (s2s.gradients, 2,000 characters
 app runs it; live_demo_ms: one
 update of the Gates & Gradients page's live demonstration (all three untrained cells at the
 page's opening settings) and live_demo_ms_largest (at the sliders' largest hidden size and
-length), median of 10; explain_ms: one s2s.explain of the 20-word sentence (attention
+length), median of 10; explain_ms: one s2s.attributions.explain of the 20-word sentence (attention
 against gradient x input, integrated gradients and leave-one-out), median of 3, one thread,
 for every model with attention (a Transformer's too: explain_ms of en-fr-transformer).
 align_pairs_per_s: the 447 Hansards test pairs (--align-gold) aligned by en-fr-general (--align-model) with
@@ -24,7 +24,7 @@ peak_rss_mb: the process's peak resident memory.
 With a Hugging Face model (--model hf:NAME or a save_pretrained folder): generate_greedy_ms_p50 and
 generate_beam5_ms_p50, transformers' own generate() on the same sentence at the same settings,
 and greedy_vs_generate / beam5_vs_generate, decode.py's times (attention captured) over them. threads: torch's intra-op threads (all
-cores by default; the app uses one per request, see ui.py).
+cores by default; the app uses one per request, see ui/models.py).
 What the Translate page adds per press: heatmap_ms_p50, building the attention heatmap of the
 20-word sentence (s2s.figures); cached_result_kb, that decoding as the page caches it
 (Decoding.without_states, pickled) and result_with_states_kb, the whole Decoding;
@@ -73,10 +73,10 @@ from pathlib import Path
 
 import torch
 
+from .attributions import explain
 from .charlm import sample_text
 from .checkpoint import CheckpointError, Translator, checkpoint_root, list_checkpoints, load_charlm, load_translator
 from .decode import Decoding, beam_search, encode_source, forced, greedy, greedy_batch
-from .explain import explain
 from .figures import attention_heatmap
 from .gradients import DEMO_DEFAULTS, DEMO_RANGES, gradient_flow, untrained_flow
 from .model import Seq2Seq
@@ -347,7 +347,7 @@ def main(argv=None) -> int:
         out["align_model"] = general.name
         out["align_pairs_per_s"] = round(len(pairs) / (timed_ms(lambda: align_corpus(g_tr, pairs, "grow-diag"), 3)
                                                        / 1000), 1)
-    # the Gates & Gradients page's computations, on one thread as the app runs them (ui.py):
+    # the Gates & Gradients page's computations, on one thread as the app runs them (ui/models.py):
     # their many small steps gain nothing from a second thread and lose to its overhead
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

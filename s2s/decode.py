@@ -39,6 +39,7 @@ import torch
 import torch.nn.functional as F
 
 from .checkpoint import Translator
+from .piece_words import HEAD_KINDS  # a Transformer's three kinds of attention
 from .text import (
     MAX_BEAM,
     MAX_DECODE_LEN,
@@ -95,9 +96,6 @@ class Decoding:
             if getattr(self, name) is not None:      # a Transformer's: nested lists
                 out[name] = np.round(getattr(self, name), 5).tolist()
         return out
-
-
-HEAD_KINDS = ("cross", "encoder", "decoder")     # a Transformer's three kinds of attention
 
 
 def attention_heads(d: Decoding, kind: str = "cross") -> tuple[list[str], list[str], np.ndarray] | None:

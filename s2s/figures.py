@@ -13,6 +13,8 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from .piece_words import HEAD_KINDS  # a Transformer's kinds of attention: the heads grid's titles
+
 # A sequential scale with strong contrast from near-white to near-black: it survives a
 # washed-out classroom projector better than scales whose ends are both dark.
 PROJECTOR_SCALE = "YlGnBu"
@@ -23,6 +25,109 @@ def figure(traces: Sequence[go.BasePlotlyType], **layout) -> go.Figure:
     fig.update_xaxes / update_layout call would validate again (3x the CPU per figure,
     which a class of 30 pressing Translate at once pays on a shared server)."""
     return go.Figure(data=list(traces), layout=dict(plot_bgcolor="white", **layout))
+
+
+# ---------------------------------------------------------------- readable from the back row
+
+# Streamlit's body text colour (its default theme): a chart's labels are never lighter than the text
+# (its theme draws ticks in #808495, which a washed-out projector loses).
+BODY_TEXT = "#2F2D2B"
+# The smallest label a chart draws, on a screen and with the Projector switch on.
+LABEL_PX = 14
+PROJECTOR_LABEL_PX = 18
+
+
+def label_px(projector: bool = False) -> int:
+    return PROJECTOR_LABEL_PX if projector else LABEL_PX
+
+
+def _fits(n: int, length_px: float, pitch_px: float) -> list[int]:
+    """Indices of n evenly spaced labels kept so that neighbours stand >= pitch_px apart."""
+    k = max(1, math.ceil(n * pitch_px / max(length_px, 1.0)))
+    return list(range(0, n, k))
+
+
+def for_screen(fig: go.Figure, projector: bool = False, width: int = 760) -> go.Figure:
+    """The figure as a class reads it: every label at least `label_px(projector)` (the
+    projector scales the sizes a figure chose by 18/14 too) and in BODY_TEXT, and the
+    token labels of a crowded axis thinned to every k-th so that neighbours never overlap
+    (hover still names every cell). `width` is the pixel width the figure will get on the
+    page (Streamlit sizes it to its column), `fig.layout.height` its height.
+
+    A label's pitch along its axis: upright or rotated text needs its line height (1.3 font
+    sizes; 1.5 at -60 degrees); horizontal text on x needs its longest label's width, taken
+    as 0.62 font sizes per character. Changes `fig` in place and returns it."""
+    small, scale = label_px(projector), (PROJECTOR_LABEL_PX / LABEL_PX if projector else 1.0)
+
+    def size(current) -> int:
+        return max(small, round(current * scale)) if current else small
+
+    lay = fig.layout
+    fig.update_layout(font=dict(color=BODY_TEXT, size=size(lay.font.size)),
+                      legend=dict(font=dict(size=size(lay.legend.font.size), color=BODY_TEXT)),
+                      hoverlabel=dict(font=dict(size=size(lay.hoverlabel.font.size))),
+                      uniformtext=dict(minsize=small, mode="show"))     # values on bars: never shrunk under it
+    if lay.title.text:
+        lay.title.font.size, lay.title.font.color = size(lay.title.font.size), BODY_TEXT
+    height = lay.height or 450
+    margin = lay.margin
+    plot_h = height - (margin.t if margin.t is not None else 100) - (margin.b if margin.b is not None else 80)
+    # 70 px for a colour bar or legend on the right; none beside heatmaps that show no colour bar
+    # (compact small multiples, where the panel's colour says the scale)
+    beside = 0 if fig.data and all(t.type == "heatmap" and t.showscale is False for t in fig.data) else 70
+    plot_w = width - (margin.l if margin.l is not None else 80) - (margin.r if margin.r is not None else 80) - beside
+    # the other axis's labels and title take room from the plot area too (plotly's automargin)
+    def band(axis, px: int) -> float:
+        longest = max((len(html.unescape(str(t))) for t in axis.ticktext or ()), default=3)
+        return (0.62 * px * longest if axis.showticklabels is not False else 0) + (25 if axis.title.text else 0)
+    x_px, y_px = size(lay.xaxis.tickfont.size), size(lay.yaxis.tickfont.size)
+    if lay.xaxis.visible is not False:
+        angle = abs(math.sin(math.radians(lay.xaxis.tickangle or 0)))
+        plot_h -= band(lay.xaxis, x_px) * angle + (1.3 * x_px if angle < 0.5 else 0)
+    if lay.yaxis.visible is not False:
+        plot_w -= band(lay.yaxis, y_px)
+    for name in [k for k in lay.to_plotly_json() if k.startswith(("xaxis", "yaxis"))] or ["xaxis", "yaxis"]:
+        axis = lay[name]
+        px = size(axis.tickfont.size)
+        axis.tickfont.size, axis.tickfont.color = px, BODY_TEXT
+        axis.title.font.size, axis.title.font.color = size(axis.title.font.size), BODY_TEXT
+        if axis.ticktext is None or axis.tickvals is None or axis.showticklabels is False:
+            continue
+        span = (axis.domain[1] - axis.domain[0]) if axis.domain else 1.0
+        texts = list(axis.ticktext)
+        if name.startswith("y"):
+            pitch, length = 1.3 * px, plot_h * span
+        elif axis.tickangle not in (None, 0) and abs(axis.tickangle) >= 30:
+            pitch, length = (1.3 if abs(axis.tickangle) >= 80 else 1.6) * px, plot_w * span
+        else:
+            pitch, length = 0.62 * px * max((len(html.unescape(t)) for t in texts), default=1) + 6, plot_w * span
+        keep = _fits(len(texts), length, pitch)
+        if len(keep) < len(texts):
+            axis.tickvals, axis.ticktext = [axis.tickvals[i] for i in keep], [texts[i] for i in keep]
+    for trace in fig.data:
+        if getattr(trace, "colorbar", None) is not None and trace.type in ("heatmap", "contour", "scatter"):
+            bar = trace.colorbar
+            bar.tickfont.size, bar.tickfont.color = size(bar.tickfont.size), BODY_TEXT
+            bar.title.font.size, bar.title.font.color = size(bar.title.font.size), BODY_TEXT
+        font = getattr(trace, "textfont", None)
+        if font is not None and not isinstance(font.size, (tuple, list)) and trace.type != "heatmap":
+            font.size = size(font.size)    # a list of sizes was placed label by label (beam_tree_figure)
+        elif font is not None and trace.type == "heatmap":
+            font.size = size(font.size)
+    for note in lay.annotations:
+        note.font.size = size(note.font.size)
+        if note.font.color is None:
+            note.font.color = BODY_TEXT
+    return fig
+
+
+def altair_for_screen(chart, projector: bool = False):
+    """An altair chart with the same rule as for_screen: labels at least label_px, in BODY_TEXT."""
+    small = label_px(projector)
+    return chart.configure_axis(labelFontSize=small, titleFontSize=small, labelColor=BODY_TEXT,
+                                titleColor=BODY_TEXT).configure_legend(
+        labelFontSize=small, titleFontSize=small, labelColor=BODY_TEXT, titleColor=BODY_TEXT).configure_title(
+        fontSize=small + 2, color=BODY_TEXT)
 
 
 def label_step(n: int, most: int) -> int:
@@ -39,15 +144,38 @@ def display_token(piece: str) -> str:
 def matrix_heatmap(x_tokens: Sequence[str], y_tokens: Sequence[str], z: np.ndarray, value_name: str = "α",
                    zmin: float = 0.0, zmax: float = 1.0, colorscale: str = PROJECTOR_SCALE,
                    x_title: str = "source (English)", y_title: str = "output (French)",
-                   title: str | None = None, height: int | None = None) -> go.Figure:
-    """A (len(y) x len(x)) matrix with tokens on both axes; hover shows the exact value."""
+                   title: str | None = None, height: int | None = None, compact: bool = False,
+                   label_size: int = LABEL_PX, x_labels: bool = True) -> go.Figure:
+    """A (len(y) x len(x)) matrix with tokens on both axes; hover shows the exact value.
+
+    `compact`, for small multiples: no axis titles, no colour bar (the panel's colour says the
+    scale), a top margin just tall enough for the source tokens drawn at `label_size` px (14, or
+    18 once for_screen scales the labels for the projector), none without `x_labels` (small
+    multiples sharing the source tokens of the map above), and `height` (if given) the rows'
+    height alone."""
     z = np.asarray(z, dtype=float)
     xs = [display_token(t) for t in x_tokens]
     ys = [display_token(t) for t in y_tokens]
     hover = [[f"{ys[j]} ← {xs[i]}<br>{value_name} = {z[j, i]:.4f}" for i in range(len(xs))] for j in range(len(ys))]
     heat = go.Heatmap(z=z, x=list(range(len(xs))), y=list(range(len(ys))), zmin=zmin, zmax=zmax,
                       colorscale=colorscale, text=hover, hovertemplate="%{text}<extra></extra>",
-                      colorbar=dict(title=dict(text=html.escape(value_name, quote=False)), thickness=14))
+                      # the title along the bar: above it, it sat on the top tick's label
+                      colorbar=dict(title=dict(text=html.escape(value_name, quote=False), side="right"), thickness=14))
+    if compact:
+        # rotated -60 degrees, the longest source token stands about 0.52 sizes a character tall
+        # (for_screen reckons 0.62 x sin 60): plotly's automargin makes that room above the map
+        longest = max((len(html.unescape(t)) for t in xs), default=1)
+        words_px = label_size * max(0.52 * longest + 0.5, 0.62 * longest * math.sin(math.radians(60))) + 6 \
+            if x_labels else 0
+        heat.showscale = False
+        return figure(
+            [heat],
+            xaxis=dict(tickmode="array", tickvals=list(range(len(xs))), ticktext=xs, tickangle=-60, side="top",
+                       tickfont=dict(size=LABEL_PX), showticklabels=x_labels),
+            yaxis=dict(tickmode="array", tickvals=list(range(len(ys))), ticktext=ys, autorange="reversed",
+                       tickfont=dict(size=LABEL_PX)),
+            height=round(4 + words_px + (height or round(1.45 * label_size) * len(ys)) + 4),
+            margin=dict(l=4, r=round(0.3 * label_size * len(html.unescape(xs[-1]))) + 4 if xs else 4, t=4, b=4))
     return figure(
         [heat],
         xaxis=dict(tickmode="array", tickvals=list(range(len(xs))), ticktext=xs, tickangle=-60,
@@ -102,16 +230,18 @@ def alignment_lines(source_tokens: Sequence[str], target_tokens: Sequence[str], 
 
 def token_bars(tokens: Sequence[str], values: Sequence[float], value_title: str, highlight: int | None = None,
                height: int | None = None, value_format: str = ".3f", horizontal: bool = True,
-               value_range: tuple[float, float] | None = None) -> go.Figure:
+               value_range: tuple[float, float] | None = None, texts: Sequence[str] | None = None) -> go.Figure:
     """One bar per token, in order; `highlight` is drawn darker. Horizontal bars list the
     tokens top to bottom (short lists); vertical bars put them along x (long outputs).
-    `value_range` fixes the value axis, so that two charts side by side compare."""
+    `value_range` fixes the value axis, so that two charts side by side compare; `texts`
+    writes on each horizontal bar instead of its value."""
     labels = [display_token(t) for t in tokens]
     pos = list(range(len(tokens)))
     colors = ["#c7e9b4" if i != highlight else "#225ea8" for i in pos]
     bars = go.Bar(x=list(values) if horizontal else pos, y=pos if horizontal else list(values),
                   orientation="h" if horizontal else "v", marker=dict(color=colors),
-                  text=[f"{v:{value_format}}" for v in values] if horizontal else None,
+                  text=(list(texts) if texts is not None else [f"{v:{value_format}}" for v in values])
+                  if horizontal else None,
                   textposition="auto", hovertext=labels,
                   hovertemplate="%{hovertext}: %{" + ("x" if horizontal else "y") + ":" + value_format
                   + "}<extra></extra>")
@@ -123,7 +253,7 @@ def token_bars(tokens: Sequence[str], values: Sequence[float], value_title: str,
     shown = pos
     if not horizontal and len(tokens) > 30:
         k = label_step(len(tokens), 15)           # at most 15 regular labels, and the highlighted one,
-        near = -(-k // 2)                         # which pushes out any label closer than k/2 to it
+        near = k          # which pushes out any label closer than k to it (k/2 let two labels touch at 14 px)
         shown = [i for i in pos[::k] if highlight is None or abs(i - highlight) >= near]
         shown = sorted(shown + ([highlight] if highlight is not None else []))
     token_axis = dict(tickmode="array", tickvals=shown, ticktext=[labels[i] for i in shown], tickfont=dict(size=size))
@@ -198,7 +328,7 @@ def _place_labels(candidates: Sequence[tuple[float, float, str]], px_per_x: floa
     for x, y, text in candidates:
         cx, cy = x * px_per_x, y * px_per_y
         choice = None
-        for size in (font_px, 0.8 * font_px):
+        for size in [s for s in (font_px, 0.8 * font_px) if s >= LABEL_PX] or [font_px]:   # never under LABEL_PX
             h, half = 1.25 * size, (_text_em(text) * size + 4) / 2
             for dy in [-gap - h / 2, gap + h / 2] + ([-gap - 1.5 * h] if y == 0 else []):
                 box = (cx - half, cy + dy - h / 2, cx + half, cy + dy + h / 2)
@@ -216,7 +346,7 @@ def _place_labels(candidates: Sequence[tuple[float, float, str]], px_per_x: floa
 
 
 def beam_tree_figure(tree: Sequence[dict], final_nodes: Sequence[int], plot_width: int = 750,
-                     font_px: int = 13) -> go.Figure:
+                     font_px: int = LABEL_PX, height: int | None = None) -> go.Figure:
     """The beam search tree: every hypothesis kept at every step, linked to its parent.
 
     x = step, y = rank within the step (beam_tree_positions); one thin grey edge per node,
@@ -226,7 +356,8 @@ def beam_tree_figure(tree: Sequence[dict], final_nodes: Sequence[int], plot_widt
     above or below their node wherever the label fits without touching another, if need be
     a little smaller (_place_labels: the winner's first, assuming a plot area `plot_width`
     pixels wide, the Translate page's at 1280 x 720); hovering any node shows its token,
-    step, rank and log p(prefix)."""
+    step, rank and log p(prefix). `height` caps the figure's height (a first screen's room):
+    the ranks then stand closer, and a label that no longer fits is left to the hover."""
     pos = beam_tree_positions(tree)
     root = (0, 0)
     paths = beam_paths(tree, final_nodes)
@@ -272,8 +403,11 @@ def beam_tree_figure(tree: Sequence[dict], final_nodes: Sequence[int], plot_widt
     # the labels: the root's, then the n-best paths' tokens, the winner's first
     steps = max((p[0] for p in pos), default=0)
     ranks = max((p[1] for p in pos), default=0) + 1
-    row_px = 50                                   # room for one label above and one below a rank
     x_range, y_range = (-0.6, steps + 0.6), (ranks - 0.5, -1.0)        # ranks grow downwards
+    margin = dict(l=10, r=10, t=40, b=round(3.6 * font_px))
+    row_px = round(50 * font_px / 13)             # room for one label above and one below a rank
+    if height is not None:
+        row_px = max(10, min(row_px, (height - margin["t"] - margin["b"]) / (y_range[0] - y_range[1])))
     labelled = [-1] + list(dict.fromkeys(n for path in paths for n in path))   # each node once, by importance
     where = _place_labels([(*(root if n < 0 else pos[n]), "<s>" if n < 0 else tree[n]["token"]) for n in labelled],
                           plot_width / (x_range[1] - x_range[0]), row_px, font_px)
@@ -285,7 +419,6 @@ def beam_tree_figure(tree: Sequence[dict], final_nodes: Sequence[int], plot_widt
         textposition="middle center", textfont=dict(size=[size for _, (_, size) in shown], color="#111111",
                                                     shadow=HALO),
         hoverinfo="skip", showlegend=False))
-    margin = dict(l=10, r=10, t=40, b=50)
     return figure(traces,
                   xaxis=dict(title=dict(text="decoding step"), dtick=1 if steps <= 30 else 5, range=list(x_range),
                              showgrid=False, zeroline=False),
@@ -438,7 +571,8 @@ def model_colors(attention_of: dict[str, str | None]) -> dict[str, str]:
 
 
 def length_chart(df, x: str, y: str, color: str = "model", x_title: str = "", y_title: str = "",
-                 highlight_x: float | None = None, highlight_label: str = "", colors: dict[str, str] | None = None):
+                 highlight_x: float | None = None, highlight_label: str = "", colors: dict[str, str] | None = None,
+                 projector: bool = False):
     """A line chart per model (altair); an optional vertical rule marks where something happens.
     `colors` fixes each model's colour (model_colors), so a model looks the same in every chart."""
     import altair as alt
@@ -447,22 +581,23 @@ def length_chart(df, x: str, y: str, color: str = "model", x_title: str = "", y_
         # integer ticks: lengths in words (one point alone got ticks such as "8.000000")
         x=alt.X(f"{x}:Q", title=x_title, axis=alt.Axis(format="d", tickMinStep=1)), y=alt.Y(f"{y}:Q", title=y_title),
         color=alt.Color(f"{color}:N", title=None, scale=scale,
-                        legend=alt.Legend(orient="bottom", labelFontSize=14)),
+                        legend=alt.Legend(orient="bottom")),
         tooltip=list(df.columns))
     chart = base.mark_line(point=alt.OverlayMarkDef(size=70), strokeWidth=3)
     if highlight_x is not None:
         import pandas as pd
         rule = alt.Chart(pd.DataFrame({x: [highlight_x], "label": [highlight_label]})).mark_rule(
             color="#d7301f", strokeDash=[6, 4], strokeWidth=2).encode(x=f"{x}:Q")
-        text = rule.mark_text(align="left", dx=6, dy=-8, color="#d7301f", fontSize=14).encode(
+        text = rule.mark_text(align="left", dx=6, dy=-8, color="#d7301f", fontSize=label_px(projector)).encode(
             text="label:N", y=alt.value(300))     # at the bottom: the lines near 100 stay clear
         chart = chart + rule + text
-    return chart.properties(height=320).configure_axis(labelFontSize=13, titleFontSize=14)
+    return altair_for_screen(chart.properties(height=320), projector)
 
 
-def scaling_figure(stats: dict) -> go.Figure:
+def scaling_figure(stats: dict, compact: bool = False, height: int = 190) -> go.Figure:
     """Softmax entropy of random dot-product scores against d, with and without 1/sqrt(d)
-    (s2s.attention.scaling_statistics), beside the entropy of uniform weights."""
+    (s2s.attention.scaling_statistics), beside the entropy of uniform weights. `compact`: a
+    small multiple `height` px tall, its title naming the curves in their colours."""
     d = stats["d"]
     hover = "d = %{x}<br>entropy %{y:.2f} nats<br>score std %{customdata:.1f}<extra></extra>"
     traces = [
@@ -473,6 +608,13 @@ def scaling_figure(stats: dict) -> go.Figure:
         go.Scatter(x=[d[0], d[-1]], y=[stats["max_entropy"]] * 2, name=f"uniform over {stats['n_keys']} keys",
                    mode="lines", line=dict(dash="dot", color="gray"), hoverinfo="skip"),
     ]
+    if compact:      # the title names the two curves in their colours: no room for a legend
+        title = (f"<span style='color:#1f4e9c'>q·k / √d</span> vs <span style='color:#d95f02'>q·k</span>, "
+                 f"{stats['n_keys']} keys")
+        return figure(traces, title=dict(text=title, x=0.02, xanchor="left", y=0.98, yanchor="top"),
+                      xaxis=dict(title="d (log scale)", type="log", tickvals=d),
+                      yaxis=dict(title="entropy (nats)", range=[0, 1.1 * stats["max_entropy"]]),
+                      height=height, margin=dict(l=50, r=8, t=34, b=50), showlegend=False)
     return figure(traces, title=f"Softmax entropy of random scores over {stats['n_keys']} keys",
                   xaxis=dict(title="dimension d of queries and keys", type="log", tickvals=d),
                   yaxis=dict(title="mean entropy of α (nats)", rangemode="tozero"),
@@ -697,7 +839,7 @@ def memory_span_figure(half_lives: Sequence[int], max_distance: int, title: str)
 
 
 # ---------------------------------------------------------------------------------------
-# Alignment and explanation (s2s.alignment, s2s.explain)
+# Alignment and explanation (s2s.alignment, s2s.attributions, s2s.counterfactual)
 
 GOLD_SURE = "#d62728"        # red squares: links every annotator drew
 GOLD_POSSIBLE = "#ff9896"    # light red: links some annotators drew
@@ -706,16 +848,36 @@ MODEL_LINK = "#111111"       # black crosses: the model's links
 
 def gold_alignment_figure(english: Sequence[str], french: Sequence[str], weights: np.ndarray,
                           sure: set, possible: set, predicted: set, title: str | None = None,
-                          words: str = "gold words") -> go.Figure:
+                          words: str = "gold words", height: int | None = None,
+                          label_size: int = LABEL_PX) -> go.Figure:
     """The model's word-level attention (French words x English words) with the human links
     drawn on it: Sure links as red squares, Possible-only links as light-red squares, the
     model's links (a rule applied to the weights) as black crosses. A cross inside a red
     square is a hit; a cross alone is a wrong link; a square alone is a missed one.
     Links are (English word, French word) pairs counted from 0. `words` names the words in
-    the axis titles ("your words" for a typed pair, which has no gold links)."""
+    the axis titles ("your words" for a typed pair, which has no gold links).
+
+    The legend sits at the bottom, under the map. `height`: the most pixels the figure
+    may take (what a first screen has left): its rows shrink to fit, down to the height of a
+    label drawn at `label_size` px (14, or 18 once for_screen scales it for the projector);
+    past that, to less than for_screen's pitch, so that it labels every k-th French word."""
     fig = matrix_heatmap(english, french, weights, value_name="attention", x_title=f"English ({words})",
                          y_title=f"French ({words})", title=title)
-    size = 24 if max(len(english), len(french)) <= 25 else 15
+    longest = max((len(html.unescape(display_token(w))) for w in english), default=1)
+    # plotly's automargin makes room above for the axis title and the English words, upright (as
+    # for_screen reckons them: 0.62 sizes a character); the legend has the bottom margin
+    top, bottom = 10 + (40 if title else 0), round(2.2 * label_size)
+    words_px = 0.62 * label_size * longest + 25 + 0.6 * label_size      # upright: see the x axis below
+    need = 1.45 * label_size          # a label's box is ~1.42 sizes tall
+    row = 26.0
+    if height:
+        row = min(row, (height - top - bottom - words_px) / max(len(french), 1))
+        if row < need:
+            row = min(row, 1.25 * label_size)     # for_screen thins labels closer than 1.3 sizes
+    size = min(24 if max(len(english), len(french)) <= 25 else 15, round(0.9 * row))
+    # the English words stand upright: at -60 degrees two neighbours need 1.6 sizes between them,
+    # upright 1.45 (the map's columns are as narrow as its rows are short)
+    fig.update_xaxes(tickangle=-90)
     layers = [("gold Sure", sorted(sure), "square-open", GOLD_SURE, size, 3),
               ("gold Possible", sorted(possible - sure), "square-open", GOLD_POSSIBLE, size, 2),
               ("model", sorted(predicted), "x-thin-open", MODEL_LINK, size * 0.6, 3)]
@@ -723,8 +885,10 @@ def gold_alignment_figure(english: Sequence[str], french: Sequence[str], weights
         fig.add_trace(go.Scatter(x=[e for e, _ in pts], y=[f for _, f in pts], mode="markers", name=name,
                                  marker=dict(symbol=symbol, size=s, color=color, line=dict(width=width, color=color)),
                                  hoverinfo="skip"))
-    fig.update_layout(legend=dict(orientation="h", x=0, y=-0.02, yanchor="top", font=dict(size=14)),
-                      margin=dict(l=10, r=10, t=150 if title else 110, b=50))
+    fig.update_layout(legend=dict(orientation="h", x=0, xanchor="left", y=0, yref="container", yanchor="bottom",
+                                  font=dict(size=LABEL_PX)),
+                      height=round(top + words_px + row * len(french) + bottom),
+                      margin=dict(l=10, r=10, t=top, b=bottom))
     return fig
 
 
@@ -751,11 +915,12 @@ def attribution_grid(source_tokens: Sequence[str], target_tokens: Sequence[str],
         fig.add_trace(go.Heatmap(z=z, x=list(range(len(xs))), y=list(range(len(ys))), zmin=0, zmax=1,
                                  colorscale=PROJECTOR_SCALE, showscale=k == 0, text=hover,
                                  hovertemplate="%{text}<extra></extra>",
-                                 colorbar=dict(title=dict(text="share of row"), thickness=12)),
+                                 colorbar=dict(title=dict(text="share of row", side="right"), thickness=12)),
                       row=k // columns + 1, col=k % columns + 1)
     small = 10 if len(xs) > 20 else 12
-    fig.update_xaxes(tickmode="array", tickvals=list(range(len(xs))), ticktext=xs, tickangle=-60,
-                     tickfont=dict(size=small))
+    # one row of small multiples: narrow maps, whose pieces stand upright (1.45 sizes apart, not 1.6)
+    fig.update_xaxes(tickmode="array", tickvals=list(range(len(xs))), ticktext=xs,
+                     tickangle=-90 if rows == 1 and columns >= 4 else -60, tickfont=dict(size=small))
     fig.update_yaxes(tickmode="array", tickvals=list(range(len(ys))), ticktext=ys, autorange="reversed",
                      tickfont=dict(size=small))
     fig.update_layout(plot_bgcolor="white", height=height or rows * max(300, 130 + 18 * len(ys)) + 60,
@@ -820,13 +985,8 @@ def counterfactual_figure(source_tokens: Sequence[str], alpha_before: Sequence[f
     return fig
 
 
-HEAD_KINDS = {"cross": ("cross-attention", "source (English)", "output (French)"),
-              "encoder": ("encoder self-attention", "source (English)", "source (English)"),
-              "decoder": ("decoder self-attention", "output (French)", "output (French)")}
-
-
 def heads_grid(weights: np.ndarray, x_tokens: Sequence[str], y_tokens: Sequence[str], kind: str = "cross",
-               selected: tuple[int, int] | None = None, width: int = 1200) -> go.Figure:
+               selected: tuple[int, int] | None = None, width: int = 1200, height: int | None = None) -> go.Figure:
     """Every layer x head of one attention kind as small heatmaps (BertViz's model view, for
     an encoder-decoder): weights (layers, heads, len(y), len(x)), rows summing to 1; row l,
     column h is layer l's head h. Tokens label the left column's rows and the bottom row's
@@ -840,14 +1000,16 @@ def heads_grid(weights: np.ndarray, x_tokens: Sequence[str], y_tokens: Sequence[
 
     w = np.asarray(weights, dtype=float)
     L, H = w.shape[:2]
-    name, x_title, y_title = HEAD_KINDS[kind]
+    name = HEAD_KINDS[kind].name
     # labels cut at 12 characters (hover shows them whole): a long word would squeeze the maps
     short = lambda t: display_token(t if len(t) <= 12 else t[:11] + "…")  # noqa: E731
     xs, ys = [short(t) for t in x_tokens], [short(t) for t in y_tokens]
-    # a hub model has up to 16 heads a layer: "L1 H2" fits over a map ~60 px wide, "layer 1 · head 2" does not
-    label = (lambda l, h: f"layer {l + 1} · head {h + 1}") if H <= 4 else (lambda l, h: f"L{l + 1} H{h + 1}")
-    fig = make_subplots(rows=L, cols=H, horizontal_spacing=0.02, vertical_spacing=0.05,
-                        subplot_titles=[label(l, h) for l in range(L) for h in range(H)])
+    # small multiples: a head's number once over its column, a layer's once beside its row (a
+    # title over each map would not fit a map ~100 px wide at a readable size); a hub model has
+    # up to 16 heads a layer, whose columns get "H2" instead of "head 2"
+    fig = make_subplots(rows=L, cols=H, horizontal_spacing=0.02, vertical_spacing=0.04,
+                        column_titles=[f"head {h + 1}" if H <= 4 else f"H{h + 1}" for h in range(H)],
+                        row_titles=[f"layer {l + 1}" for l in range(L)])
     hover = [[f"{display_token(y_tokens[j])} ← {display_token(x_tokens[i])}" for i in range(len(xs))]
              for j in range(len(ys))]
     # a small map is ~100 px a side on a projector: upright labels, at most 12 per axis (every
@@ -856,7 +1018,8 @@ def heads_grid(weights: np.ndarray, x_tokens: Sequence[str], y_tokens: Sequence[
     for l in range(L):
         for h in range(H):
             fig.add_trace(go.Heatmap(z=w[l, h], zmin=0, zmax=1, colorscale=PROJECTOR_SCALE, showscale=(l, h) == (0, 0),
-                                     colorbar=dict(title=dict(text="α"), thickness=12, len=0.6), hoverinfo="skip"),
+                                     colorbar=dict(title=dict(text="α"), thickness=12, len=0.6, x=1.05),
+                                     hoverinfo="skip"),     # x: right of the row titles
                           row=l + 1, col=h + 1)
             fig.update_xaxes(showticklabels=l == L - 1, tickmode="array", tickvals=xt, ticktext=[xs[i] for i in xt],
                              tickangle=-90, tickfont=dict(size=10), row=l + 1, col=h + 1)
@@ -875,10 +1038,10 @@ def heads_grid(weights: np.ndarray, x_tokens: Sequence[str], y_tokens: Sequence[
         fig.add_shape(type="rect", xref=f"x{ref} domain", yref=f"y{ref} domain", x0=-0.02, x1=1.02, y0=-0.02, y1=1.02,
                       line=dict(color="#d62728", width=3))
     cell = max(140, min(260, (width - 120) // H))
-    fig.update_layout(height=60 + L * int(cell * min(1.0, max(0.45, len(ys) / max(len(xs), 1)))) + 90,
-                      margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="white",
+    natural = 60 + L * int(cell * min(1.0, max(0.45, len(ys) / max(len(xs), 1)))) + 90
+    fig.update_layout(height=min(natural, height) if height else natural,      # `height`: a first screen's room
+                      margin=dict(l=10, r=60, t=60, b=10), plot_bgcolor="white",
                       title=dict(text=f"{name}: {L} layers × {H} heads", font=dict(size=15)))
-    fig.update_annotations(font_size=12)
     fig.update_layout(clickmode="event+select", dragmode=False)
     return fig
 

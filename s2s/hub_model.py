@@ -124,7 +124,7 @@ class HubSeq2Seq(nn.Module):
         (B, V), as forward(...)[0][b, positions[b]]. A hook on the decoder keeps only that
         position's final hidden state, so the model's own head (its lm_head, Marian's
         final_logits_bias, T5's rescaling) runs once per row rather than at every position:
-        for a 60k vocabulary that head is most of the cost (s2s.explain scores one step per row)."""
+        for a 60k vocabulary that head is most of the cost (s2s.attributions scores one step per row)."""
         rows = torch.arange(src.size(0), device=src.device)
 
         def keep_positions(module, args, output):

@@ -164,7 +164,7 @@ class Seq2Seq(nn.Module):
                ) -> tuple[Memory, State]:
         """(B, S) padded source ids -> Memory and the decoder's initial state s_0. `embedded`
         (B, S, E), if given, is read instead of the ids' embeddings E x_i (attributions
-        differentiate through it; s2s.explain)."""
+        differentiate through it; s2s.attributions)."""
         x = self.drop(self.embed(src) if embedded is None else embedded)
         if bool((src_len.to(src.device) == src.size(1)).all()):
             states, final = self.encoder(x)      # no padding: nothing to pack
@@ -203,7 +203,7 @@ class Seq2Seq(nn.Module):
 
         `alpha` (B, S), if given, replaces the attention weights alpha_j the scorer would
         compute (a counterfactual: what the step outputs had it read the source this way;
-        s2s/explain.py). Everything else, the copy distribution included, uses it as is."""
+        s2s/counterfactual.py). Everything else, the copy distribution included, uses it as is."""
         x = self.drop(torch.cat([self.embed(y_prev), feed], dim=-1))
         read = state[-1] if self.next_piece is not None else None         # alpha_{j-1}
         if self.is_lstm:

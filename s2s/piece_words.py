@@ -1,4 +1,5 @@
-"""Reading an attention matrix: words instead of pieces, entropy, argmax alignment.
+"""Reading an attention matrix: words instead of pieces, entropy, argmax alignment, and what
+each of a Transformer's kinds of attention matrix holds (HEAD_KINDS).
 
 Tokenizers mark word boundaries in one of five ways (the convention is read off the pieces):
     "▁"     sentencepiece (the shipped models, Marian, T5, NLLB, mBART): "▁lect" "ure" = "lecture"
@@ -15,7 +16,7 @@ Merging pieces into words keeps each row a distribution:
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
@@ -109,3 +110,28 @@ def argmax_alignment(source_tokens: Sequence[str], target_tokens: Sequence[str],
     a = np.asarray(attention)
     best = a.argmax(1)
     return [(t, source_tokens[i], float(a[j, i])) for j, (t, i) in enumerate(zip(target_tokens, best))]
+
+
+class HeadKind(NamedTuple):
+    """One of a Transformer's kinds of attention: what its matrices are called and what their
+    axes hold (each row y is a distribution over the columns x)."""
+    name: str       # "cross-attention": a heads grid's title
+    reads: str      # which tokens a row reads: "output → source"
+    x_title: str
+    y_title: str
+
+    @property
+    def label(self) -> str:
+        """The name and what it reads, "Cross-attention: output → source" (the Heads tab's choice)."""
+        return f"{self.name.capitalize()}: {self.reads}"
+
+
+# A Transformer's three kinds of attention, whose weights s2s.decode.attention_heads returns.
+# Defined here, not in s2s/decode.py, because the figures and a page's address read them
+# before torch is imported.
+HEAD_KINDS = {
+    "cross": HeadKind("cross-attention", "output → source", "source (English)", "output (French)"),
+    "encoder": HeadKind("encoder self-attention", "source → source", "source (English)", "source (English)"),
+    "decoder": HeadKind("decoder self-attention", "output → earlier output", "earlier output (decoder input)",
+                        "output (French)"),
+}

@@ -2,11 +2,16 @@
 
 Users paste anything. Control characters (NUL, escape codes) and invisible bidi
 controls are removed, text is NFC-normalised, and anything empty or too long is
-refused with a message a person can act on (InputError), never a traceback.
+refused with a message a person can act on (InputError), never a traceback. On the
+command line that message is one line on stderr starting with "error:" and exit status 2,
+and so is a bad option (OneLineErrorParser).
 """
 from __future__ import annotations
 
+import argparse
+import sys
 import unicodedata
+from typing import NoReturn
 
 MAX_CHARS = 1000          # a paragraph; the models were trained on inputs up to ~60 words
 MAX_SOURCE_TOKENS = 200   # subword pieces after tokenization
@@ -23,6 +28,15 @@ TEMPERATURE_RANGE = (0.05, 5.0)
 
 class InputError(ValueError):
     """The user's input cannot be used; the message says why and what to do."""
+
+
+class OneLineErrorParser(argparse.ArgumentParser):
+    """argparse whose own errors (an unknown option, a bad choice) look like every other
+    bad input: one line on stderr, "error: ...", and exit status 2, not a usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"error: {message}", file=sys.stderr)
+        sys.exit(2)
 
 
 def clean_text(text: str, max_chars: int = MAX_CHARS, what: str = "text") -> str:
@@ -73,7 +87,6 @@ def clean_passage(text: str, max_chars: int = MAX_PASSAGE_CHARS, what: str = "te
 def read_text_file(path: str) -> str:
     """A CLI's text file ('-' for standard input), undecodable bytes replaced; a file that
     cannot be read is an InputError naming it."""
-    import sys
     from pathlib import Path
     try:
         return sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8", errors="replace")

@@ -45,7 +45,9 @@ import os
 import random
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -58,6 +60,7 @@ from .checkpoint import Translator, load_translator, save_checkpoint
 from .data import (
     Augmenter,
     Batch,
+    Pair,
     augment_pairs,
     can_copy,
     copy_pairs,
@@ -322,7 +325,10 @@ def before_metrics(base: Translator, copy_test: list | None, long_sources: list[
     return before
 
 
-def main(argv=None) -> int:
+# ---------------------------------------------------------------- the command line
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The options; --help prints this module's docstring after them."""
     p = argparse.ArgumentParser(prog="python -m s2s.train", description=__doc__.splitlines()[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     p.add_argument("--data", required=True, help="english<TAB>french TSV (e.g. ../shared/data/tatoeba-en-fr/fra.txt)")
@@ -386,26 +392,32 @@ def main(argv=None) -> int:
     p.add_argument("--average-last", type=int, default=1,
                    help="keep the weights of the last N evaluation points and ship the average of the last k of "
                         "them (k <= N chosen by validation loss; Vaswani et al. 2017 average checkpoints); 1 = off")
-    a = p.parse_args(argv)
+    return p.parse_args(argv)
 
-    if a.threads:
-        torch.set_num_threads(a.threads)
-    rank, world, device = setup_distributed()
-    main_process = rank == 0
-    torch.manual_seed(a.seed)
-    out = Path(a.out)
-    name = a.name or out.name
-    work = Path(a.work or Path("runs") / name)
-    work.mkdir(parents=True, exist_ok=True)
-    log = open(work / "train.log", "a") if main_process else None
 
-    def say(msg: str) -> None:
-        if main_process:
-            tqdm.write(msg)
-            log.write(f"{time.strftime('%H:%M:%S')} {msg}\n")
-            log.flush()
+# ---------------------------------------------------------------- the run, step by step
 
-    # 1. data and tokenizer (files written by rank 0 alone, while the others wait)
+@dataclass
+class Data:
+    """A run's pairs and tokenizer: what the training loop and the final evaluation read."""
+    split_dir: Path
+    train_pairs: list[Pair]              # text: the copy augmentation rewrites it each epoch
+    singles: list[tuple[list[int], list[int]]]   # train_pairs as (source, target) piece ids
+    valid: list[tuple[list[int], list[int]]]     # the validation split, the same way
+    tok: Tokenizer
+    spm_file: Path                       # the tokenizer the checkpoint ships with
+    augmenter: Augmenter | None
+    copy_pool: list[int]                 # the train pairs that name a person or hold a number
+    copy_test: list | None               # the held-out copy test, scored at the end (--copy-test)
+    long_sources: list[str]              # test_long sources of 20-60 words: the loop rate's inputs
+
+
+def prepare_data(a: argparse.Namespace, base: Translator | None, work: Path, main_process: bool,
+                 world: int) -> Data:
+    """The splits (written once, by English sentence), the tokenizer (trained once on the
+    train split; a fine-tune keeps its base's, --tokenizer is used as it is, and the copy
+    augmentation gives it a piece for every letter of the names) and the pairs as piece
+    ids. With several processes rank 0 alone writes files while the others wait."""
     if world > 1 and not main_process:
         dist.barrier()
     split_dir = Path(a.split_dir)
@@ -413,7 +425,6 @@ def main(argv=None) -> int:
         write_splits(split_pairs(read_pairs(a.data), a.valid_pairs, a.test_pairs), split_dir)
     train_pairs, valid_pairs = read_pairs(split_dir / "train.tsv"), read_pairs(split_dir / "valid.tsv")
     spm_file = split_dir / "spm.model"
-    base = load_translator(a.init_from, device="cpu") if a.init_from else None
     if base is not None:
         spm_file = base.tokenizer.path
     elif a.tokenizer:
@@ -430,54 +441,72 @@ def main(argv=None) -> int:
     if world > 1 and main_process:
         dist.barrier()
     tok = Tokenizer(spm_file)
-    singles = [(tok.encode(s), tok.encode(t)) for s, t in train_pairs]
-    copy_pool = [i for i, p in enumerate(train_pairs) if can_copy(p)] if augmenter is not None else []
-    valid = [(tok.encode(s), tok.encode(t)) for s, t in valid_pairs]
-    say(f"{name}: {len(singles)} train pairs, {len(valid)} valid, vocab {len(tok)}")
+    return Data(split_dir=split_dir, train_pairs=train_pairs,
+                singles=[(tok.encode(s), tok.encode(t)) for s, t in train_pairs],
+                valid=[(tok.encode(s), tok.encode(t)) for s, t in valid_pairs],
+                tok=tok, spm_file=spm_file, augmenter=augmenter,
+                copy_pool=[i for i, p in enumerate(train_pairs) if can_copy(p)] if augmenter is not None else [],
+                copy_test=read_copy_test(a.copy_test) if a.copy_test else None,
+                long_sources=[s for s, _ in read_pairs(split_dir / "test_long.tsv") if 20 <= len(s.split()) <= 60])
 
-    # 2. model, optimizer, resumable state
+
+def build_model(a: argparse.Namespace, vocab_size: int, base: Translator | None) -> Seq2Seq | Transformer:
+    """The model: a fine-tune's base grown to the vocabulary (finetune_model), else new
+    random weights, a recurrent encoder-decoder or a Transformer."""
     if base is not None:
-        model = finetune_model(base.model, len(tok), a.dropout, a.copy)
-        cfg = model.cfg
-    elif a.arch == "transformer":
-        cfg = TransformerConfig(len(tok), a.hidden, a.heads, a.layers, a.layers, a.ffn, a.dropout, copy=a.copy,
-                                attention_dropout=a.attention_dropout, ffn_dropout=a.ffn_dropout)
-        model = Transformer(cfg)
-    else:
-        cfg = ModelConfig(len(tok), a.emb, a.hidden, a.hidden, a.cell, a.attention, a.dropout,
-                          copy=a.copy and a.attention != "none")
-        model = Seq2Seq(cfg)
-    model.to(device)
-    opt = torch.optim.Adam(model.parameters(), lr=a.lr)
+        return finetune_model(base.model, vocab_size, a.dropout, a.copy)
+    if a.arch == "transformer":
+        return Transformer(TransformerConfig(
+            vocab_size=vocab_size, d_model=a.hidden, heads=a.heads, encoder_layers=a.layers,
+            decoder_layers=a.layers, ffn=a.ffn, dropout=a.dropout, copy=a.copy,
+            attention_dropout=a.attention_dropout, ffn_dropout=a.ffn_dropout))
+    return Seq2Seq(ModelConfig(
+        vocab_size=vocab_size, emb_dim=a.emb, hidden=a.hidden, attn_dim=a.hidden, cell=a.cell,
+        attention=a.attention, dropout=a.dropout, copy=a.copy and a.attention != "none"))
+
+
+def start_state(a: argparse.Namespace, model: torch.nn.Module, opt: torch.optim.Optimizer, work: Path,
+                base: Translator | None, data: Data, main_process: bool, say) -> dict:
+    """The run's progress (step, epoch, tokens, seconds, curves, trace): resumed from the
+    state in --work if there is one; a fine-tune's first start records what it starts from
+    under "before" (before_metrics), which lineage() reads at the end."""
     meta = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "tokens": 0, "seconds": 0.0, "curves": [], "trace": []}
-    copy_test = read_copy_test(a.copy_test) if a.copy_test else None
-    long_sources = [s for s, _ in read_pairs(split_dir / "test_long.tsv") if 20 <= len(s.split()) <= 60]
     if (work / "state.safetensors").is_file():
         meta = load_state(work, model, opt)
         say(f"resumed at step {meta['step']}")
     elif base is not None and main_process:
-        meta["before"] = before_metrics(base, copy_test, long_sources, a.continue_run)
+        meta["before"] = before_metrics(base, data.copy_test, data.long_sources, a.continue_run)
         say(f"before: {json.dumps({k: v for k, v in meta['before'].items() if k not in ('trace', 'curves')})}")
-    say(f"{sum(p.numel() for p in model.parameters()):,} parameters: {json.dumps(cfg.to_dict())}")
-    tr = Translator(name, out, model, tok, {})
+    return meta
+
+
+def train(a: argparse.Namespace, tr: Translator, opt: torch.optim.Optimizer, meta: dict, data: Data, work: Path,
+          device: torch.device, rank: int, world: int, trace_from_scratch: bool, say) -> None:
+    """The training loop, `meta` updated in place: each epoch's examples (augmented,
+    long pairs joined), length-bucketed batches, one optimizer step per batch at lr_at's
+    rate. Every --eval-every steps rank 0 records the validation loss (a row of the curves,
+    with the copy test every 250 steps), saves the resumable state and, near the end, a
+    snapshot for --average-last; ~--trace-points times the probes' attention. With several
+    processes each computes its shard of every batch, and the group is taken down at the end.
+    The probes' trace starts at step 0 only `trace_from_scratch`: a fine-tune's continues its base's."""
+    model, main_process = tr.model, rank == 0
     trace_every = max(1, a.steps // a.trace_points)
     offset = meta.get("before", {}).get("steps", 0)    # a fine-tune continues the base model's step count
-
     model.train()
     net = DistributedDataParallel(model) if world > 1 else model     # the same model, gradients summed
     # bf16 products, fp32 weights, optimizer and loss (logits.float() below)
     bf16 = (torch.autocast(device.type, dtype=torch.bfloat16) if device.type == "cuda" or a.bf16
             else contextlib.nullcontext())
-    bar = tqdm(total=a.steps, initial=meta["step"], desc=name, unit="step", dynamic_ncols=True,
+    bar = tqdm(total=a.steps, initial=meta["step"], desc=tr.name, unit="step", dynamic_ncols=True,
                disable=not main_process)
     t_start, seconds0 = time.time(), meta["seconds"]
     loss_sum, tok_sum = 0.0, 0
     my_tokens = 0       # target tokens this process computed (its shards)
-    if meta["step"] == 0 and base is None and main_process:
+    if meta["step"] == 0 and trace_from_scratch and main_process:
         meta["trace"].append(probe_trace(tr, 0))
     while meta["step"] < a.steps:
-        examples = epoch_examples(singles, a.long_fraction, a.seed * 1000 + meta["epoch"], train_pairs, augmenter, tok,
-                                  a.long_max, a.copy_fraction, copy_pool)
+        examples = epoch_examples(data.singles, a.long_fraction, a.seed * 1000 + meta["epoch"], data.train_pairs,
+                                  data.augmenter, data.tok, a.long_max, a.copy_fraction, data.copy_pool)
         batches = token_batches(examples, a.max_tokens, BOS, seed=a.seed * 1000 + meta["epoch"])
         for bi, batch in enumerate(batches):
             if bi < meta["batch_in_epoch"]:
@@ -508,14 +537,14 @@ def main(argv=None) -> int:
                 loss_sum = summed(loss_sum, world, device)     # every process's share of the batches
                 if main_process:
                     meta["seconds"] = seconds0 + time.time() - t_start
-                    vl = valid_loss(model, valid, 4000)
+                    vl = valid_loss(model, data.valid, 4000)
                     row = {"step": offset + step, "train_loss": round(loss_sum / tok_sum, 4), "valid_loss": round(vl, 4),
                            "valid_ppl": round(math.exp(vl), 3), "tokens": meta["tokens"],
                            "minutes": round(meta["seconds"] / 60 + meta.get("before", {}).get("train_minutes", 0), 2),
                            "tokens_per_s": round(meta["tokens"] / max(meta["seconds"], 1e-9))}
-                    if copy_test and (step % 250 == 0 or step == a.steps):
+                    if data.copy_test and (step % 250 == 0 or step == a.steps):
                         model.eval()
-                        row["copy"] = copy_scores(tr, copy_test)       # greedy: the copy skill as it is learned
+                        row["copy"] = copy_scores(tr, data.copy_test)       # greedy: the copy skill as it is learned
                         model.train()
                     meta["curves"].append(row)
                     bar.set_postfix(valid_ppl=row["valid_ppl"], tok_s=row["tokens_per_s"])
@@ -542,60 +571,126 @@ def main(argv=None) -> int:
         del net
         gc.collect()
         dist.destroy_process_group()
-        if not main_process:
-            return 0
 
-    # 4. export fp16 (the chosen average of the last weights) and evaluate what was exported
-    model.eval()
-    averaged = average_snapshots(work, model, valid, a.steps - a.average_last * a.eval_every, say) \
-        if a.average_last > 1 else None
+
+def lineage(meta: dict) -> dict:
+    """What a run's metrics carry over from the runs it continues, from its progress `meta`
+    and meta["before"] (before_metrics of the base, for --init-from; absent from scratch):
+
+        train_minutes, train_tokens   the base's plus this run's
+        curves, trace_points          the base's rows, then this run's (steps counted on from the base's)
+        before                        the model before any fine-tune: the base's scores on a first
+                                      fine-tune, the origin's (kept by every leg) on a further one
+        previous                      where this leg began (the base), on a further leg or --continue-run
+        finetune_minutes              every fine-tune leg's minutes added up; None with no "before"
+
+    A base trained from scratch and continued with --continue-run has origin None: its scores
+    become "previous", and the run has no "before" and no fine-tune minutes."""
     before = meta.get("before", {})
+    out = {"train_minutes": round(meta["seconds"] / 60 + before.get("train_minutes", 0), 2),
+           "train_tokens": meta["tokens"] + before.get("train_tokens", 0),
+           "curves": before.get("curves", []) + meta["curves"],
+           "trace_points": before.get("trace", []) + meta["trace"]}
+    if before:      # a further leg: "before" is the origin, "previous" where this leg began
+        start = {k: v for k, v in before.items() if k not in ("trace", "curves", "origin", "finetune_minutes")}
+        if "origin" not in before:
+            out["before"] = start
+        else:
+            out["previous"] = start
+            if before["origin"] is not None:
+                out["before"] = before["origin"]
+    # a fine-tune's minutes (all its legs'); a model trained from scratch has none
+    out["finetune_minutes"] = (round(meta["seconds"] / 60 + before.get("finetune_minutes", 0), 2)
+                               if "before" in out else None)
+    return out
+
+
+def export(a: argparse.Namespace, tr: Translator, meta: dict, data: Data, work: Path, say) -> dict:
+    """The shipped weights (with --average-last, the average of the last snapshots chosen
+    by validation loss) in fp16 at --out, and their metrics.json: the recipe, the size, the
+    lineage, the probes' attention trace. Returns the metrics."""
+    model = tr.model
+    model.eval()
+    averaged = average_snapshots(work, model, data.valid, a.steps - a.average_last * a.eval_every, say) \
+        if a.average_last > 1 else None
     args = {k: v for k, v in vars(a).items() if k not in ("threads",)}
     # the model's own kind, not the flags' defaults (--init-from ignores them; a Transformer has
     # no cell and its cross-attention is scaled dot-product whatever --attention says)
     transformer = isinstance(model, Transformer)
-    args.update(arch="transformer" if transformer else "rnn", attention=cfg.attention,
-                cell=None if transformer else cfg.cell)
-    metrics = {"name": name, "train": args,
+    args.update(arch="transformer" if transformer else "rnn", attention=model.cfg.attention,
+                cell=None if transformer else model.cfg.cell)
+    history = lineage(meta)
+    tok = data.tok
+    metrics = {"name": tr.name, "train": args,
                "parameters": sum(p.numel() for p in model.parameters()),
-               "train_minutes": round(meta["seconds"] / 60 + before.get("train_minutes", 0), 2),
-               "train_tokens": meta["tokens"] + before.get("train_tokens", 0),
-               "curves": before.get("curves", []) + meta["curves"],
+               "train_minutes": history["train_minutes"], "train_tokens": history["train_tokens"],
+               "curves": history["curves"],
                "trace": {"probes": [{"source": s, "reference": r,
                                      "source_tokens": tok.pieces(tok.encode(s)) + ["</s>"],
                                      "target_tokens": tok.pieces(tok.encode(r)) + ["</s>"]} for s, r in PROBES],
-                         "points": before.get("trace", []) + meta["trace"]}}
-    if before:      # a further leg: "before" is the origin, "previous" where this leg began
-        start = {k: v for k, v in before.items() if k not in ("trace", "curves", "origin", "finetune_minutes")}
-        if "origin" not in before:
-            metrics["before"] = start
-        else:
-            metrics["previous"] = start
-            if before["origin"] is not None:
-                metrics["before"] = before["origin"]
-    # a fine-tune's minutes (all its legs'); a model trained from scratch has none
-    metrics["finetune_minutes"] = (round(meta["seconds"] / 60 + before.get("finetune_minutes", 0), 2)
-                                   if "before" in metrics else None)
+                         "points": history["trace_points"]},
+               **{k: v for k, v in history.items() if k in ("previous", "before", "finetune_minutes")}}
     if averaged:
         metrics["averaged"] = averaged
-    save_checkpoint(model, spm_file, out, name, a.description, metrics)
+    save_checkpoint(model, data.spm_file, tr.path, tr.name, a.description, metrics)
+    return metrics
+
+
+def evaluate_export(a: argparse.Namespace, tr: Translator, metrics: dict, data: Data, say) -> None:
+    """The exported model, as loaded from --out, on the test splits: BLEU and chrF with
+    beam search and perplexity per split, the loop rate on long inputs, the copy test;
+    written into its metrics.json."""
+    shipped = load_translator(tr.path)
+    test = {}
+    for split in ("test", "test_joined3", "test_long"):
+        pairs = read_pairs(data.split_dir / f"{split}.tsv")
+        t0 = time.time()
+        test[split] = evaluate_pairs(shipped, pairs, a.test_beam)
+        test[split]["perplexity"] = round(perplexity(shipped, pairs), 3)
+        say(f"{split}: BLEU {test[split]['bleu']} chrF {test[split]['chrf']} "
+            f"ppl {test[split]['perplexity']} ({time.time() - t0:.0f}s)")
+    metrics["test"] = test
+    metrics["loops"] = loop_rate(shipped, data.long_sources)
+    say(f"loops: {json.dumps(metrics['loops'])}")
+    if data.copy_test:
+        metrics["copy"] = copy_scores(shipped, data.copy_test)
+        say(f"copy test: {json.dumps(metrics['copy'])}")
+    save_checkpoint(tr.model, data.spm_file, tr.path, tr.name, a.description, metrics)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    a = parse_args(argv)
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    rank, world, device = setup_distributed()
+    main_process = rank == 0
+    torch.manual_seed(a.seed)
+    out = Path(a.out)
+    name = a.name or out.name
+    work = Path(a.work or Path("runs") / name)
+    work.mkdir(parents=True, exist_ok=True)
+    log = open(work / "train.log", "a") if main_process else None
+
+    def say(msg: str) -> None:      # rank 0 alone: to the terminal and to the log
+        if main_process:
+            tqdm.write(msg)
+            log.write(f"{time.strftime('%H:%M:%S')} {msg}\n")
+            log.flush()
+
+    base = load_translator(a.init_from, device="cpu") if a.init_from else None
+    data = prepare_data(a, base, work, main_process, world)
+    say(f"{name}: {len(data.singles)} train pairs, {len(data.valid)} valid, vocab {len(data.tok)}")
+    model = build_model(a, len(data.tok), base).to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=a.lr)
+    meta = start_state(a, model, opt, work, base, data, main_process, say)
+    say(f"{sum(p.numel() for p in model.parameters()):,} parameters: {json.dumps(model.cfg.to_dict())}")
+    tr = Translator(name, out, model, data.tok, {})
+    train(a, tr, opt, meta, data, work, device, rank, world, trace_from_scratch=base is None, say=say)
+    if not main_process:
+        return 0
+    metrics = export(a, tr, meta, data, work, say)
     if not a.no_eval:
-        shipped = load_translator(out)
-        test = {}
-        for split in ("test", "test_joined3", "test_long"):
-            pairs = read_pairs(split_dir / f"{split}.tsv")
-            t0 = time.time()
-            test[split] = evaluate_pairs(shipped, pairs, a.test_beam)
-            test[split]["perplexity"] = round(perplexity(shipped, pairs), 3)
-            say(f"{split}: BLEU {test[split]['bleu']} chrF {test[split]['chrf']} "
-                f"ppl {test[split]['perplexity']} ({time.time() - t0:.0f}s)")
-        metrics["test"] = test
-        metrics["loops"] = loop_rate(shipped, long_sources)
-        say(f"loops: {json.dumps(metrics['loops'])}")
-        if copy_test:
-            metrics["copy"] = copy_scores(shipped, copy_test)
-            say(f"copy test: {json.dumps(metrics['copy'])}")
-        save_checkpoint(model, spm_file, out, name, a.description, metrics)
+        evaluate_export(a, tr, metrics, data, say)
     say(f"wrote {out}")
     return 0
 

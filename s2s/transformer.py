@@ -352,7 +352,7 @@ class Transformer(nn.Module):
         positions (B,) -> the logits of row b at positions[b] (B, V). The same numbers as
         forward(...)[0][b, positions[b]], but the output layer (V wide) runs once per row, not
         T times, and positions after the last asked for are not decoded (attributions score
-        one step per row: s2s.explain)."""
+        one step per row: s2s.attributions)."""
         memory, _ = self.encode(src, src_len, embedded)
         s, context, last, _, _ = self.decode_all(tgt_in[:, :int(positions.max()) + 1], memory)
         rows = torch.arange(src.size(0), device=src.device)

@@ -73,7 +73,7 @@ HEATMAP = "[class*='st-key-heatmap'] .js-plotly-plot, .stPlotlyChart .js-plotly-
 
 def open_app(b, url: str, width: int = 1400, height: int = 1000, path: str = "/translate"):
     """A new tab on `path` (the Translate page unless said: the app itself opens on Start
-    here), once a chart is drawn (a visible one: not ui.load_plotly_early's hidden chart)."""
+    here), once a chart is drawn (a visible one: not ui.warm.load_plotly_early's hidden chart)."""
     page = b.new_page(viewport={"width": width, "height": height})
     page.goto(url + path)
     page.wait_for_selector(".js-plotly-plot >> visible=true", timeout=90_000)
@@ -108,3 +108,17 @@ def value_of(page, box: str, expected: str, timeout_ms: int = 5_000) -> str:
 
 def exceptions(page) -> list[str]:
     return [e.inner_text() for e in page.query_selector_all('[data-testid="stException"]')]
+
+
+def need_chromium_and_shipped_checkpoints() -> None:
+    """Skip the calling test module (call it at module level) unless Debian's Chromium and the
+    shipped checkpoints are here; on CI a missing Chromium is an error, not a skip."""
+    import pytest
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("CI"):
+            raise RuntimeError("CI needs Debian's chromium for the browser tests: apt-get install -y chromium")
+        pytest.skip("chromium is not installed (apt-get install -y chromium)", allow_module_level=True)
+    ckpt = ROOT / "checkpoints"
+    if not ((ckpt / "en-fr-additive" / "metrics.json").is_file() and (ckpt / "en-fr-none" / "metrics.json").is_file()
+            and any(ckpt.glob("charlm-*/metrics.json"))):
+        pytest.skip("the shipped checkpoints are not in checkpoints/", allow_module_level=True)

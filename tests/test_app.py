@@ -108,10 +108,11 @@ def test_submit_translates_and_puts_settings_in_the_url(app):
 def test_beam_search_shows_nbest_and_tree(app):
     at = submit(app(), text="a b c", method="beam", beam=4, nbest=3)
     assert not at.exception
+    assert chart(at, "beam_tree") is None and not at.dataframe     # hidden tabs don't run
+    at = open_tab(at, "Beam tree")                          # the n-best list with scores, above the tree
     table = at.dataframe[0].value
     assert list(table["rank"]) == [1, 2, 3] and table["translation"][0] == "c b a"
-    assert chart(at, "beam_tree") is None                   # hidden tabs don't run
-    assert chart(open_tab(at, "Beam tree"), "beam_tree") is not None
+    assert chart(at, "beam_tree") is not None
     greedy = open_tab(submit(app(), text="a b c"), "Beam tree")      # no tree: the hint names the radio where it is
     assert chart(greedy, "beam_tree") is None
     assert any("**Beam search** (beside Greedy" in i.value for i in greedy.info)
@@ -193,16 +194,28 @@ def test_unknown_characters_are_named(app):
     assert not [c for c in at.caption if "vocabulary" in c.value]
 
 
-def test_step_slider_and_live_decoding(app):
+def test_step_slider_and_live_decoding(app, monkeypatch):
     at = submit(app(), text="a b c")
     _widget(at, "step").set_value(1)
     at.run()
     assert "Step **1** of 4 words" in texts(at)
     assert chart(at, "step_attn") is not None and chart(at, "step_top") is not None
     _widget(at, "delay").set_value(0.0)
+    import ui.show
+    drawn, plotly_chart = [], ui.show.plotly_chart
+
+    def record(fig, *args, **kwargs):       # every chart the page draws, by key, in order
+        drawn.append(kwargs.get("key"))
+        return plotly_chart(fig, *args, **kwargs)
+    monkeypatch.setattr(ui.show, "plotly_chart", record)
     at.button(key="play").click()
     at.run()
-    assert not at.exception and chart(at, "live3") is not None   # one frame per decoder step
+    assert not at.exception
+    # ▶ Play drives the whole step view: at each of the 4 steps both charts, and the output so far
+    frames = [k for k in drawn if k and "_live" in k]
+    assert frames == [f"{c}_live{k}" for k in range(4) for c in ("step_attn", "step_top")]
+    assert _widget(at, "step").value == 4 and "Step **4** of 4 words" in texts(at)     # it ends on the last step
+    assert "**So far:** `c` `b` `a` `</s>`" in texts(at)            # the tiny model reverses its input
 
 
 def test_play_fills_in_the_heatmap_on_the_first_screen(app, monkeypatch):
@@ -267,9 +280,7 @@ def open_expander(at, key: str) -> AppTest:
 
 def test_sqrt_d_view_follows_the_keys_slider(app):
     at = open_tab(submit(app(), text="a b c"), "Compare attention")
-    assert chart(at, "sqrt_d") is None                # closed: nothing drawn on every run
-    at = open_expander(at, "sqrt_d_open")
-    fig = chart(at, "sqrt_d")
+    fig = chart(at, "sqrt_d")                         # beside the panels (issue #34): the tab's first screen
     assert fig is not None and "20 keys" in fig["layout"]["title"]["text"]
     _widget(at, "sqrt_keys").set_value(50)
     at.run()
@@ -434,24 +445,24 @@ def test_the_copy_example_keeps_both_names_with_a_sharp_alignment(monkeypatch):
 
 
 def test_warm_up_loads_every_model_once_in_the_background(zoo, monkeypatch):
-    """app.py calls ui.warm_up on every run: the first call, in a background thread, loads the
+    """app.py calls ui.warm.warm_up on every run: the first call, in a background thread, loads the
     default model and then every other one into the shared cache and decodes once with each
     (building its decode-time weights), so the first Translate press, Compare attention and a
     model switch find them ready; later calls start nothing."""
-    import ui
+    from ui import models, warm
     monkeypatch.setenv("S2S_CHECKPOINTS", str(zoo))
-    monkeypatch.setattr(ui, "_warm_thread", None)      # as in a fresh server process
-    ui.load_path.clear()
+    monkeypatch.setattr(warm, "_warm_thread", None)      # as in a fresh server process
+    models.load_path.clear()
     import s2s.bottleneck
     timed = []
     monkeypatch.setattr(s2s.bottleneck, "decode_ms", lambda tr, *a, **k: timed.append(tr.path.name) or 1.0)
-    thread = ui.warm_up()
+    thread = warm.warm_up()
     assert thread is not None and thread.name == "s2s-warm-up" and thread.daemon
     thread.join(60)
     assert not thread.is_alive()
-    assert ui.warm_up() is None
+    assert warm.warm_up() is None
     for name in ("en-fr-additive", "en-fr-dot", "en-fr-none"):    # the default, and every other model
-        tr = ui.load_path(str(zoo / name))               # a cache hit: the thread's model
+        tr = models.load_path(str(zoo / name))               # a cache hit: the thread's model
         assert tr.model._decode_cache is not None        # built by the thread's decode
     # and it times nothing: the Bottleneck page's cost view is measured by the page, alone (timed
     # beside other work, it showed the contention, not the models)
@@ -461,15 +472,15 @@ def test_warm_up_loads_every_model_once_in_the_background(zoo, monkeypatch):
 def test_warm_up_serves_the_start_pages_links_first(zoo, monkeypatch):
     """The warm-up's order is the Start page's links': Translate's default model, then the
     Bottleneck page's models and its Altair import, then the models only a switch asks for."""
-    import ui
+    from ui import models, warm
     monkeypatch.setenv("S2S_CHECKPOINTS", str(zoo))
-    monkeypatch.setattr(ui, "_warm_thread", None)
+    monkeypatch.setattr(warm, "_warm_thread", None)
     for event in ("_default_warm", "_plotly_imported", "_altair_ready"):
-        monkeypatch.setattr(ui, event, threading.Event())
-    ui.load_path.clear()
-    order, real = [], ui.load_model
-    monkeypatch.setattr(ui, "load_model", lambda name: order.append((name, ui._altair_ready.is_set())) or real(name))
-    ui.warm_up().join(120)
+        monkeypatch.setattr(warm, event, threading.Event())
+    models.load_path.clear()
+    order, real = [], models.load_model
+    monkeypatch.setattr(models, "load_model", lambda name: order.append((name, warm._altair_ready.is_set())) or real(name))
+    warm.warm_up().join(120)
     names = [n for n, _ in order]
     assert names[0] == "en-fr-additive"                        # the default (also the Bottleneck's model)
     assert names.index("en-fr-none") < names.index("en-fr-dot")
@@ -507,17 +518,17 @@ def test_a_cold_server_has_the_browser_load_plotly_while_the_page_waits(app, mon
     page waits), then the page as usual; on a warm server it draws no such chart."""
     import threading
 
-    import ui
-    monkeypatch.setattr(ui, "_warm_thread", threading.current_thread())     # a warm-up "running"
-    monkeypatch.setattr(ui, "_default_warm", threading.Event())             # not done yet
+    from ui import warm
+    monkeypatch.setattr(warm, "_warm_thread", threading.current_thread())     # a warm-up "running"
+    monkeypatch.setattr(warm, "_default_warm", threading.Event())             # not done yet
     plotly_in = threading.Event()
     plotly_in.set()
-    monkeypatch.setattr(ui, "_plotly_imported", plotly_in)
+    monkeypatch.setattr(warm, "_plotly_imported", plotly_in)
     at = translate_page()
     early = chart(at, "plotly_early")
     assert early is not None and early["layout"]["height"] == 10
     assert chart(at, "heatmap") is not None and not at.exception
-    ui._default_warm.set()                                                  # warmed up
+    warm._default_warm.set()                                                  # warmed up
     at = translate_page()
     assert chart(at, "plotly_early") is None and chart(at, "heatmap") is not None
 

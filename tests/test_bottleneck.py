@@ -284,8 +284,8 @@ def test_cost_view_is_timed_on_request_once_per_server(zoo_env, monkeypatch):
     """Opening the page times nothing; *Time the models* measures each model once for the
     server, and a later visitor sees the chart without pressing; *Measure again* re-times."""
     import s2s.bottleneck
-    import ui
-    ui.forget_timing()
+    from ui import models
+    models.forget_timing()
     timed = []
     monkeypatch.setattr(s2s.bottleneck, "decode_ms", lambda tr, *a, **k: timed.append(tr.path.name) or 1.0 + len(timed))
 
@@ -305,27 +305,27 @@ def test_cost_view_is_timed_on_request_once_per_server(zoo_env, monkeypatch):
     assert later.button(key="bn_time").label == "Measure again"
     later.button(key="bn_time").click().run()
     assert len(timed) == 4 * len(STRESS_PAIRS) and has_cost_chart(later)
-    ui.forget_timing()
+    models.forget_timing()
 
 
 def test_the_page_waits_for_the_warm_ups_altair_import(zoo_env, monkeypatch):
     """On a server still warming up, the page's Altair charts wait for the warm-up's import of
-    altair (ui.altair_ready), never import it beside it; on a warm server they do not wait."""
+    altair (ui.warm.altair_ready), never import it beside it; on a warm server they do not wait."""
     import threading
     import time
 
-    import ui
-    monkeypatch.setattr(ui, "_warm_thread", threading.current_thread())     # a warm-up "running"
+    from ui import warm
+    monkeypatch.setattr(warm, "_warm_thread", threading.current_thread())     # a warm-up "running"
     ready = threading.Event()
-    monkeypatch.setattr(ui, "_altair_ready", ready)
+    monkeypatch.setattr(warm, "_altair_ready", ready)
     threading.Timer(0.5, ready.set).start()
     t = time.perf_counter()
-    ui.altair_ready()
+    warm.altair_ready()
     assert ready.is_set() and time.perf_counter() - t >= 0.4
     at = bottleneck_page()
     assert not at.exception and len(at.get("arrow_vega_lite_chart") or at.get("vega_lite_chart")) >= 2
     t = time.perf_counter()
-    ui.altair_ready()                                   # already set: returns at once
+    warm.altair_ready()                                 # already set: returns at once
     assert time.perf_counter() - t < 0.1
 
 
@@ -333,18 +333,18 @@ def test_warm_up_decodes_the_bottleneck_pages_first_screen(zoo_env, monkeypatch)
     """warm_up also fills the cache the Bottleneck page reads with its default models' greedy
     decodings of the joined examples it opens on, so its first open decodes nothing."""
     import s2s.decode
-    import ui
-    monkeypatch.setattr(ui, "_warm_thread", None)
-    ui.greedy_decoding.clear()
-    ui.warm_up().join(120)
+    from ui import models, warm
+    monkeypatch.setattr(warm, "_warm_thread", None)
+    models.greedy_decoding.clear()
+    warm.warm_up().join(120)
     calls = []
     real = s2s.decode.greedy
     monkeypatch.setattr(s2s.decode, "greedy", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
     at = bottleneck_page()
     assert not at.exception
     assert calls == []          # the side by side, stress test and decoder views were all cached
-    assert ui._altair_ready.is_set() and "altair" in sys.modules    # and its charts' library imported
-    assert ui.bottleneck_default(ui.translation_models()) == "en-fr-additive"
+    assert warm._altair_ready.is_set() and "altair" in sys.modules    # and its charts' library imported
+    assert models.bottleneck_default(models.translation_models()) == "en-fr-additive"
 
 
 def test_the_typed_text_and_stress_setting_survive_a_visit_to_another_page(zoo_env):
@@ -374,11 +374,11 @@ def test_the_cost_view_times_an_offered_english_french_hub_model_in_its_own_piec
     view when chosen (one that cannot, like a Marian model of unknown languages, is not
     offered); its m and t are its own tokenizer's pieces; nothing hub is timed unless chosen."""
     import s2s.bottleneck
-    import ui
     from s2s.bottleneck import joined_example
     from s2s.checkpoint import load_translator
+    from ui import models
     monkeypatch.setenv("S2S_HUB_MODELS", f"{hub_models['marian']},{hub_models['m2m100']}")
-    ui.forget_timing()
+    models.forget_timing()
     timed = []
     monkeypatch.setattr(s2s.bottleneck, "decode_ms", lambda tr, *a, **k: timed.append(tr.name) or 1.0)
     at = bottleneck_page()
@@ -387,14 +387,14 @@ def test_the_cost_view_times_an_offered_english_french_hub_model_in_its_own_piec
     assert box.options == ["m2m100"] and box.value == []            # shown by name; Marian's languages unknown
     at.button(key="bn_time").click().run()
     assert len(timed) == 2 * len(STRESS_PAIRS)                       # the lesson's two models only
-    ui.forget_timing()
+    models.forget_timing()
     at.multiselect(key="bn_hub").select(str(hub_models["m2m100"])).run()
     at.button(key="bn_time").click().run()
     assert not at.exception
     spec = next(c.proto.spec for c in at.get("vega_lite_chart") if "m·t" in c.proto.spec
                 or "m\\u00b7t" in c.proto.spec)
     assert '"m2m100"' in spec                                        # drawn, with a colour of its own
-    rows = [r for r in ui.decode_timing(str(hub_models["m2m100"])) if r["model"] == "m2m100"]   # what it draws
+    rows = [r for r in models.decode_timing(str(hub_models["m2m100"])) if r["model"] == "m2m100"]   # what it draws
     tok = load_translator(hub_models["m2m100"]).tokenizer
     src, ref = joined_example(2)
     assert [(r["m"], r["t"]) for r in rows if r["sentences"] == 2] == [(len(tok.source_ids(src)),
@@ -408,7 +408,7 @@ def test_the_cost_view_times_an_offered_english_french_hub_model_in_its_own_piec
     linked.switch_page("pages/bottleneck.py")
     linked.run()
     assert not linked.exception and linked.multiselect(key="bn_hub").value == [str(hub_models["m2m100"])]
-    ui.forget_timing()
+    models.forget_timing()
 
 
 def test_a_links_bad_values_are_notes_never_a_crash(zoo_env):

@@ -110,17 +110,16 @@ def test_play_animates_the_heatmap_on_the_first_screen(server, chrome, tmp_path)
 
 
 def test_explainers_draw_their_chart_once_opened(server, chrome):
-    """The model diagram and the √d view are in expanders whose charts are drawn only once
-    opened (not on every Translate press): a click opens them and draws the chart."""
+    """The model diagram is in an expander whose chart is drawn only once opened (not on every
+    Translate press): a click opens it and draws the chart. The √d view, once in one too, is
+    drawn with the Compare attention tab (issue #34: its first screen)."""
     page = open_app(chrome, server, 1280, 720)
     assert page.locator(".st-key-model_diagram").count() == 0
     page.get_by_text("The model drawn, with its real sizes").click()
     page.wait_for_selector(".st-key-model_diagram .main-svg", timeout=30_000)
     page.get_by_role("tab", name="Compare attention").click()
     page.wait_for_selector("[class*='st-key-cmp_'] .main-svg", timeout=60_000)
-    assert page.locator(".st-key-sqrt_d").count() == 0
-    page.get_by_text("Why does scaled-dot divide by √d?").click()
-    page.wait_for_selector(".st-key-sqrt_d .main-svg", timeout=30_000)
+    page.wait_for_selector(".st-key-sqrt_d .main-svg", timeout=30_000)     # the √d view: beside the panels (#34)
     assert page.locator(".st-key-model_diagram .js-plotly-plot").count() == 1      # still open, still drawn
     assert exceptions(page) == []
 
@@ -140,7 +139,7 @@ def test_the_start_page_links_open_their_page_with_the_example_set(server, chrom
         last = page.get_by_text("coming: a trained Transformer").bounding_box()
         assert page.get_by_role("link", name="Translate & Align › Heads").count() == 0
     assert last["y"] + last["height"] <= 720                   # the whole outline on a projector's screen
-    # ui.preload_chart_scripts: the browser draws the tiny Vega-Lite chart (so it loads Vega), out of sight
+    # ui.warm.preload_chart_scripts: the browser draws the tiny Vega-Lite chart (so it loads Vega), out of sight
     page.wait_for_selector(".st-key-vega_early [data-testid='stVegaLiteChart'] canvas, "
                            ".st-key-vega_early [data-testid='stVegaLiteChart'] svg", state="attached", timeout=60_000)
     box = page.locator(".st-key-vega_early").bounding_box()
@@ -231,7 +230,7 @@ def test_the_app_fetches_nothing_from_the_network(server, chrome):
 
 def test_a_shared_link_reproduces_the_view(server, chrome):
     text = "She has a big black dog." if SHIPPED else "a b c"
-    page = open_app(chrome, server, path="/translate?method=beam&beam=3&nbest=2&text=" + text.replace(" ", "+"))
+    page = open_app(chrome, server, path="/translate?method=beam&beam=3&nbest=2&tab=Beam+tree&text=" + text.replace(" ", "+"))
     page.wait_for_selector("[data-testid='stDataFrame']", timeout=60_000)   # the n-best table of beam search
     assert value_of(page, "English text", text) == text
     assert exceptions(page) == []
@@ -256,7 +255,7 @@ def test_bottleneck_page_draws_its_charts(server, chrome):
 
 def test_the_translate_page_keeps_its_sentence_and_model_across_pages(server, chrome):
     """Streamlit forgets a widget not drawn in a run, another page's run included; app.py writes
-    the kept ones back (ui.restore_kept), so a class can visit the Bottleneck page and come back."""
+    the kept ones back (ui.address.restore_kept), so a class can visit the Bottleneck page and come back."""
     page = open_app(chrome, server, 1280, 720)
     text, last = ("My sister plays the violin.", "violon.") if SHIPPED else ("a b c", "c")
     page.get_by_role("textbox", name="English text").fill(text)
@@ -442,7 +441,7 @@ def test_a_link_opened_after_the_start_page_works(tmp_path_factory, tiny_additiv
         page.goto(url + "/translate?text=a+b+c")          # while the first run may still import torch
         page.wait_for_selector(".st-key-heatmap .js-plotly-plot", timeout=90_000)
         assert exceptions(page) == []
-        # through app.py (ui.run_through_app), not Streamlit's old multipage mode: the pages' titles
+        # through app.py (ui.address.run_through_app), not Streamlit's old multipage mode: the pages' titles
         # in the sidebar, not their file names, and the link's text applied
         nav = page.locator('[data-testid="stSidebarNav"] a')
         assert "Translate & Align" in " ".join(nav.all_inner_texts())

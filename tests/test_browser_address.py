@@ -1,24 +1,15 @@
 """A copied link reproduces the view, in a real Chromium: on each page, change what is shown,
 read the address bar, open that address in a fresh browser context, and compare."""
-import os
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
-from browser import CHROMIUM, browser, exceptions, streamlit_server
+from browser import browser, exceptions, need_chromium_and_shipped_checkpoints, streamlit_server
 from conftest import ROOT
 
-if not Path(CHROMIUM).exists():
-    if os.environ.get("CI"):
-        raise RuntimeError("CI needs Debian's chromium for the browser tests: apt-get install -y chromium")
-    pytest.skip("chromium is not installed (apt-get install -y chromium)", allow_module_level=True)
-
+need_chromium_and_shipped_checkpoints()
 CKPT = ROOT / "checkpoints"
-if not ((CKPT / "en-fr-additive" / "metrics.json").is_file() and (CKPT / "en-fr-none" / "metrics.json").is_file()
-        and any(CKPT.glob("charlm-*/metrics.json"))):
-    pytest.skip("the shipped checkpoints are not in checkpoints/", allow_module_level=True)
 
 
 @pytest.fixture(scope="module")

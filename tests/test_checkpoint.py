@@ -133,13 +133,13 @@ def _edit_config(d, **model):
 
 
 def test_the_registry_and_the_app_glue_import_no_torch():
-    """The start page lists the models while ui.warm_up imports torch in the background, so
-    reading the registry (and importing ui, which the start page does) must not import it."""
+    """The start page lists the models while ui.warm.warm_up imports torch in the background, so
+    reading the registry (and importing ui's modules, as the start page does) must not import it."""
     import subprocess
     import sys
 
     from conftest import ROOT
-    code = ("import sys, ui; from s2s.checkpoint import list_checkpoints; rows = list_checkpoints(); "
+    code = ("import sys, ui.address, ui.models, ui.show, ui.warm; from s2s.checkpoint import list_checkpoints; rows = list_checkpoints(); "
             "print(len(rows), 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

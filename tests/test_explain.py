@@ -1,5 +1,6 @@
-"""s2s.explain: each attribution checked against an independent computation on tiny
-models, Kendall's tau on vectors with a known answer, the counterfactuals, the CLI."""
+"""s2s.attributions (A), s2s.counterfactual (C) and s2s.explain (X): each attribution checked
+against an independent computation on tiny models, Kendall's tau on vectors with a known
+answer, the counterfactuals, the CLI."""
 from __future__ import annotations
 
 import copy
@@ -15,6 +16,8 @@ import torch
 import torch.nn.functional as F
 
 from conftest import ROOT
+from s2s import attributions as A
+from s2s import counterfactual as C
 from s2s import explain as X
 from s2s.checkpoint import Translator, load_translator
 from s2s.decode import _left_to_right, forced
@@ -26,8 +29,8 @@ REFERENCE = "e b f a c"
 
 
 def ids(tr: Translator, text: str = TEXT, reference: str | None = None):
-    src = torch.tensor([X.source_ids(tr, text)])
-    tgt = torch.tensor(X.target_ids(tr, text, reference)[0])
+    src = torch.tensor([A.source_ids(tr, text)])
+    tgt = torch.tensor(A.target_ids(tr, text, reference)[0])
     return src, tgt
 
 
@@ -51,7 +54,7 @@ def test_the_batched_forward_is_forced_decoding(untrained_translators, kind):
     last = torch.randperm(T, generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         x = tr.model.embed(src)[0].expand(T, -1, -1)
-        logp = X.step_log_probs(tr.model, x, src, tgt, last)
+        logp = A.step_log_probs(tr.model, x, src, tgt, last)
     want = forced(tr, TEXT, reference=REFERENCE).token_log_probs
     assert np.allclose(logp.numpy(), np.array(want)[last.numpy()], atol=1e-5)
 
@@ -73,14 +76,14 @@ def test_a_step_given_its_own_attention_is_the_same_step(untrained_translators, 
 def f_at(model, emb: torch.Tensor, src, tgt) -> torch.Tensor:
     """log p(y_j | y_<j, emb) for every j, with the source embeddings (S, E) given."""
     T = tgt.numel()
-    return X.step_log_probs(model, emb.expand(T, -1, -1), src, tgt, torch.arange(T))
+    return A.step_log_probs(model, emb.expand(T, -1, -1), src, tgt, torch.arange(T))
 
 
 @pytest.mark.parametrize("kind", ["additive", "dot", "copy"])
 def test_integrated_gradients_are_complete(untrained_translators, kind):
     tr = untrained_translators[kind]
     src, tgt = ids(tr)
-    ig, delta = X.integrated_gradients(tr.model, src, tgt)
+    ig, delta = A.integrated_gradients(tr.model, src, tgt)
     assert ig.shape == (tgt.numel(), src.size(1))
     # independently: log p(y_j | x) from the inference path, log p(y_j | 0) from the zero embeddings
     logp_x = np.array(forced(tr, TEXT, reference_ids=tgt.tolist()).token_log_probs)
@@ -94,7 +97,7 @@ def test_integrated_gradients_are_complete(untrained_translators, kind):
 def test_integrated_gradients_are_complete_on_a_trained_model(tiny_additive):
     from s2s.checkpoint import load_translator
     tr = load_translator(tiny_additive)
-    e = X.explain(tr, "j i h g f e d")
+    e = A.explain(tr, "j i h g f e d")
     assert e.translation == "d e f g h i j"                     # it learned to reverse
     src, tgt = ids(tr, "j i h g f e d")
     with torch.no_grad():
@@ -109,9 +112,9 @@ def test_integrated_gradients_split_where_the_path_is_steep(tiny_additive):
     from s2s.checkpoint import load_translator
     tr = double(load_translator(tiny_additive))
     src, tgt = ids(tr, "j i h g f e d")
-    fine, fine_error = X.integrated_gradients(tr.model, src, tgt, steps=64, splits=0)
-    coarse, coarse_error = X.integrated_gradients(tr.model, src, tgt, steps=4, splits=0)
-    split, split_error = X.integrated_gradients(tr.model, src, tgt, steps=4, splits=4)
+    fine, fine_error = A.integrated_gradients(tr.model, src, tgt, steps=64, splits=0)
+    coarse, coarse_error = A.integrated_gradients(tr.model, src, tgt, steps=4, splits=0)
+    split, split_error = A.integrated_gradients(tr.model, src, tgt, steps=4, splits=4)
     assert np.abs(fine_error).max() < 1e-3
     assert np.abs(split - fine).max() < 0.2 * np.abs(coarse - fine).max()
     assert np.abs(split_error).max() < np.abs(coarse_error).max()
@@ -121,7 +124,7 @@ def test_integrated_gradients_split_where_the_path_is_steep(tiny_additive):
 def test_grad_x_input_is_the_directional_derivative_along_each_embedding(untrained_translators, kind):
     tr = double(untrained_translators[kind])
     src, tgt = ids(tr)
-    a = X.grad_x_input(tr.model, src, tgt)
+    a = A.grad_x_input(tr.model, src, tgt)
     emb = tr.model.embed(src)[0].detach()
     h = 1e-5
     with torch.no_grad():
@@ -138,7 +141,7 @@ def test_grad_x_input_is_the_directional_derivative_along_each_embedding(untrain
 def test_leave_one_out_is_the_drop_in_log_prob_without_each_piece(untrained_translators, kind):
     tr = untrained_translators[kind]
     src, tgt = ids(tr, reference=REFERENCE)
-    loo = X.leave_one_out(tr.model, src, tgt)
+    loo = A.leave_one_out(tr.model, src, tgt)
     ref = tgt.tolist()
 
     def logp(src_ids):     # decode.py's own forced loop, one sentence at a time
@@ -153,29 +156,29 @@ def test_leave_one_out_is_the_drop_in_log_prob_without_each_piece(untrained_tran
 
 def test_explain_returns_every_method_per_target_token(untrained_translators):
     tr = untrained_translators["general"]
-    e = X.explain(tr, TEXT, reference=REFERENCE)
+    e = A.explain(tr, TEXT, reference=REFERENCE)
     T, S = len(e.target_tokens), len(e.source_tokens)
     assert e.source_tokens[-1] == "</s>" and e.target_tokens[-1] == "</s>" and e.forced_from == "reference"
     assert e.attention.shape == (T, S) and np.allclose(e.attention.sum(1), 1, atol=1e-5)
-    assert set(e.attributions) == set(X.METHODS)
+    assert set(e.attributions) == set(A.METHODS)
     assert all(a.shape == (T, S) and np.isfinite(a).all() for a in e.attributions.values())
     assert all(len(t) == T for t in e.kendall_tau().values())
-    greedy = X.explain(tr, TEXT, methods=["leave_one_out"])
+    greedy = A.explain(tr, TEXT, methods=["leave_one_out"])
     assert greedy.forced_from == "greedy" and list(greedy.attributions) == ["leave_one_out"]
 
 
 # ------------------------------------------------------------------ agreement
 
 def test_kendall_tau_on_vectors_with_a_known_answer():
-    assert X.kendall_tau([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
-    assert X.kendall_tau([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    assert A.kendall_tau([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert A.kendall_tau([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
     # pairs (1,2) (1,3) concordant, (2,3) discordant: (2 - 1) / 3
-    assert X.kendall_tau([1, 2, 3], [1, 3, 2]) == pytest.approx(1 / 3)
+    assert A.kendall_tau([1, 2, 3], [1, 3, 2]) == pytest.approx(1 / 3)
     # one pair tied in x: tau-b = 2 / sqrt((3 - 1) * (3 - 0))
-    assert X.kendall_tau([1, 1, 2], [1, 2, 3]) == pytest.approx(2 / math.sqrt(6))
-    assert math.isnan(X.kendall_tau([1, 1, 1], [1, 2, 3]))       # nothing to rank
+    assert A.kendall_tau([1, 1, 2], [1, 2, 3]) == pytest.approx(2 / math.sqrt(6))
+    assert math.isnan(A.kendall_tau([1, 1, 1], [1, 2, 3]))       # nothing to rank
     attention = np.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]])
-    taus, same = X.agreement(attention, np.array([[-3.0, 1.0, 0.5], [0.0, 2.0, 1.0]]))
+    taus, same = A.agreement(attention, np.array([[-3.0, 1.0, 0.5], [0.0, 2.0, 1.0]]))
     assert taus == pytest.approx([1.0, 1 / 3]) and same == [True, False]   # magnitudes |a| are compared
 
 
@@ -184,7 +187,7 @@ def test_kendall_tau_equals_scipy_with_ties():
     rng = np.random.default_rng(0)
     for _ in range(20):
         x, y = rng.integers(0, 4, 12), rng.normal(size=12).round(1)
-        assert X.kendall_tau(x, y) == pytest.approx(stats.kendalltau(x, y).statistic)
+        assert A.kendall_tau(x, y) == pytest.approx(stats.kendalltau(x, y).statistic)
 
 
 # ------------------------------------------------------------------ counterfactual attention
@@ -192,7 +195,7 @@ def test_kendall_tau_equals_scipy_with_ties():
 def test_uniform_attention_changes_the_next_token_as_computed_by_hand(untrained_translators):
     tr = untrained_translators["additive"]
     m, j = tr.model, 2
-    c = X.counterfactual(tr, TEXT, j, "uniform", reference=REFERENCE)
+    c = C.counterfactual(tr, TEXT, j, "uniform", reference=REFERENCE)
     S = len(c.alpha_before)
     assert len(set(c.alpha_after)) == 1 and c.alpha_after[0] == pytest.approx(1 / S, rel=1e-7)   # exactly uniform
     # by hand: the decoder state s_j from teacher forcing, c_j = mean_i h_i, h~ = tanh(W_c [c; s])
@@ -219,17 +222,17 @@ def test_uniform_attention_changes_the_next_token_as_computed_by_hand(untrained_
 
 def test_a_permutation_keeps_the_weights_and_moves_them(untrained_translators):
     tr = untrained_translators["dot"]
-    c = X.counterfactual(tr, TEXT, 1, "permute", reference=REFERENCE, seed=3)
+    c = C.counterfactual(tr, TEXT, 1, "permute", reference=REFERENCE, seed=3)
     assert sorted(c.alpha_after) == pytest.approx(sorted(c.alpha_before))
     assert c.alpha_after != c.alpha_before
-    assert c.jsd == pytest.approx(float(X.jsd(torch.tensor(c.alpha_after), torch.tensor(c.alpha_before))))
+    assert c.jsd == pytest.approx(float(C.jsd(torch.tensor(c.alpha_after), torch.tensor(c.alpha_before))))
 
 
 def test_the_adversary_moves_attention_further_than_a_permutation_within_epsilon(untrained_translators):
     tr = untrained_translators["additive"]
     eps, j = 0.01, 1
-    adv = X.counterfactual(tr, TEXT, j, "adversarial", reference=REFERENCE, epsilon=eps)
-    perm = X.counterfactual(tr, TEXT, j, "permute", reference=REFERENCE)
+    adv = C.counterfactual(tr, TEXT, j, "adversarial", reference=REFERENCE, epsilon=eps)
+    perm = C.counterfactual(tr, TEXT, j, "permute", reference=REFERENCE)
     assert adv.tv <= eps + 1e-6
     assert adv.jsd > perm.jsd and adv.jsd > 0.1
     assert sum(adv.alpha_after) == pytest.approx(1.0) and min(adv.alpha_after) >= 0
@@ -238,10 +241,10 @@ def test_the_adversary_moves_attention_further_than_a_permutation_within_epsilon
 def test_permutation_survival_is_one_answer_per_step(untrained_translators):
     tr = untrained_translators["general"]
     src, tgt = ids(tr, reference=REFERENCE)
-    t = X.trace(tr.model, src, tgt)
+    t = C.trace(tr.model, src, tgt)
     assert np.allclose(t.log_probs.gather(1, tgt[:, None])[:, 0].numpy(),
                        forced(tr, TEXT, reference=REFERENCE).token_log_probs, atol=1e-5)
-    kept = X.permutation_survival(tr.model, t, seed=0)
+    kept = C.permutation_survival(tr.model, t, seed=0)
     assert len(kept) == tgt.numel() and all(isinstance(k, bool) for k in kept)
 
 
@@ -264,8 +267,8 @@ def test_cli_json_contract(untrained_translators, capsys):
     T, S = len(d["target_tokens"]), len(d["source_tokens"])
     assert d["source_tokens"][-1] == "</s>"
     assert len(d["attention"]) == T and all(len(r) == S for r in d["attention"])
-    assert set(d["attributions"]) == set(X.METHODS) == set(d["kendall_tau"])
-    for m in X.METHODS:
+    assert set(d["attributions"]) == set(A.METHODS) == set(d["kendall_tau"])
+    for m in A.METHODS:
         assert len(d["attributions"][m]) == T and all(len(r) == S for r in d["attributions"][m])
         assert len(d["kendall_tau"][m]) == T
     cf = d["counterfactual"]
@@ -285,8 +288,8 @@ def test_cli_summary_over_a_test_file(untrained_translators, tmp_path, capsys):
     assert rc == 0, err
     d = json.loads(out)
     assert d["sentences"] == 2 and d["steps"] == 4 + 3          # "c b a </s>", "e d </s>"
-    assert set(d["kendall_tau"]) == set(X.METHODS)
-    assert all(-1 <= d["kendall_tau"][m]["median"] <= 1 for m in X.METHODS)
+    assert set(d["kendall_tau"]) == set(A.METHODS)
+    assert all(-1 <= d["kendall_tau"][m]["median"] <= 1 for m in A.METHODS)
     assert 0 <= d["permutation_survival"] <= 1
 
 
@@ -350,31 +353,31 @@ def test_a_transformers_attributions(tiny_transformer, hub_models, which):
     <unk> costs."""
     tr = transformer_cases(tiny_transformer, hub_models)[which]
     text = "a b c d" if which == "ours" else "the cat sat ."
-    e = X.explain(tr, text, reference=None if which == "ours" else "le chat .")   # a random model would not stop
+    e = A.explain(tr, text, reference=None if which == "ours" else "le chat .")   # a random model would not stop
     T, S = len(e.target_tokens), len(e.source_tokens)
     assert e.attention.shape == (T, S)
-    for m in X.METHODS:
+    for m in A.METHODS:
         assert e.attributions[m].shape == (T, S) and np.isfinite(e.attributions[m]).all()
-    src = torch.tensor([X.source_ids(tr, text)])
+    src = torch.tensor([A.source_ids(tr, text)])
     tgt = torch.tensor(e.target_ids)
     with torch.no_grad():
-        logp = X.row_log_probs(tr.model, tr.model.embed(src)[0].expand(T, -1, -1), src, tgt, torch.arange(T))
+        logp = A.row_log_probs(tr.model, tr.model.embed(src)[0].expand(T, -1, -1), src, tgt, torch.arange(T))
     np.testing.assert_allclose(logp.numpy(), e.token_log_probs, atol=1e-4)
     gap = e.attributions["integrated_gradients"].sum(1) - e.ig_delta
     if which != "t5":    # T5 normalises by RMS: from the zero baseline its path is steep near t = 0, and the
         # quadrature's error is reported (ig_delta) rather than bounded
-        assert np.median(np.abs(e.ig_delta) / (1 + np.abs(gap))) <= X.IG_TOLERANCE
+        assert np.median(np.abs(e.ig_delta) / (1 + np.abs(gap))) <= A.IG_TOLERANCE
     assert np.isfinite(e.ig_delta).all()
     # leave-one-out by hand for one piece
     i = 1
     rows = src.clone()
-    rows[0, i] = X._unk(tr.model)
+    rows[0, i] = A._unk(tr.model)
     other = forced(tr, text, reference_ids=e.target_ids, source_ids=rows[0].tolist())
     assert e.forced_from == ("greedy" if which == "ours" else "reference")
     np.testing.assert_allclose(e.attributions["leave_one_out"][:, i],
                                np.array(e.token_log_probs) - np.array(other.token_log_probs), atol=1e-4)
     with pytest.raises(InputError, match="counterfactual"):
-        X.counterfactual(tr, text, 0, "uniform")
+        C.counterfactual(tr, text, 0, "uniform")
 
 
 @pytest.mark.parametrize("which", ["ours", "marian", "t5"])
@@ -383,16 +386,16 @@ def test_logits_at_one_position_per_row_are_the_forward_passes(tiny_transformer,
     same logits as the full teacher-forced pass at those positions, rows in any order, and
     row_log_probs's grouping by step gives every row its own log-prob back in place."""
     tr = transformer_cases(tiny_transformer, hub_models)[which]
-    src = torch.tensor([X.source_ids(tr, "the cat sat on the mat .")])
+    src = torch.tensor([A.source_ids(tr, "the cat sat on the mat .")])
     tgt = torch.tensor(tr.tokenizer.target_ids("le chat est assis sur le tapis ."))
     T, R = tgt.numel(), 11
-    tgt_in = torch.cat([tgt.new_tensor([X._bos(tr.model)]), tgt[:-1]]).expand(R, -1)
+    tgt_in = torch.cat([tgt.new_tensor([A._bos(tr.model)]), tgt[:-1]]).expand(R, -1)
     positions = torch.randint(0, T, (R,), generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         full, _ = tr.model(src.expand(R, -1), torch.full((R,), src.size(1)), tgt_in)
         at = tr.model.logits_at(src.expand(R, -1), torch.full((R,), src.size(1)), tgt_in, positions)
         x = tr.model.embed(src)[0].expand(R, -1, -1)
-        logp = X.row_log_probs(tr.model, x, src, tgt, positions)
+        logp = A.row_log_probs(tr.model, x, src, tgt, positions)
     assert at.shape == (R, full.size(-1))
     np.testing.assert_allclose(at.numpy(), full[torch.arange(R), positions].numpy(), atol=1e-4)
     expected = F.log_softmax(full, -1)[torch.arange(R), positions, tgt[positions]]

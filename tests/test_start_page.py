@@ -166,14 +166,14 @@ def test_with_a_transformer_the_last_topic_links_to_its_heads(zoo, tiny_transfor
 
 
 def test_the_outline_has_the_browser_load_plotly_for_its_links(env, monkeypatch):
-    """A hidden, empty Plotly chart ends the outline (ui.preload_chart_scripts), drawn once the
+    """A hidden, empty Plotly chart ends the outline (ui.warm.preload_chart_scripts), drawn once the
     warm-up has imported plotly (never imported beside it); app.py's style hides it."""
     import threading
 
-    import ui
-    monkeypatch.setattr(ui, "_warm_thread", threading.current_thread())     # a warm-up "running"
+    from ui import warm
+    monkeypatch.setattr(warm, "_warm_thread", threading.current_thread())     # a warm-up "running"
     imported = threading.Event()
-    monkeypatch.setattr(ui, "_plotly_imported", imported)
+    monkeypatch.setattr(warm, "_plotly_imported", imported)
     threading.Timer(0.5, imported.set).start()                             # plotly in, half a second on
     at = start()
     early = chart(at, "plotly_early")
@@ -183,7 +183,7 @@ def test_the_outline_has_the_browser_load_plotly_for_its_links(env, monkeypatch)
 
 
 def test_the_outline_has_the_browser_load_vega_for_the_bottleneck_link(env):
-    """ui.preload_chart_scripts: a tiny Vega-Lite chart (one point) in a container that
+    """ui.warm.preload_chart_scripts: a tiny Vega-Lite chart (one point) in a container that
     app.py's style puts off-screen with a width (a chart of no width is never drawn)."""
     at = start()
     (box,) = [b for b in at.get("flex_container") if getattr(b, "key", None) == "vega_early"]
@@ -194,3 +194,54 @@ def test_the_outline_has_the_browser_load_vega_for_the_bottleneck_link(env):
     style = (ROOT / "app.py").read_text()
     rule = style[style.index(".st-key-vega_early{"):].split("}")[0]
     assert "left:-10000px" in rule and "width:80px" in rule and "display:none" not in rule
+
+
+def test_the_bleu_example_teaches_bleu(monkeypatch):
+    """The BLEU topic's reference is a human one that differs from the shipped model's output:
+    p_1 ... p_4 all differ, none is 0 or 1, the shorter output pays a brevity penalty; and the
+    log p bars beside the heatmap have its rows, in words as the page shows them."""
+    if not (ROOT / "checkpoints" / "en-fr-additive" / "config.json").is_file():
+        pytest.skip("needs the shipped en-fr-additive")
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(ROOT / "checkpoints"))
+    query = next(q for p, _, q in links(start()) if q.get("tab") == "Forced decoding")
+    at = follow("translate", query)
+    assert not at.exception, at.exception
+    output = at.session_state["text"] and [m.value for m in at.markdown if "s2s-text" in m.value][0]
+    assert query["reference"] not in output                         # the reference is not the model's own output
+    bleu = [d.value for d in at.dataframe if "matching / in output" in d.value.columns][0]
+    p = [float(x) for x in bleu["p_n"]]
+    assert len(set(p)) == 4 and all(0 < x < 1 for x in p), p
+    bp = float(next(m.value for m in at.markdown if "BP = min(1" in m.value).split("**")[1])
+    assert bp < 1
+    heat, bars = chart(at, "forced_heatmap"), chart(at, "forced_lp")
+    assert list(bars["layout"]["yaxis"]["ticktext"]) == list(heat["layout"]["yaxis"]["ticktext"])   # the same words
+    assert "▁" not in "".join(bars["layout"]["yaxis"]["ticktext"])
+    for k in ("height",):
+        assert bars["layout"][k] == heat["layout"][k]
+    assert (bars["layout"]["margin"]["t"], bars["layout"]["margin"]["b"]) == (heat["layout"]["margin"]["t"],
+                                                                              heat["layout"]["margin"]["b"])
+
+
+def test_the_projector_switch_is_in_the_sidebar_and_the_address(env):
+    """Projector: a sidebar switch (app.py) on every page, read from a link's projector=on and
+    written back into the address; with it, every chart's labels are 18 px, without, 14."""
+    at = start()
+    switch = at.sidebar.toggle(key="projector")
+    assert switch.label == "Projector" and switch.value is False
+    switch.set_value(True).run()
+    assert not at.exception and at.query_params.get("projector") in ("on", ["on"])      # the Start page's address
+    query = next(q for p, _, q in links(at) if q.get("tab") == "Step by step")
+    on = follow("translate", {**query, "projector": "on"})
+    assert not on.exception, on.exception
+    assert on.session_state["projector"] is True
+    assert on.query_params.get("projector") in ("on", ["on"])                  # kept in the page's address
+    for key in ("heatmap", "step_attn", "step_top"):
+        lay = chart(on, key)["layout"]
+        sizes = [lay[a]["tickfont"]["size"] for a in lay if a.startswith(("xaxis", "yaxis"))]
+        assert sizes and min(sizes) >= 18, (key, sizes)
+    off = follow("translate", query)
+    assert off.session_state.get("projector", False) is False and "projector" not in off.query_params
+    lay = chart(off, "heatmap")["layout"]
+    assert lay["xaxis"]["tickfont"]["size"] == 14 and lay["xaxis"]["tickfont"]["color"] == "#2F2D2B"
+    bad = follow("translate", {**query, "projector": "maybe"})       # neither on nor off: ignored
+    assert not bad.exception and bad.session_state.get("projector", False) is False

@@ -63,3 +63,34 @@ def test_average_last_ships_the_mean_of_the_snapshots_chosen_by_validation(tmp_p
     for name, value in shipped.items():
         mean = sum(t[name] for t in tensors) / k
         assert torch.allclose(value.float(), mean.float(), atol=2e-3, rtol=2e-3), name
+
+
+def test_lineage_carries_the_history_and_names_before_and_previous():
+    """What metrics.json inherits (train.lineage): minutes, tokens, curves and trace add up over
+    the runs; a first fine-tune's base becomes "before"; on a further leg "before" stays the
+    origin and the base becomes "previous"; --continue-run of a model trained from scratch has
+    only "previous"; fine-tune minutes exist only where there is a "before"."""
+    meta = {"seconds": 120.0, "tokens": 500, "curves": [{"step": 310}], "trace": [{"step": 310}]}
+    scratch = train_cli.lineage(meta)
+    assert scratch == {"train_minutes": 2.0, "train_tokens": 500, "curves": [{"step": 310}],
+                       "trace_points": [{"step": 310}], "finetune_minutes": None}
+
+    base = {"name": "base", "steps": 300, "train_minutes": 10.0, "train_tokens": 9000,
+            "curves": [{"step": 300}], "trace": [{"step": 300}], "test": {"test": {"bleu": 30.0}},
+            "loops": {"n": 4, "beam": 1, "share": 0.25}}
+    scores = {k: v for k, v in base.items() if k not in ("curves", "trace")}
+    first = train_cli.lineage(dict(meta, before=base))
+    assert first["train_minutes"] == 12.0 and first["train_tokens"] == 9500
+    assert first["curves"] == [{"step": 300}, {"step": 310}] and first["trace_points"] == [{"step": 300}, {"step": 310}]
+    assert first["before"] == scores and "previous" not in first
+    assert first["finetune_minutes"] == 2.0
+
+    origin = {"name": "origin", "test": {"test": {"bleu": 20.0}}}
+    leg = dict(base, origin=origin, finetune_minutes=3.0)     # the base is itself a fine-tune of `origin`
+    further = train_cli.lineage(dict(meta, before=leg))
+    assert further["before"] == origin and further["previous"] == scores
+    assert further["finetune_minutes"] == 5.0 and further["train_minutes"] == 12.0
+
+    continued = train_cli.lineage(dict(meta, before=dict(base, origin=None, finetune_minutes=0)))
+    assert "before" not in continued and continued["previous"] == scores
+    assert continued["finetune_minutes"] is None

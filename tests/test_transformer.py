@@ -226,7 +226,8 @@ def test_a_tiny_transformer_learns_to_reverse(tiny_transformer):
 
 def test_explain_attributes_a_transformer_declines_its_counterfactual_and_alignment_reads_it(untrained_translators):
     from s2s.alignment import word_attention
-    from s2s.explain import counterfactual, explain
+    from s2s.attributions import explain
+    from s2s.counterfactual import counterfactual
     from s2s.text import InputError
     tr = untrained_translators["transformer"]
     e = explain(tr, "a b c")                 # attributions cover Transformers (one teacher-forced pass)

@@ -227,7 +227,7 @@ def main() -> int:
     p.add_argument("--presses", type=int, default=3, help="new sentences (or seeds) per run for repeated actions")
     a = p.parse_args()
     models = [i.name for i in attention_checkpoints(checkpoint_root())]
-    default = "en-fr-additive"                        # the page opens on it (ui.DEFAULT_MODEL) when present
+    default = "en-fr-additive"                        # the page opens on it (ui.models.DEFAULT_MODEL) when present
     models = sorted(models, key=lambda n: n != default)
     times: dict[str, list[float]] = {}
     failed: list[str] = []

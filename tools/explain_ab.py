@@ -3,10 +3,11 @@
     git worktree add /tmp/before 17a6ac1
     python tools/explain_ab.py /tmp/before . [--model en-fr-additive] [--rounds 3]
 
-Each round runs, in a fresh process per checkout, s2s.explain of the bench's 20-word sentence
-(all three attributions, one thread, as `python -m s2s.bench` times explain_ms) three times,
-and keeps the median; the figures printed are the medians over rounds, in ms, with the
-last round's split by method. Checkpoints are read from this checkout's checkpoints/.
+Each round runs, in a fresh process per checkout, s2s.attributions.explain (s2s.explain's
+before the split) of the bench's 20-word sentence (all three attributions, one thread, as
+`python -m s2s.bench` times explain_ms) three times, and keeps the median; the figures
+printed are the medians over rounds, in ms, with the last round's split by method.
+Checkpoints are read from this checkout's checkpoints/.
 """
 import argparse
 import json
@@ -19,7 +20,10 @@ CHILD = r'''
 import sys, time, json, torch
 sys.path.insert(0, sys.argv[1]); torch.set_num_threads(1)
 from s2s.checkpoint import load_translator
-from s2s.explain import explain
+try:
+    from s2s.attributions import explain
+except ImportError:                 # a checkout from before s2s/explain.py was split in two
+    from s2s.explain import explain
 from s2s.bench import SENTENCE_20
 tr = load_translator(sys.argv[2])
 explain(tr, SENTENCE_20)

@@ -146,7 +146,7 @@ class Tab:
                 elif which == "alert" and el.alert.format in (1, 2):     # ERROR, WARNING
                     problems.append(f"alert: {el.alert.body[:200]}")
             elif kind == "script_finished" and msg.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
-                # (a server's first run reruns itself through app.py: ui.run_through_app; wait for that run)
+                # (a server's first run reruns itself through app.py: ui.address.run_through_app; wait for that run)
                 return translation, problems, t_answer, time.perf_counter() - t0
 
 

@@ -1,0 +1,368 @@
+"""Attention against attributions: which source pieces drove each output token?
+
+Attention says where the decoder read the source at step j. Whether those weights say what
+*drove* the output y_j is a separate question (Jain & Wallace 2019, "Attention is not
+Explanation", asked it for text classifiers; here it is asked of translation). Three
+attributions of log p(y_j | y_<j, x) to the source pieces x_1..x_m (</s> included), with
+e_i the embedding of x_i, measure that directly:
+
+    gradient x input      a_ij = (d log p(y_j | y_<j, x) / d e_i) . e_i
+                          (the gradient with respect to x_i's one-hot input, first order)
+    integrated gradients  a_ij = (e_i - e'_i) . int_0^1 d log p(y_j | y_<j, e' + t (e - e')) / d e_i dt
+                          (Sundararajan et al. 2017) from the all-zero baseline e' = 0, by
+                          Gauss-Legendre quadrature (captum), IG_STEPS points per segment of
+                          [0, 1], segments halved where the path is steep; completeness:
+                          sum_i a_ij = log p(y_j | x) - log p(y_j | e' = 0)
+    leave-one-out         a_ij = log p(y_j | y_<j, x) - log p(y_j | y_<j, x with x_i -> <unk>)
+                          (the same output y forced in both: how much worse y_j gets without x_i)
+
+What they share: forced decoding of one output y, written as a function of the source
+embeddings so that it can be differentiated (row_log_probs: one row per (sentence, step)
+scored). The output y is the model's own greedy translation, or a given reference, forced
+either way. Agreement of attention alpha_j with each attribution, per target token, is
+Kendall's tau-b between alpha_ij and |a_ij| over i (the magnitude: attention cannot be
+negative, and Jain & Wallace compare importance the same way), and whether both put their
+maximum on the same source piece.
+
+`explain` puts it together for one sentence (an Explanation); s2s/counterfactual.py asks
+the other question, what the output does when alpha_j is replaced, and s2s/explain.py is
+the command and the summary over a test set.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .checkpoint import Translator
+from .decode import encode_source, forced, greedy
+from .model import Memory, Seq2Seq
+from .text import InputError, check_range, clean_text
+from .tokenizer import BOS, UNK
+
+METHODS = ("grad_x_input", "integrated_gradients", "leave_one_out")
+SHORT = {"grad_x_input": "grad x input", "integrated_gradients": "integrated grad.", "leave_one_out": "leave-one-out"}
+IG_STEPS = 16             # Gauss-Legendre points per segment of the path (integrated_gradients)
+IG_SPLITS = 3             # a segment is halved at most this often: up to 8 segments, 128 points
+IG_TOLERANCE = 0.01       # completeness budget per token, in nats: 1% of (1 + |log p(y|x) - log p(y|0)|)
+TRANSFORMER_GROUPS = 8    # a Transformer's rows decode in this many groups, each only as far as it is scored
+MAX_SOURCE_PIECES = 100   # attributions cost ~ (target length)^2: a few sentences, not a page
+MAX_TARGET_PIECES = 150
+
+
+# ---------------------------------------------------------------------------------------
+# Forced decoding as a differentiable function of the source embeddings
+
+
+def _prefix(memory: Memory, n: int) -> Memory:
+    """The first n rows of a Memory, as views (no copy)."""
+    return Memory(memory.states[:n], None if memory.keys is None else memory.keys[:n], memory.mask[:n],
+                  memory.summary[:n], memory.mask_bias[:n], None if memory.src is None else memory.src[:n])
+
+
+def step_log_probs(model: Seq2Seq, x: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor,
+                   last: torch.Tensor) -> torch.Tensor:
+    """log p(y_{last_r} | y_<last_r, x_r) for each row r: source embeddings x (R, S, E) of
+    the sentence src (1, S), the forced target tgt (T,) and the step last (R,) to score.
+
+    Row r needs only decoder steps 0..last_r, so rows are sorted by last (descending) and
+    the batch shrinks as rows finish: the work is about half of R full decodings. The
+    output layer (8000 x 256) runs only for the rows that end at each step. (Shrinking at
+    every step costs a full-size gradient buffer per step for the memory's slices in the
+    backward pass, and still beats shrinking in fewer, bigger steps: measured.)"""
+    R = x.size(0)
+    order = torch.argsort(last, descending=True, stable=True)
+    x, last_sorted = x[order], last[order].tolist()
+    memory, state = model.encode(src.expand(R, -1), torch.full((R,), src.size(1)), embedded=x)
+    feed = model.initial_feed(R)
+    y_in = torch.cat([tgt.new_tensor([BOS]), tgt[:-1]])
+    chunks, n = [], R                   # the batch: rows [0, n) still decode
+    for k in range(last_sorted[0] + 1):
+        st = model.step(y_in[k].expand(n), state, feed, memory, with_logits=False)
+        going_on = sum(1 for v in last_sorted if v > k)
+        if going_on < n:                # rows [going_on, n) end here (sorted descending)
+            a, b = going_on, n
+            logits = model.output(st.feed[a:b])
+            if model.copy_gate is not None:
+                logits = model.point(logits, st.alpha[a:b], memory.src[a:b], st.context[a:b], st.state[0][a:b])
+            chunks.append(F.log_softmax(logits, dim=-1)[:, tgt[k]])       # in the model's precision (tests: float64)
+        n = going_on
+        state, feed, memory = tuple(s[:n] for s in st.state), st.feed[:n], _prefix(memory, n)
+    out_sorted = torch.cat(chunks[::-1])          # the chunks cover the rows from the last to the first
+    return out_sorted[torch.argsort(order)]
+
+
+def _bos(model) -> int:
+    """The decoder's start token: a hub model's own (its tokenizer's), else the shipped BOS."""
+    return getattr(getattr(model, "tokenizer", None), "bos_id", BOS)
+
+
+def _unk(model) -> int:
+    """What leave-one-out puts in a piece's place: <unk> (a hub model's own; its <pad> if it has none)."""
+    tok = getattr(model, "tokenizer", None)
+    if tok is None:
+        return UNK
+    return tok.unk_id if tok.unk_id is not None else tok.pad_id
+
+
+def row_log_probs(model, x: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, last: torch.Tensor) -> torch.Tensor:
+    """log p(y_{last_r} | y_<last_r, x_r) for each row r, from source embeddings x (R, S, E):
+    a recurrent model decodes step by step (step_log_probs); a Transformer, ours or a hub
+    model's, decodes each row in one teacher-forced pass (no recurrence: nothing waits for
+    the previous step) and runs its output layer only at the step the row asks for (logits_at)."""
+    if isinstance(model, Seq2Seq):
+        return step_log_probs(model, x, src, tgt, last)
+    tgt_in = torch.cat([tgt.new_tensor([_bos(model)]), tgt[:-1]])
+    order = torch.argsort(last, stable=True)
+    out = []
+    for rows in order.tensor_split(TRANSFORMER_GROUPS):     # rows sorted by step, so a group decodes only
+        if rows.numel() == 0:                               # up to its own last step (causal: later ones
+            continue                                        # cannot change it)
+        R = rows.numel()
+        logits = model.logits_at(src.expand(R, -1), torch.full((R,), src.size(1)), tgt_in.expand(R, -1), last[rows],
+                                 embedded=x[rows])
+        logp = F.log_softmax(logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits, dim=-1)
+        out.append(logp[torch.arange(R, device=x.device), tgt[last[rows]]])
+    return torch.cat(out)[torch.argsort(order)]
+
+
+# ---------------------------------------------------------------------------------------
+# Attributions
+
+
+def _source_embeddings(model: Seq2Seq, src: torch.Tensor) -> torch.Tensor:
+    return model.embed(src)[0].detach()           # (S, E)
+
+
+def grad_x_input(model: Seq2Seq, src: torch.Tensor, tgt: torch.Tensor) -> np.ndarray:
+    """(T, S): a_ij = (d log p(y_j | y_<j, x) / d e_i) . e_i, one backward pass for all j
+    (row j of the batch is a copy of the sentence scored at step j, so its gradient is
+    that of log p(y_j) alone)."""
+    T = tgt.numel()
+    x = _source_embeddings(model, src).expand(T, -1, -1).clone().requires_grad_(True)
+    logp = row_log_probs(model, x, src, tgt, torch.arange(T, device=x.device))
+    (grad,) = torch.autograd.grad(logp.sum(), x)
+    return (grad * x).sum(-1).detach().double().cpu().numpy()
+
+
+def integrated_gradients(model: Seq2Seq, src: torch.Tensor, tgt: torch.Tensor, steps: int = IG_STEPS,
+                         splits: int = IG_SPLITS) -> tuple[np.ndarray, np.ndarray]:
+    """(T, S) integrated gradients from the zero embedding, and per target token the
+    completeness error sum_i a_ij - (log p(y_j | x) - log p(y_j | 0)).
+
+    The baseline is all zeros rather than the <pad> embedding. <pad> never enters the
+    encoder (padding is packed away), and as the output layer is tied to the embedding, its
+    row (not zero: entries up to 0.54 in en-fr-additive) was trained only to make <pad>
+    an unlikely output: it means no more "no input" than zero does, and zero keeps IG what
+    the paper defines on embeddings, the input scaled up from nothing. </s> is scaled like
+    every piece, so completeness holds over all S.
+
+    The integral is adaptive Gauss-Legendre quadrature. Along the path t e, log p(y_j)
+    mostly changes smoothly, but late in long outputs it can rise by nats within a few
+    hundredths of t (attention snapping onto the source as the embeddings grow), which
+    `steps` points over [0, 1] miss (on test_long.tsv, 16 points leave a median error of 3%
+    and 10% of the tokens above 45% with en-fr-dot). IG is additive over pieces of the path,
+    so each token starts as one segment [0, 1], and a segment [a, b] whose own error
+    sum_i a_ij - (log p(y_j | b e) - log p(y_j | a e)) exceeds its share of the budget,
+    IG_TOLERANCE * (1 + |log p(y_j | x) - log p(y_j | 0)|) * (b - a), is halved, at most
+    `splits` times. Each round is one captum call over all open segments of all tokens: a
+    batched forward of (segments x steps) interpolated sentences and one backward pass."""
+    from captum.attr import IntegratedGradients  # imported here: it pulls in matplotlib (~0.7 s)
+    ig = IntegratedGradients(lambda emb, rows_last: row_log_probs(model, emb, src, tgt, rows_last))
+    e = _source_embeddings(model, src)
+    T, S = tgt.numel(), src.size(1)
+
+    @torch.no_grad()
+    def logp_at(t: torch.Tensor, j: torch.Tensor) -> torch.Tensor:       # log p(y_j | t e), row by row
+        return row_log_probs(model, t[:, None, None] * e, src, tgt, j).double()
+
+    every = torch.arange(T, device=e.device)
+    ends = logp_at(torch.cat([torch.ones(T), torch.zeros(T)]).to(e), torch.cat([every, every]))
+    budget = IG_TOLERANCE * (1 + (ends[:T] - ends[T:]).abs())
+    attr = torch.zeros(T, S, dtype=torch.float64, device=e.device)
+    error = torch.zeros(T, dtype=torch.float64, device=e.device)
+    # the open segments: token j, path from t = a to t = b, log p(y_j) at both ends
+    j, a, b, f_a, f_b = every, torch.zeros(T).to(e), torch.ones(T).to(e), ends[T:], ends[:T]
+    for round_ in range(splits + 1):
+        piece = ig.attribute(b[:, None, None] * e, baselines=a[:, None, None] * e, additional_forward_args=(j,),
+                             n_steps=steps, method="gausslegendre").sum(-1).detach().double()
+        err = piece.sum(1) - (f_b - f_a)
+        done = (err.abs() <= budget[j] * (b - a)) | (round_ == splits)
+        attr.index_add_(0, j[done], piece[done])
+        error.index_add_(0, j[done], err[done])
+        if bool(done.all()):
+            break
+        open_ = ~done
+        j, a, b, f_a, f_b = j[open_], a[open_], b[open_], f_a[open_], f_b[open_]
+        mid = (a + b) / 2
+        f_mid = logp_at(mid, j)
+        j, a, b = j.repeat(2), torch.cat([a, mid]), torch.cat([mid, b])
+        f_a, f_b = torch.cat([f_a, f_mid]), torch.cat([f_mid, f_b])
+    return attr.cpu().numpy(), error.cpu().numpy()
+
+
+@torch.inference_mode()
+def forced_log_probs(model: Seq2Seq, src_rows: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+    """(R, T) log p(y_j | y_<j, x_r) of one forced target for R source rows of one length,
+    decoded together (decode_step: the inference path)."""
+    R, T = src_rows.size(0), tgt.numel()
+    lengths = torch.full((R,), src_rows.size(1))
+    if not isinstance(model, Seq2Seq):      # a Transformer: every position in one pass
+        tgt_in = torch.cat([tgt.new_tensor([_bos(model)]), tgt[:-1]]).expand(R, -1)
+        logits, _ = model(src_rows, lengths, tgt_in)
+        return F.log_softmax(logits.float(), dim=-1)[:, torch.arange(T, device=tgt.device), tgt]
+    memory, state = model.encode(src_rows, lengths)
+    feed = model.initial_feed(R)
+    y = torch.full((R,), BOS, dtype=torch.long, device=src_rows.device)
+    out = []
+    for j in range(T):
+        st = model.decode_step(y, state, feed, memory)
+        state, feed = st.state, st.feed
+        out.append(F.log_softmax(st.logits.float(), dim=-1)[:, tgt[j]])
+        y = tgt[j].expand(R)
+    return torch.stack(out, 1)
+
+
+def leave_one_out(model: Seq2Seq, src: torch.Tensor, tgt: torch.Tensor) -> np.ndarray:
+    """(T, S): a_ij = log p(y_j | y_<j, x) - log p(y_j | y_<j, x with x_i -> <unk>) for
+    every piece, </s> included; the sentence and its S variants decoded as one batch."""
+    S = src.size(1)
+    rows = src.repeat(S + 1, 1)
+    rows[torch.arange(1, S + 1), torch.arange(S)] = _unk(model)   # row i + 1 lacks piece i
+    logp = forced_log_probs(model, rows, tgt).double()
+    return (logp[0:1] - logp[1:]).t().cpu().numpy()
+
+
+# ---------------------------------------------------------------------------------------
+# Agreement
+
+
+def kendall_tau(x: Sequence[float], y: Sequence[float]) -> float:
+    """Kendall's tau-b: (concordant - discordant pairs) / sqrt((n0 - n_x)(n0 - n_y)), where
+    n0 = n(n - 1)/2 and n_x, n_y are the pairs tied in x, in y. NaN when x or y is constant
+    (no ranking to compare); equal to scipy.stats.kendalltau's default."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"kendall_tau needs two vectors of one length, got {x.shape} and {y.shape}")
+    i, j = np.triu_indices(len(x), 1)
+    dx, dy = np.sign(x[i] - x[j]), np.sign(y[i] - y[j])
+    n0 = len(i)
+    denominator = math.sqrt((n0 - np.count_nonzero(dx == 0)) * (n0 - np.count_nonzero(dy == 0)))
+    return float((dx * dy).sum() / denominator) if denominator > 0 else float("nan")
+
+
+def agreement(attention: np.ndarray, attribution: np.ndarray) -> tuple[list[float], list[bool]]:
+    """Per target token j: Kendall tau-b between alpha_j and |a_j|, and whether argmax_i
+    alpha_ij = argmax_i |a_ij|."""
+    magnitude = np.abs(attribution)
+    taus = [kendall_tau(a, m) for a, m in zip(attention, magnitude)]
+    same = [bool(a.argmax() == m.argmax()) for a, m in zip(attention, magnitude)]
+    return taus, same
+
+
+# ---------------------------------------------------------------------------------------
+# One explanation
+
+
+@dataclass
+class Explanation:
+    source_tokens: list[str]
+    target_tokens: list[str]
+    target_ids: list[int]
+    translation: str
+    forced_from: str                      # "greedy" (the model's own output) or "reference"
+    token_log_probs: list[float]
+    attention: np.ndarray                 # (T, S)
+    attributions: dict[str, np.ndarray]   # method -> (T, S)
+    ig_delta: np.ndarray | None           # (T,) completeness error of integrated gradients
+    ig_steps: int
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def kendall_tau(self) -> dict[str, list[float]]:
+        return {m: agreement(self.attention, a)[0] for m, a in self.attributions.items()}
+
+    def argmax_agreement(self) -> dict[str, list[bool]]:
+        return {m: agreement(self.attention, a)[1] for m, a in self.attributions.items()}
+
+    def to_json(self) -> dict:
+        return {"source_tokens": self.source_tokens, "target_tokens": self.target_tokens,
+                "translation": self.translation, "forced_from": self.forced_from,
+                "token_log_probs": self.token_log_probs, "attention": self.attention.tolist(),
+                "attributions": {m: a.tolist() for m, a in self.attributions.items()},
+                "kendall_tau": {m: [_finite(t) for t in ts] for m, ts in self.kendall_tau().items()},
+                "argmax_agreement": self.argmax_agreement(),
+                "integrated_gradients": {
+                    "baseline": "zero embeddings", "steps": self.ig_steps, "method": "gausslegendre",
+                    "completeness_error": None if self.ig_delta is None else self.ig_delta.tolist()},
+                "seconds": {k: round(v, 3) for k, v in self.seconds.items()}}
+
+
+def _finite(v: float) -> float | None:
+    return v if math.isfinite(v) else None        # JSON has no NaN
+
+
+def check_model(tr: Translator) -> None:
+    """Attributions need attention to compare with: any model but the fixed-vector one."""
+    if tr.model.cfg.attention == "none":
+        raise InputError(f"{tr.name} has no attention to compare (a fixed-vector model): pick an attention model.")
+
+
+
+def source_ids(tr: Translator, text: str) -> list[int]:
+    """The source pieces ending in </s>, refused beyond MAX_SOURCE_PIECES."""
+    src = encode_source(tr, text)
+    if len(src) > MAX_SOURCE_PIECES:
+        raise InputError(f"The text is {len(src)} pieces long; explaining is limited to {MAX_SOURCE_PIECES}. "
+                         "Try one or two sentences.")
+    return src
+
+
+def target_ids(tr: Translator, text: str, reference: str | None) -> tuple[list[int], str]:
+    """The output to explain: the reference's pieces, or the model's greedy translation."""
+    if reference is not None:
+        ids = tr.tokenizer.target_ids(clean_text(reference, what="reference"))
+        frm = "reference"
+    else:
+        ids = greedy(tr, text).target_ids
+        frm = "greedy"
+    if len(ids) > MAX_TARGET_PIECES:
+        raise InputError(f"The {'reference' if reference is not None else 'translation'} is {len(ids)} pieces long; "
+                         f"explaining is limited to {MAX_TARGET_PIECES}.")
+    return ids, frm
+
+
+def explain(tr: Translator, text: str, reference: str | None = None, methods: Sequence[str] = METHODS,
+            ig_steps: int = IG_STEPS) -> Explanation:
+    """Attention and the attributions of `methods` for the greedy translation of `text`
+    (or for `reference`), both under forced decoding of that output."""
+    check_model(tr)
+    check_range("Integration steps", ig_steps, 2, 256)
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise InputError(f"Unknown attribution {unknown[0]!r}: use {', '.join(METHODS)}.")
+    seconds, t = {}, time.perf_counter()
+    src_list = source_ids(tr, text)
+    tgt_list, frm = target_ids(tr, text, reference)
+    d = forced(tr, text, reference_ids=tgt_list)
+    seconds["decode"] = time.perf_counter() - t
+    model, device = tr.model, tr.device
+    src = torch.tensor([src_list], device=device)
+    tgt = torch.tensor(tgt_list, device=device)
+    attributions, delta = {}, None
+    for m in methods:
+        t = time.perf_counter()
+        if m == "grad_x_input":
+            attributions[m] = grad_x_input(model, src, tgt)
+        elif m == "integrated_gradients":
+            attributions[m], delta = integrated_gradients(model, src, tgt, ig_steps)
+        else:
+            attributions[m] = leave_one_out(model, src, tgt)
+        seconds[m] = time.perf_counter() - t
+    seconds["total"] = sum(seconds.values())
+    return Explanation(d.source_tokens, d.target_tokens, list(tgt_list), d.translation, frm, d.token_log_probs,
+                       d.attention, attributions, delta, ig_steps, seconds)

@@ -1,0 +1,128 @@
+"""Every chart readable from the back row (s2s.figures.for_screen): no label under 14 px (18 px
+with the Projector switch on), none lighter than the body text, and crowded token axes
+thinned so that neighbouring labels never overlap."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from s2s import figures as F
+
+
+def labels(fig) -> list[tuple[str, int, str | None]]:
+    """(where, font size, colour) of every label the figure draws: ticks, axis titles, colour
+    bars, legend, annotations, text on marks."""
+    lay = fig.layout
+    out = []
+    for name in lay.to_plotly_json():
+        if name.startswith(("xaxis", "yaxis")):
+            axis = lay[name]
+            if axis.visible is not False:
+                out.append((f"{name} ticks", axis.tickfont.size, axis.tickfont.color))
+                if axis.title.text:
+                    out.append((f"{name} title", axis.title.font.size, axis.title.font.color))
+    for trace in fig.data:
+        if trace.type == "heatmap" and trace.showscale is not False:
+            out.append(("colorbar", trace.colorbar.tickfont.size, trace.colorbar.tickfont.color))
+        font = getattr(trace, "textfont", None)
+        if font is not None and getattr(trace, "text", None) is not None and trace.type != "heatmap":
+            sizes = font.size if isinstance(font.size, (list, tuple)) else [font.size or lay.font.size]
+            out += [(f"{trace.type} text", s, font.color or lay.font.color) for s in sizes]
+    out += [("annotation", a.font.size, a.font.color) for a in lay.annotations]
+    if lay.showlegend is not False and any(t.showlegend for t in fig.data):
+        out.append(("legend", lay.legend.font.size, lay.legend.font.color))
+    return out
+
+
+SCALING = {"d": [4, 16], "entropy_unscaled": [1.0, 0.5], "entropy_scaled": [1.2, 1.2], "max_entropy": 1.6,
+           "n_keys": 5, "std_unscaled": [2.0, 4.0], "std_scaled": [1.0, 1.0]}
+
+
+def figures(projector: bool = False) -> dict:
+    rng = np.random.default_rng(0)
+    words = [f"word{i}" for i in range(43)]
+    a = rng.dirichlet(np.ones(43), size=30)
+    tree = [{"step": 0, "token": "▁Je", "log_prob": -0.1, "parent": -1, "finished": False},
+            {"step": 0, "token": "▁J", "log_prob": -2.0, "parent": -1, "finished": False},
+            {"step": 1, "token": "</s>", "log_prob": -0.3, "parent": 0, "finished": True}]
+    return {
+        "43-word heatmap": F.attention_heatmap(words, words[:30], a),
+        "short heatmap": F.attention_heatmap(["I", "went", "</s>"], ["Je", "suis", "</s>"], np.eye(3)),
+        "bars": F.token_bars(["▁Je", "▁suis", "."], [0.5, 0.3, 0.2], "probability", highlight=0),
+        "long vertical bars": F.token_bars(words, rng.random(43), "log p", horizontal=False, highlight=7),
+        "heads grid": F.heads_grid(rng.dirichlet(np.ones(7), size=(3, 4, 7)), words[:7], words[:7]),
+        "beam tree": F.beam_tree_figure(tree, [2], font_px=F.label_px(projector)),   # places its labels itself
+        "scaling": F.scaling_figure(SCALING),
+        "head AER": F.head_aer_figure(rng.random((3, 4)), (0, 1)),
+    }
+
+
+@pytest.mark.parametrize("projector", [False, True])
+def test_no_label_is_small_or_grey(projector):
+    small = 18 if projector else 14
+    for name, fig in figures(projector).items():
+        F.for_screen(fig, projector=projector)
+        found = labels(fig)
+        assert found, name
+        for where, size, color in found:
+            assert size is not None and size >= small, (name, where, size)
+            assert color in (None, F.BODY_TEXT) or not color.startswith("#8"), (name, where, color)
+        assert fig.layout.font.color == F.BODY_TEXT and fig.layout.font.size >= small, name
+
+
+def test_the_projector_scales_a_chosen_size_up():
+    fig = F.for_screen(F.scaling_figure(SCALING), projector=True)
+    assert fig.layout.font.size == round(15 * 18 / 14)      # the figure chose 15 px: 19 on a projector
+
+
+def pitch(fig, axis: str, width: int) -> float:
+    """Pixels between neighbouring kept tick labels along `axis`."""
+    lay = fig.layout
+    ax = lay[axis]
+    vals = list(ax.tickvals)
+    n = len(fig.data[0].z[0]) if axis.startswith("x") else len(fig.data[0].z)
+    if axis.startswith("y"):
+        length = lay.height - lay.margin.t - lay.margin.b
+    else:
+        length = width - lay.margin.l - lay.margin.r - 70
+    return (vals[1] - vals[0]) * length / n
+
+
+@pytest.mark.parametrize("projector", [False, True])
+def test_a_crowded_heatmap_labels_every_kth_token_and_none_overlap(projector):
+    rng = np.random.default_rng(1)
+    words = [f"w{i}" for i in range(43)]
+    fig = F.for_screen(F.attention_heatmap(words, words[:40], rng.dirichlet(np.ones(43), size=40), height=420),
+                       projector=projector, width=760)
+    px = fig.layout.xaxis.tickfont.size
+    assert 1 < len(fig.layout.xaxis.ticktext) < 43 and 1 < len(fig.layout.yaxis.ticktext) < 40
+    assert pitch(fig, "xaxis", 760) >= 1.5 * px - 1e-9 and pitch(fig, "yaxis", 760) >= 1.3 * px - 1e-9
+    # every kept label still names its own column
+    assert all(fig.layout.xaxis.ticktext[k] == f"w{v}" for k, v in enumerate(fig.layout.xaxis.tickvals))
+    # a short input keeps every label
+    short = F.for_screen(F.attention_heatmap(words[:6], words[:5], np.eye(5, 6)), projector=projector)
+    assert list(short.layout.xaxis.ticktext) == words[:6] and list(short.layout.yaxis.ticktext) == words[:5]
+
+
+def test_a_value_on_a_bar_is_never_shrunk_under_the_smallest_label():
+    fig = F.for_screen(F.token_bars(["a", "b"], [0.001, 0.999], "p"))
+    assert fig.layout.uniformtext.minsize == 14 and fig.layout.uniformtext.mode == "show"
+
+
+def test_the_heads_grid_names_heads_over_columns_and_layers_beside_rows():
+    rng = np.random.default_rng(2)
+    fig = F.heads_grid(rng.dirichlet(np.ones(5), size=(2, 3, 5)), list("abcde"), list("vwxyz"))
+    assert [a.text for a in fig.layout.annotations] == ["head 1", "head 2", "head 3", "layer 1", "layer 2"]
+    wide = F.heads_grid(rng.dirichlet(np.ones(5), size=(1, 8, 5)), list("abcde"), list("vwxyz"))
+    assert [a.text for a in wide.layout.annotations][:2] == ["H1", "H2"]
+
+
+@pytest.mark.parametrize("projector", [False, True])
+def test_altair_charts_follow_the_same_rule(projector):
+    chart = F.length_chart(pd.DataFrame({"model": ["a", "a"], "words": [1, 2], "BLEU": [3.0, 4.0]}), "words", "BLEU",
+                           highlight_x=1.5, highlight_label="here", projector=projector).to_dict()
+    small = 18 if projector else 14
+    axis, legend = chart["config"]["axis"], chart["config"]["legend"]
+    assert axis["labelFontSize"] == axis["titleFontSize"] == legend["labelFontSize"] == small
+    assert axis["labelColor"] == axis["titleColor"] == legend["labelColor"] == F.BODY_TEXT

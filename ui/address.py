@@ -1,0 +1,194 @@
+"""Links and page state: what a page's address says, and what survives from one run to the next.
+
+A link reproduces a view: the page reads its query string once, when the reader arrives
+(arrival_query, then read_address or state_from_query), and writes the address back on every
+run (set_address), so a copied address is always a link to what is on the screen. Widgets a
+page asks to keep (keep_across_pages) survive a closed tab or a visit to another page. Every
+run goes through app.py (run_through_app), which is what makes both work.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from typing import Callable
+
+import streamlit as st
+from streamlit.runtime.pages_manager import PagesManager  # internal: see run_through_app
+
+from ui.show import code_span
+
+
+def run_through_app() -> None:
+    """Leave Streamlit's old multipage mode, and run this session's page again through app.py.
+
+    Until some session has run app.py (which calls st.navigation), a server started next to
+    a pages/ folder runs a deep link such as /translate?text=… as pages/translate.py alone:
+    file names in the sidebar, no wide layout, no start page, the link's query ignored. The
+    switch is one flag for the whole server, but a session whose first run began before the
+    flag flipped (a second tab, or a link opened while the first run still imports torch) is
+    in the old mode too, so a session's first run checks its own call stack: Streamlit's old
+    mode runs the page from `_mpa_v1`. app.py and every page call this first; the rerun costs nothing (it
+    happens before anything is drawn). Only a session's first run is rerun: it has no click
+    to lose, and once the flag is off every later run of every session goes through app.py.
+    (AppTest sets the flag again before each run; its later runs keep their clicks.)"""
+    if st.session_state.get("_through_app"):
+        return
+    st.session_state["_through_app"] = True
+    frame, old_mode = sys._getframe(1), False
+    while frame is not None and not old_mode:
+        old_mode = frame.f_code.co_name == "_mpa_v1" and "streamlit" in frame.f_code.co_filename
+        frame = frame.f_back
+    if PagesManager.uses_pages_directory or old_mode:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+# ------------------------------------------------------------------ arriving on a page
+def note_arrival(page: str) -> None:
+    """Called on every run with the page about to run (app.py): when it is not the page of the
+    previous run, the user has just arrived, and the URL's query string is kept for it."""
+    if st.session_state.get("_page") != page:
+        st.session_state["_page"] = page
+        st.session_state["_arrival_query"] = query = st.query_params.to_dict()
+        if query.get("projector") in ("on", "off"):     # the Projector switch (app.py), on any page
+            st.session_state["projector"] = query["projector"] == "on"
+
+
+def arrival_query(page: str) -> dict[str, str]:
+    """The URL's query parameters if the user has just arrived on `page` (its URL path: a link
+    opened or a Start-here link followed), else {}. Read once: later reruns of the page keep
+    what the user changed since."""
+    if PagesManager.uses_pages_directory:    # run without app.py (AppTest runs a page so)
+        note_arrival(page)
+    return st.session_state.pop("_arrival_query", {})
+
+
+def scroll_into_view(selector: str) -> None:
+    """Scroll the page so that the first element matching the CSS `selector` (a constant,
+    never user text) sits just below the app's header, once this run has been drawn: a link
+    to a tab below the fold would otherwise open with the tab out of sight. The header (about
+    60 px, drawn over the page) would hide a tab bar scrolled to the window's very top, so
+    the element keeps a scroll margin of the header's height. Streamlit has no call for
+    this; a script in a zero-height component iframe (same origin) scrolls its parent."""
+    import streamlit.components.v1 as components
+    components.html(f"""<script>
+const doc = window.parent.document, selector = {json.dumps(selector)};
+let tries = 0;
+function scroll() {{
+  const app = doc.querySelector('[data-testid="stApp"]'), el = doc.querySelector(selector);
+  if (el && app && app.dataset.testScriptState === 'notRunning') {{
+    const header = doc.querySelector('header[data-testid="stHeader"]');
+    el.style.scrollMarginTop = ((header ? header.getBoundingClientRect().bottom : 60) + 4) + 'px';
+    el.scrollIntoView({{block: 'start'}});
+    setTimeout(() => el.scrollIntoView({{block: 'start'}}), 400);   // after the charts above settle
+  }} else if (tries++ < 100) setTimeout(scroll, 100);
+}}
+scroll();
+</script>""", height=0)
+
+
+# ------------------------------------------------------------------ reading a link
+def tab_from_query(query: dict, key: str, labels: list[str]) -> None:
+    """Open the tab a link names (?tab=<its label>) by seeding the st.tabs key; call before
+    st.tabs. An unknown label is ignored."""
+    if query.get("tab") in labels:
+        st.session_state[key] = query["tab"]
+
+
+def state_from_query(query: dict, defaults: dict, ranges: dict, choices: dict) -> list[str]:
+    """Seed st.session_state from a link's query string (arrival_query), so that a shared link
+    reproduces the view: the settings the link names, the defaults for the rest. Without a link
+    the session keeps its own values. Values are checked; bad ones are ignored with a note."""
+    known = [k for k in query if k in defaults or k == "model"]
+    if not known:
+        for key, default in defaults.items():   # a widget whose state was dropped comes back at its default
+            st.session_state.setdefault(key, default)
+        return []
+    notes = []
+    for key, default in defaults.items():
+        value = default
+        if key in query:
+            raw = query[key]
+            try:
+                value = type(default)(raw) if not isinstance(default, bool) else raw.lower() in ("1", "true", "yes")
+                if key in ranges and not (ranges[key][0] <= value <= ranges[key][1]):
+                    raise ValueError
+                if key in choices and value not in choices[key]:
+                    raise ValueError
+            except ValueError:
+                notes.append(f"Ignored the link's {key}={code_span(raw[:40])}: not a valid value.")   # shown as text
+                value = default
+        st.session_state[key] = value
+    if "model" in query:
+        st.session_state["model"] = query["model"]
+    return notes
+
+
+def choice(options) -> Callable[[str], str]:
+    """An address field's parser: one of `options`, else ValueError."""
+    def parse(raw: str) -> str:
+        if raw not in options:
+            raise ValueError(raw)
+        return raw
+    return parse
+
+
+def number_in(low, high, kind=int) -> Callable[[str], float]:
+    """An address field's parser: a number of `kind` in [low, high], else ValueError."""
+    def parse(raw: str):
+        value = kind(raw)
+        if not (low <= value <= high):
+            raise ValueError(raw)
+        return value
+    return parse
+
+
+def read_address(query: dict, fields: dict) -> list[str]:
+    """Seed widget state from a link's query string: `fields` maps an address name to (state
+    key, parser); a value the parser refuses is ignored, with a note to show."""
+    notes = []
+    for name, (key, parse) in fields.items():
+        if name in query:
+            try:
+                st.session_state[key] = parse(query[name])
+            except (TypeError, ValueError):
+                notes.append(f"Ignored the link's {name}={code_span(query[name][:40])}: not a valid value.")
+    return notes
+
+
+# ------------------------------------------------------------------ writing the address
+def set_address(values: dict) -> None:
+    """Make the address hold these values (None ones left out), on every run, so that a copied
+    link reproduces what is shown. Only written when it changes: each write is a message to
+    the browser, which updates the address bar without reloading."""
+    want = {k: str(v) for k, v in values.items() if v is not None}
+    if st.session_state.get("projector"):     # the Projector switch is a choice of every page
+        want["projector"] = "on"
+    if st.query_params.to_dict() != want:
+        st.query_params.from_dict(want)
+
+
+def address_of(fields: dict, names) -> dict:
+    """The current values of these address fields (those in state), for set_address."""
+    return {n: st.session_state.get(fields[n][0]) for n in names}
+
+
+# ------------------------------------------------------------------ widgets kept across pages
+def keep_across_pages(*keys: str) -> None:
+    """Keep these widgets' values while they are not drawn: in a closed tab, behind a warning
+    that stops the page, or while the reader visits another page. Streamlit forgets a widget's
+    value at the end of any run that does not draw it; a value written back through session
+    state is kept (Streamlit's own idiom), and the widget shows it instead of its default.
+    Call before the widgets are drawn. app.py's restore_kept writes every page's kept values
+    back on every run; this call does it too, for a page run without app.py (AppTest runs the
+    page alone after switch_page)."""
+    st.session_state.setdefault("_kept_across_pages", set()).update(keys)
+    restore_kept()
+
+
+def restore_kept() -> None:
+    """Write every keep_across_pages key back (app.py calls it on every run, before the page)."""
+    state = st.session_state
+    for key in state.get("_kept_across_pages", ()):
+        if key in state:
+            state[key] = state[key]

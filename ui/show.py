@@ -1,0 +1,84 @@
+"""Small display helpers every page uses: people's and models' text shown as text, tokens as
+code spans, and charts' downloads.
+
+Their own module because they belong to none of the others: they load nothing (ui/models.py),
+read no address (ui/address.py) and warm nothing (ui/warm.py); they only draw.
+"""
+from __future__ import annotations
+
+import html
+
+import streamlit as st
+
+from s2s.export import file_stem, plotly_config, plotly_data, plotly_html, vega_html, vega_png, vega_svg
+
+
+def escaped(text: str, size: str = "1.5rem") -> None:
+    """Show user or model text large, always as text (HTML-escaped), never as markup."""
+    st.markdown(f"<div class='s2s-text' style='font-size:{size};line-height:1.35'>{html.escape(text)}</div>",
+                unsafe_allow_html=True)
+
+
+def code_span(piece: str) -> str:
+    """A token as a markdown code span: shown literally, whatever characters it holds."""
+    return "`" + piece.replace("`", "ˋ") + "`"
+
+
+def unknown_characters_note(unknown: list[str], of_what: str, why: str = "") -> str:
+    """A caption naming the characters of `of_what` ("your text", "the reference") that the model's
+    vocabulary lacks: each is read as <unk>, which would otherwise look like the app dropping them.
+    `why`, if given, follows `<unk>` (", a symbol it learned almost nothing about")."""
+    n = len(unknown)
+    return (f"{n} character{'s' if n > 1 else ''} of {of_what} {'are' if n > 1 else 'is'} not in this model's "
+            f"vocabulary and read as `<unk>`{why}: " + " ".join(code_span(ch) for ch in unknown[:20])
+            + (" …" if n > 20 else ""))
+
+
+def camera(*what) -> dict:
+    """st.plotly_chart's config: the camera button saves SVG, at the drawn size, named for what
+    the chart shows (its kind, the model, the input)."""
+    return plotly_config(file_stem(*what))
+
+
+def chart_downloads(fig, stem: str, key: str, data: str | None = None, about: dict | None = None) -> None:
+    """Below a page's main Plotly chart: the chart as one interactive HTML file that works
+    offline, and its data as JSON (`data`, or what the chart draws with `about` it), both named
+    `stem` and built only when clicked (the HTML is ~5 MB)."""
+    c = st.columns(2)
+    c[0].download_button("⬇ Chart (HTML, interactive, offline)", lambda: plotly_html(fig, stem),
+                         file_name=f"{stem}.html", mime="text/html", key=f"{key}_html", on_click="ignore")
+    c[1].download_button("⬇ Data (JSON)", data if data is not None else lambda: plotly_data(fig, about),
+                         file_name=f"{stem}.json", mime="application/json", key=f"{key}_data", on_click="ignore")
+
+
+def vega_downloads(chart, data, stem: str, key: str) -> None:
+    """Below a Vega-Lite chart (Streamlit gives it no export menu): SVG, PNG, an offline HTML
+    file and its data as CSV, all named `stem`, each built only when clicked."""
+    c = st.columns(4)
+    for col, (label, ext, make, mime) in zip(c, (
+            ("⬇ SVG", "svg", lambda: vega_svg(chart), "image/svg+xml"),
+            ("⬇ PNG", "png", lambda: vega_png(chart), "image/png"),
+            ("⬇ HTML", "html", lambda: vega_html(chart), "text/html"),
+            ("⬇ Data (CSV)", "csv", lambda: data.to_csv(index=False), "text/csv"))):
+        col.download_button(label, make, file_name=f"{stem}.{ext}", mime=mime, on_click="ignore", key=f"{key}_{ext}")
+
+
+# ------------------------------------------------------------------ readable from the back row
+# The main column's width at 1280 x 720: beside the sidebar, and with the sidebar collapsed
+# (the Projector switch collapses it). A chart's labels are thinned for the width it will get.
+MAIN_PX = {False: 820, True: 1120}
+
+
+def projector() -> bool:
+    """Whether the Projector switch (app.py's sidebar, `projector=on` in the address) is on."""
+    return bool(st.session_state.get("projector", False))
+
+
+def plotly_chart(fig, share: float = 1.0, where=None, **kwargs):
+    """st.plotly_chart (or `where`.plotly_chart, e.g. an st.empty slot) of `fig` as a class
+    reads it (s2s.figures.for_screen): no label under 14 px, 18 with the Projector switch
+    on, none lighter than the body text, crowded token axes thinned. `share`: the fraction
+    of the main column's width the chart gets (0.5 in one of two columns)."""
+    from s2s.figures import for_screen
+    on = projector()
+    return (where or st).plotly_chart(for_screen(fig, on, int(share * MAIN_PX[on])), **kwargs)

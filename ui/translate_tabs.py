@@ -1,0 +1,444 @@
+"""The Translate & Align page's seven tabs, one function each, in the page's order; and the
+cached decodings the page and its tabs share.
+
+Each tab gets what it shows as parameters: `tr` the loaded model, `d` the page's decoding of
+the text (its states dropped), `words` whether tokens are shown as whole words, `model` the
+model's name and `text` the English (both name the files a chart downloads as). A tab's own
+widgets keep their state in st.session_state under the keys the page's links and tests use.
+The page runs only the open tab.
+
+Importing this module imports torch (s2s.decode): the page imports it after drawing its form.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import ui.models
+import ui.show
+from s2s import figures
+from s2s.attention import SCORES, scaling_statistics
+from s2s.checkpoint import Translator
+from s2s.decode import DecodeSettings, Decoding, attention_heads, decode, forced, is_search_error
+from s2s.evaluate import bleu_breakdown
+from s2s.piece_words import HEAD_KINDS, argmax_alignment, mean_entropy, merge_to_words, word_spans
+from s2s.text import MAX_CHARS, InputError
+
+SCALING_DIMS = [4, 16, 64, 256, 1024]     # query/key sizes for the "why sqrt(d)" view
+
+
+# ------------------------------------------------------------------ cached decodings
+# Cached results are shared by every session of the server, so they keep only what this page
+# shows: without the state vectors a result is ~9 KB for a 20-word sentence and at most
+# ~0.42 MB (200 pieces in, 250 out; `python -m s2s.bench`), so a full cache stays ~110 MB.
+@st.cache_data(max_entries=256, show_spinner=False)
+def decode_cached(path: str, text: str, settings: DecodeSettings) -> tuple[Decoding, float]:
+    """One decoding, keyed by the model, the text and the settings object."""
+    tr = ui.models.load_path(path)
+    t = time.perf_counter()
+    d = decode(tr, text, settings)
+    return d.without_states(), (time.perf_counter() - t) * 1000
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def forced_cached(path: str, text: str, reference: str) -> Decoding:
+    return forced(ui.models.load_path(path), text, reference).without_states()
+
+
+@st.cache_data(max_entries=100, show_spinner=False)
+def scaling_cached(n_keys: int) -> dict:
+    return scaling_statistics(SCALING_DIMS, n_keys=n_keys, samples=500)
+
+
+# ------------------------------------------------------------------ attention as shown
+def as_words(x: list[str], y: list[str], a: np.ndarray, words: bool) -> tuple[list[str], list[str], np.ndarray]:
+    """A (len(y) x len(x)) attention matrix as pieces, or merged into whole words."""
+    return merge_to_words(x, y, a) if words else (list(x), list(y), a)
+
+
+def view_of(d: Decoding, words: bool, attention: np.ndarray | None = None) -> tuple[list[str], list[str], np.ndarray]:
+    """The (target x source) attention, d.attention unless another is given, as pieces or words."""
+    return as_words(d.source_tokens, d.target_tokens, d.attention if attention is None else attention, words)
+
+
+def heatmap(d: Decoding, words: bool, key: str, model: str, text: str, height: int | None = None,
+            color: str | None = None, share: float = 1.0, x_labels: bool = True) -> None:
+    """d's attention heatmap; `color` shades it from white to a model's own colour instead, as a
+    compact small multiple (no axis titles nor colour bar) `share` of the main column wide, its
+    source tokens unlabelled unless `x_labels` (the map above has the same)."""
+    src, tgt, a = view_of(d, words)
+    fig = (figures.attention_heatmap(src, tgt, a, height=height) if color is None else
+           figures.matrix_heatmap(src, tgt, a, colorscale=[[0, "#ffffff"], [1, color]], height=height, compact=True,
+                                  label_size=figures.label_px(ui.show.projector()), x_labels=x_labels))
+    ui.show.plotly_chart(fig, share=share, key=key, config=ui.show.camera(key, model, text[:40]))
+
+
+def point(name: str):
+    """A container around what a Start-here topic promises on the tab's first screen (a link
+    scrolls the tab bar to the top; tests/test_browser_start_links.py checks the screen)."""
+    return st.container(key=f"point_{name}")
+
+
+def io_line(english: str, french: str, french_label: str = "") -> None:
+    """The tab's input and output on one line, first in the tab: a link lands on the tab bar,
+    with the translation above it out of sight. Both are text, escaped once."""
+    with point("io"):
+        ui.show.escaped(f"{english}  →  {french_label}{french}", size="1.1rem")
+
+
+# ------------------------------------------------------------------ the tabs
+def step_by_step(tr: Translator, d: Decoding, words: bool, model: str, text: str) -> None:
+    """Replay the decoding one step at a time: where the decoder attended and what it might
+    have chosen. ▶ Play walks the same view through every step and leaves the slider on the last."""
+    S = st.session_state
+    io_line(text, d.translation)
+    # one step per output word when words are shown: a word's pieces are consecutive steps
+    spans = word_spans(d.target_tokens) if words else [(tok, [j]) for j, tok in enumerate(d.target_tokens)]
+    unit = "word" if words else "piece"
+    n = len(spans)
+    if "_step_after_play" in S:      # ▶ Play ended on the last step: the slider stays there
+        S.step = min(S.pop("_step_after_play"), n)
+    if S.get("step", 1) > n:
+        S.step = n
+    c_play, c_delay, c_step = st.columns([1.1, 1.4, 4], vertical_alignment="bottom")
+    play = c_play.button("▶ Play decoding", key="play", width="stretch",
+                         help="Walk this view through every step, attention and next tokens together")
+    delay = c_delay.slider("Seconds per step", 0.0, 1.5, step=0.1, key="delay")
+    t = c_step.slider(f"Step ({unit}s)", 1, n, key="step") - 1 if n > 1 else 0
+    with point("step"):
+        line, so_far = st.empty(), st.empty()
+        c1, c2 = st.columns(2)
+        attn_title, attn_box = c1.empty(), c1.empty()
+        top_title, top_box = c2.empty(), c2.empty()
+
+    def draw(t: int, live: str = "") -> None:
+        """Step t's line, the output so far (in words or pieces) and its two charts."""
+        chosen, idx = spans[t]
+        p = float(np.exp(sum(d.token_log_probs[j] for j in idx)))
+        pieces = "" if len(idx) == 1 else " (pieces " + " ".join(ui.show.code_span(d.target_tokens[j]) for j in idx) + ")"
+        line.markdown(f"Step **{t + 1}** of {n} {unit}s: the decoder chose {ui.show.code_span(chosen)}{pieces} "
+                      f"(p = {p:.3f})")
+        so_far.markdown("**So far:** " + " ".join(ui.show.code_span(w) for w, _ in spans[:t + 1]))
+        attn_title.markdown("**Attention over the source** (α at this step" + (", averaged over the word's pieces)"
+                                                                             if len(idx) > 1 else ")"))
+        if d.attention is not None:
+            src, _, a = view_of(d, words)
+            ui.show.plotly_chart(figures.token_bars(src, a[t], "attention weight α", highlight=int(a[t].argmax()),
+                                                    value_range=(0, 1)),
+                                 share=0.5, where=attn_box, key=f"step_attn{live}",
+                                 config=ui.show.camera("step_attn", model, text[:40]))
+        else:
+            attn_box.caption("No attention in this model.")
+        first = idx[0]
+        top_title.markdown("**Most likely next tokens**" + (" (for the word's first piece)" if len(idx) > 1 else ""))
+        top = d.step_top[first] if first < len(d.step_top) else []
+        toks = [tok for tok, _ in top]
+        here = d.target_tokens[first]
+        ui.show.plotly_chart(figures.token_bars(toks, [q for _, q in top], "probability",
+                                                highlight=toks.index(here) if here in toks else None,
+                                                value_range=(0, 1)),
+                             share=0.5, where=top_box, key=f"step_top{live}",
+                             config=ui.show.camera("step_top", model, text[:40]))
+
+    if play and n > 1:
+        for k in range(n):
+            draw(k, live=f"_live{k}")
+            time.sleep(delay)
+        S["_step_after_play"] = n     # the slider is drawn already: it moves on the rerun
+        st.rerun()
+    draw(t)
+
+
+def beam_tree(d: Decoding, method: str, model: str, text: str) -> None:
+    """Beam search's n-best list with scores, then every hypothesis the beam kept (`method`
+    is the page's decoding method)."""
+    if method != "beam":
+        st.info("Choose **Beam search** (beside Greedy, under the text) and press Translate to see its tree; "
+                "its width is under Decoding settings.")
+        return
+    io_line(text, f"the {len(d.nbest)} best of the beam:" if d.nbest else d.translation)
+    projector = ui.show.projector()
+    with point("beam"):
+        if d.nbest:
+            st.dataframe(pd.DataFrame([{"rank": i + 1, "translation": h.translation, "log p": round(h.log_prob, 3),
+                                        "score (log p / lp)": round(h.score, 3)} for i, h in enumerate(d.nbest)]),
+                         hide_index=True, width="stretch", key="nbest")
+        # the first screen's room below the table (1280 x 720): the ranks stand closer on a
+        # projector, whose tables are larger
+        ui.show.plotly_chart(figures.beam_tree_figure(d.beam_tree, [h.node for h in d.nbest],
+                                                      font_px=figures.label_px(projector),
+                                                      height=370 if projector else 400),
+                             key="beam_tree", config=ui.show.camera("beam_tree", model, text[:40]))
+    st.caption("Every hypothesis the beam kept at every step. Bold paths are the final n-best, the darkest "
+               "is the winner; red dots are finished hypotheses (they emitted </s>). A finished hypothesis leaves the "
+               "beam, which refills to its width, so a step can show more dots than the width. Scores are "
+               "log p / ((5+|y|)/6)^0.6, so longer outputs are not penalised for their length alone.")
+
+
+def forced_decoding(tr: Translator, d: Decoding, words: bool, model: str, text: str, method: str,
+                    method_label: str) -> None:
+    """A reference translation the reader pastes, forced through the model: how likely the
+    model finds it, token by token, against its own `method` output (`method_label` names it),
+    and BLEU of that output against the reference, from its n-gram counts."""
+    S = st.session_state
+    io_line(text, S.get("reference") or "(a reference translation, typed below)")
+    with st.form("forced", border=False):
+        c_ref, c_go = st.columns([4, 1], vertical_alignment="bottom")
+        ref = c_ref.text_input("Reference (French)", key="reference", label_visibility="collapsed",
+                               placeholder="Reference (French): a translation to force through the model",
+                               help=f"Up to {MAX_CHARS:,} characters.")
+        c_go.form_submit_button("Score this translation", width="stretch")
+    if not ref.strip():
+        st.caption("Paste a reference translation: the model is forced to produce it, and you see how it aligns "
+                   "and how likely it finds each token.")
+        return
+    try:
+        f = forced_cached(ui.models.model_path(model), text, ref)
+    except InputError as e:
+        st.warning(str(e))
+        return
+    if unknown_ref := tr.tokenizer.unknown_characters(ref, target=True):
+        st.caption(ui.show.unknown_characters_note(unknown_ref, "the reference"))
+    ppl = float(np.exp(-f.log_prob / len(f.target_tokens)))
+    if is_search_error(d, f, method):
+        by = "log p" if method == "greedy" else "log p / lp(|y|), the score beam search ranks by"
+        st.warning(f"Search error: the model scores this reference higher than its own "
+                   f"{method_label.lower()} output by {by} (log p {f.log_prob:.2f} against "
+                   f"{d.log_prob:.2f}). The model prefers the reference; the search did not find it.")
+    with point("forced"):
+        st.markdown(f"log p(reference) = **{f.log_prob:.2f}**, perplexity **{ppl:.2f}** "
+                    f"(the model's own output: log p = {d.log_prob:.2f})")
+        c1, c2, c3 = st.columns([0.42, 0.25, 0.33])
+        # the heatmap and the bars share rows, words or pieces as the page shows them: the
+        # same height and margins, so each bar sits beside its row of the heatmap
+        spans = word_spans(f.target_tokens) if words else [(tok, [j]) for j, tok in enumerate(f.target_tokens)]
+        height = 170 + 2 * figures.label_px(ui.show.projector()) * max(len(spans), 4)    # every row labelled
+        margin = dict(t=110, b=50)
+        with c1:
+            if f.attention is not None:
+                src, tgt, a = view_of(f, words)
+                fig = figures.attention_heatmap(src, tgt, a, height=height)
+                fig.update_layout(height=height, margin=margin)
+                ui.show.plotly_chart(fig, share=0.42, key="forced_heatmap",
+                                     config=ui.show.camera("forced_heatmap", model, text[:40]))
+        with c2:
+            lp = [float(sum(f.token_log_probs[j] for j in idx)) for _, idx in spans]
+            ranks = ["/".join(f"#{f.token_ranks[j]}" for j in idx) for _, idx in spans]
+            bars = figures.token_bars([w for w, _ in spans], lp, "log p", highlight=int(np.argmin(lp)),
+                                      texts=[f"{v:.2f} {r}" for v, r in zip(lp, ranks)], height=height)
+            bars.update_layout(height=height, margin=margin)
+            ui.show.plotly_chart(bars, share=0.25, key="forced_lp", config=ui.show.camera("forced_lp", model, text[:40]))
+        with c3:
+            explain_scores(d, ref)
+    st.caption(f"Perplexity exp(−log p / {len(f.target_tokens)} tokens) is the Shannon game's score: "
+               f"at each token the model was, on average, as unsure as if it chose among {ppl:.1f} "
+               "equally likely tokens. Each bar is a " + ("word's log p (the sum of its pieces')" if words else
+                                                          "piece's log p") + " and its rank: #1 = the model's first "
+               "choice there" + (" (one rank per piece)" if words else "") + ". The darkest bar is the least likely.")
+    tokens = pd.DataFrame({"reference token": f.target_tokens, "p": np.exp(f.token_log_probs).round(4),
+                           "rank": f.token_ranks})
+    with st.expander("Each reference token's probability and rank (1 = the model's first choice)"):
+        st.dataframe(tokens, hide_index=True, key="token_ranks")
+
+
+def explain_scores(d: Decoding, reference: str) -> None:
+    """BLEU of the model's output against the reference, part by part."""
+    b = bleu_breakdown(d.translation, reference)
+    st.markdown("**BLEU** of the output against it:")
+    rows = [{"n-gram": n, "matching / in output": f"{m} / {t}", "p_n": "–" if p is None else f"{p:.3f}"}
+            for n, m, t, p in zip(range(1, 5), b["matches"], b["totals"], b["precisions"])]
+    st.dataframe(pd.DataFrame(rows), hide_index=True, key="bleu_table")
+    st.markdown(f"BP = min(1, e^(1 − {b['ref_len']}/{b['hyp_len']})) = **{b['bp']:.3f}**  \n"
+                f"BLEU-2 = BP · (p₁p₂)^½ = **{b['bleu2'] / 100:.3f}**  \n"
+                f"BLEU-4 = BP · (p₁p₂p₃p₄)^¼ = **{b['bleu4'] / 100:.3f}**  \n"
+                f"chrF = **{b['chrf']:.1f}**")
+    zeros = [f"p{n}" for n, m in zip("₁₂₃₄", b["matches"]) if m == 0]
+    st.caption("BP is the brevity penalty. One sentence and one reference: BLEU is meant for a whole test set."
+               + (" Here no word of the output is in the reference (p₁ = 0), so BLEU is 0 however it is "
+                  "smoothed." if b["matches"][0] == 0 else
+                  f" Here {', '.join(zeros)} = 0, which would make the product 0; sacrebleu smooths the zero "
+                  "counts instead." if zeros else ""))
+
+
+def compare_attention(words: bool, model: str, text: str, greedy: DecodeSettings) -> None:
+    """The text through one recurrent model per scoring function and the Transformers, each
+    decoded with `greedy` (the page's max length), side by side; and why scaled-dot divides by √d."""
+    by_attention, transformers = {}, []   # one recurrent model per scoring function, read from the configs
+    for info in ui.models.translation_models():
+        if info.error is None and info.arch == "rnn" and info.attention in SCORES:
+            by_attention.setdefault(info.attention, info.name)
+        elif info.error is None and info.arch == "transformer":
+            transformers.append(info.name)
+    present = [s for s in SCORES if s in by_attention]
+    # (label, model, family): each model in its own colour, the one it has on every page
+    panels = [(score, by_attention[score], score) for score in present] + \
+             [(f"Transformer ({t})" if len(transformers) > 1 else "Transformer", t, "transformer")
+              for t in transformers]
+    colors = figures.model_colors({other: family for _, other, family in panels})
+    on = ui.show.projector()
+    alignments = []       # (label, its argmax alignment), listed below the grid
+    # small multiples: every panel and the √d view on the tab's first screen, 3 a row
+    # (tighter than Streamlit's 1rem between elements, which its markdown offsets by a -1rem margin)
+    st.markdown("<style>.st-key-point_compare, .st-key-point_compare [data-testid='stVerticalBlock']{gap:0.3rem} "
+                ".st-key-point_compare [data-testid='stMarkdownContainer']{margin-bottom:0} "
+                ".st-key-point_compare [data-testid='stMarkdownContainer'] p{margin-bottom:0}</style>",
+                unsafe_allow_html=True)
+    with point("compare"):
+        ui.show.escaped("English: " + text, size="1.1rem")
+        cells = [c for _ in range(-(-(len(panels) + 1) // 3)) for c in st.columns(3, gap="medium")]
+        above = {}        # column -> the source tokens of the map above: the same ones are not labelled twice
+        for k, (cell, (label, other, family)) in enumerate(zip(cells, panels)):
+            with cell:
+                try:
+                    od, _ = decode_cached(ui.models.model_path(other), text, greedy)
+                except Exception as e:   # a missing or broken checkpoint must not break the page
+                    st.warning(f"{other}: {e}")
+                    continue
+                color = colors[other]       # a constant from s2s.figures, never user text
+                st.markdown(f"<span style='color:{color};font-size:1.4em;line-height:1'>■</span> "
+                            f"**{label}** · entropy {mean_entropy(od.attention):.2f}", unsafe_allow_html=True)
+                ui.show.escaped(od.translation, size="1.05rem")
+                src, tgt, a = view_of(od, words)
+                # rows as tall as an 18 px label needs on the projector (its box is 1.42 sizes tall)
+                heatmap(od, words, f"cmp_{family if family != 'transformer' else other}", model, text,
+                        height=(25 if on else 20) * len(tgt), color=color, share=1 / 3,
+                        x_labels=above.get(k % 3) != src)
+                above[k % 3] = src
+                alignments.append((label, " · ".join(f"{t}→{s}" for t, s, _ in argmax_alignment(src, tgt, a))))
+        with cells[len(panels)]:
+            st.markdown("**Why scaled-dot divides by √d**")
+            sqrt_slot = st.empty()      # drawn once the slider below the grid is read
+    n_keys = st.slider("Keys (source positions) of the √d view", 2, 100, 20, key="sqrt_keys",
+                       help="How many scores each softmax of the √d view spreads its weight over")
+    stats = scaling_cached(n_keys)
+    ui.show.plotly_chart(figures.scaling_figure(stats, compact=True, height=(210 if on else 200)), share=1 / 3,
+                         where=sqrt_slot, key="sqrt_d", config=ui.show.camera("sqrt_d", model, text[:40]))
+    if len(present) < len(SCORES):
+        st.caption("No model in checkpoints/ with " + ", ".join(f"{s}" for s in SCORES if s not in present)
+                   + " attention.")
+    st.caption("The same input through the recurrent models' attention functions"
+               + (" and the Transformer (its last layer's cross-attention, the mean of its heads)" if transformers
+                  else "") + ", greedy; each map shades α from 0 (white) to 1 (the model's colour). Entropy is the "
+               "mean over output tokens of −Σ α log α (nats): 0 means each output token looks at one source token.")
+    i = stats["d"].index(256)
+    st.caption(f"Why √d, with {n_keys} keys: random queries and keys with N(0, 1) entries: q·k has variance d "
+               "(dotted: the entropy of uniform weights, the most there can be). At "
+               f"d = 256 the raw scores spread with standard deviation {stats['std_unscaled'][i]:.1f}, and softmax "
+               f"puts almost all weight on one key (entropy {stats['entropy_unscaled'][i]:.2f} nats); divided by √d "
+               f"they spread with {stats['std_scaled'][i]:.1f} and the entropy stays "
+               f"{stats['entropy_scaled'][i]:.2f} of at most {stats['max_entropy']:.2f}. A saturated softmax has "
+               "near-zero gradients.")
+    with st.expander("Argmax alignments"):
+        for label, pairs in alignments:
+            st.caption(f"**{label}**. Argmax alignment: {pairs}")
+
+
+def alignment_lines(d: Decoding, words: bool, model: str, text: str, attention: np.ndarray | None,
+                    title: str | None) -> None:
+    """The heatmap's matrix as lines from output to source tokens: `attention` is what the
+    heatmap shows (a Transformer's chosen layer and head, described by `title`)."""
+    if d.attention is None:
+        st.info("No attention in this model.")
+        return
+    st.caption("Each line joins an output token to a source token; its opacity is the attention weight."
+               + (f" Shown: the heatmap's {title}." if title else ""))
+    src, tgt, a = view_of(d, words, attention)
+    ui.show.plotly_chart(figures.alignment_lines(src, tgt, a), key="lines", config=ui.show.camera("lines", model, text[:40]))
+
+
+def heads(tr: Translator, d: Decoding, words: bool, model: str, text: str) -> None:
+    """A Transformer's every layer and head of one kind of attention, one of them enlarged."""
+    S = st.session_state
+    if d.cross_attention is None:
+        others = [i.name for i in ui.models.translation_models() if i.error is None and i.arch == "transformer"]
+        st.info("Heads belong to a Transformer. "
+                + ("A recurrent model has one attention distribution per output step: the heatmap above. "
+                   if d.attention is not None else "This model has no attention at all (see the note above). ")
+                + (f"Choose {' or '.join(others)} under Translation model to see its layers × heads." if others else
+                   "There is no Transformer in checkpoints/."))
+        return
+    io_line(text, d.translation)
+    kind = st.radio("Attention", list(HEAD_KINDS), format_func=lambda k: HEAD_KINDS[k].label, horizontal=True,
+                    key="heads_kind", label_visibility="collapsed")
+    x, y, w = attention_heads(d, kind)
+    if words:      # each head's matrix merged into words, as the heatmap above
+        merged = [[as_words(x, y, w[l, h], True) for h in range(w.shape[1])] for l in range(w.shape[0])]
+        x, y = merged[0][0][:2]
+        w = np.array([[m[2] for m in row] for row in merged])
+    L, H = w.shape[:2]
+    if not (0 <= S.get("heads_layer", -1) < L and 0 <= S.get("heads_head", -1) < H):   # the last layer first
+        S.heads_layer, S.heads_head = L - 1, 0
+    grid, big = point("heads").columns([3, 2])
+    with big:
+        c1, c2 = st.columns(2)
+        layer = c1.selectbox("Layer", range(L), key="heads_layer", format_func=lambda l: str(l + 1))
+        head = c2.selectbox("Head", range(H), key="heads_head", format_func=lambda h: str(h + 1))
+        fig = figures.matrix_heatmap(x, y, w[layer, head], x_title=HEAD_KINDS[kind].x_title,
+                                     y_title=HEAD_KINDS[kind].y_title,
+                                     title=f"{HEAD_KINDS[kind].name.capitalize()}, layer {layer + 1} · head {head + 1}",
+                                     height=min(400, max(300, 150 + 24 * len(y))))
+        ui.show.plotly_chart(fig, share=0.4, key="head_enlarged", config=ui.show.camera("head_enlarged", model, text[:40]))
+        # uniform over what each row may read: a masked position has weight exactly 0
+        # (decoder self-attention's row j reads j + 1 tokens, not all of them)
+        support = (w[layer, head] > 0).sum(axis=1)
+        uniform = (f"uniform over {len(x)} tokens: {np.log(len(x)):.2f}" if (support == len(x)).all() else
+                   f"uniform over the tokens each row may read: {np.log(np.maximum(support, 1)).mean():.2f}")
+        big_note = (f"Mean entropy of this head: {mean_entropy(w[layer, head]):.2f} nats "
+                    f"(0: each row on one token; {uniform}).")
+    with grid:
+        ui.show.plotly_chart(figures.heads_grid(w, x, y, kind, selected=(layer, head), width=760, height=480),
+                             share=0.6, key="heads_grid",
+                        on_select=lambda: pick_head(L, H), selection_mode="points",
+                        config=ui.show.camera("heads_grid", model, text[:40]))
+    # the notes below the charts: the charts fill the first screen under the tab bar
+    grid_note, big_note_box = st.columns([3, 2])
+    grid_note.caption("Every layer (rows) × head (columns). Click a small map, or choose its layer and head, "
+                      "to enlarge it. Each head has its own projections W_Q, W_K, W_V of size "
+                      f"{tr.config['model'].get('head_dim') or tr.config['model']['d_model'] // H}: "
+                      "softmax((x W_Q)(x' W_K)ᵀ / √d_k)."
+                      + (" Decoder self-attention is causal: a step reads only the pieces before it."
+                         if kind == "decoder" else ""))
+    big_note_box.caption(big_note)
+
+
+def pick_head(layers: int, heads: int) -> None:
+    """A click on one of the Heads grid's small heatmaps enlarges it."""
+    S = st.session_state
+    points = S.heads_grid.selection.points if S.get("heads_grid") else []
+    picked = figures.head_of_trace(int(points[0]["curve_number"]), layers, heads) if points else None
+    if picked:
+        S.heads_layer, S.heads_head = picked
+
+
+def attention_emerges(tr: Translator, d: Decoding, words: bool, model: str, text: str) -> None:
+    """The attention of a probe sentence at steps of the model's training (its metrics' trace)."""
+    S = st.session_state
+    trace = tr.metrics.get("trace")
+    if not trace or d.attention is None:
+        st.info("This model has no attention trace.")
+        return
+    probes = trace["probes"]
+    points = trace["points"]
+    if S.get("probe", 0) >= len(probes):      # another model's probes: fewer of them
+        S.pop("probe", None)
+    i = st.selectbox("Probe sentence", range(len(probes)), format_func=lambda i: probes[i]["source"], key="probe")
+    k = st.select_slider("Training step", options=list(range(len(points))), value=len(points) - 1,
+                         format_func=lambda k: str(points[k]["step"]),
+                         # a slider per model: with one key, the browser kept the last model's
+                         # step label on the thumb while the chart showed the new model's step
+                         key=f"trace_step_{model}")
+    st.caption("The probe's reference translation is forced, so the matrix keeps its shape while the model "
+               f"learns. log p(reference) at this step: {points[k]['probes'][i]['log_prob']:.2f}")
+    if before := tr.metrics.get("before"):
+        st.caption(f"Steps 0–{before['steps']:,}: the original training; after step {before['steps']:,}: "
+                   "the copy fine-tune (names, numbers and casing varied in the training pairs).")
+    p = probes[i]
+    a = np.array(points[k]["probes"][i]["attention"])
+    src, tgt = p["source_tokens"], p["target_tokens"]
+    if words:
+        src, tgt, a = merge_to_words(src, tgt, a)
+    ui.show.plotly_chart(figures.attention_heatmap(src, tgt, a, title=f"after {points[k]['step']} training steps"),
+                    key="trace_heatmap", config=ui.show.camera("trace_heatmap", model, text[:40]))
