@@ -215,7 +215,12 @@ def forced_decoding(tr: Translator, d: Decoding, words: bool, model: str, text: 
         # the heatmap and the bars share rows, words or pieces as the page shows them: the
         # same height and margins, so each bar sits beside its row of the heatmap
         spans = word_spans(f.target_tokens) if words else [(tok, [j]) for j, tok in enumerate(f.target_tokens)]
-        height = 170 + 2 * figures.label_px(ui.show.projector()) * max(len(spans), 4)    # every row labelled
+        # tall enough that for_screen labels every row: the margins, the band of the source
+        # words above (rotated -60 degrees, ~0.62 font sizes a character) and 1.4 font sizes a row
+        px = figures.label_px(ui.show.projector())
+        longest = max((len(w) for w in (merge_to_words(f.source_tokens, f.target_tokens, f.attention)[0]
+                                        if words and f.attention is not None else f.source_tokens)), default=4)
+        height = 170 + round(0.62 * px * longest * 0.87 + 25) + round(1.4 * px * max(len(spans), 4))
         margin = dict(t=110, b=50)
         with c1:
             if f.attention is not None:
