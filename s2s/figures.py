@@ -110,10 +110,8 @@ def for_screen(fig: go.Figure, projector: bool = False, width: int = 760) -> go.
             bar.tickfont.size, bar.tickfont.color = size(bar.tickfont.size), BODY_TEXT
             bar.title.font.size, bar.title.font.color = size(bar.title.font.size), BODY_TEXT
         font = getattr(trace, "textfont", None)
-        if font is not None and not isinstance(font.size, (tuple, list)) and trace.type != "heatmap":
+        if font is not None and not isinstance(font.size, (tuple, list)):
             font.size = size(font.size)    # a list of sizes was placed label by label (beam_tree_figure)
-        elif font is not None and trace.type == "heatmap":
-            font.size = size(font.size)
     for note in lay.annotations:
         note.font.size = size(note.font.size)
         if note.font.color is None:

@@ -59,6 +59,11 @@ def as_words(x: list[str], y: list[str], a: np.ndarray, words: bool) -> tuple[li
     return merge_to_words(x, y, a) if words else (list(x), list(y), a)
 
 
+def output_steps(tokens: list[str], words: bool) -> list[tuple[str, list[int]]]:
+    """The output as the page shows it: (word, its pieces' indices) per word, or one piece a step."""
+    return word_spans(tokens) if words else [(tok, [j]) for j, tok in enumerate(tokens)]
+
+
 def view_of(d: Decoding, words: bool, attention: np.ndarray | None = None) -> tuple[list[str], list[str], np.ndarray]:
     """The (target x source) attention, d.attention unless another is given, as pieces or words."""
     return as_words(d.source_tokens, d.target_tokens, d.attention if attention is None else attention, words)
@@ -96,7 +101,7 @@ def step_by_step(tr: Translator, d: Decoding, words: bool, model: str, text: str
     S = st.session_state
     io_line(text, d.translation)
     # one step per output word when words are shown: a word's pieces are consecutive steps
-    spans = word_spans(d.target_tokens) if words else [(tok, [j]) for j, tok in enumerate(d.target_tokens)]
+    spans = output_steps(d.target_tokens, words)
     unit = "word" if words else "piece"
     n = len(spans)
     if "_step_after_play" in S:      # ▶ Play ended on the last step: the slider stays there
@@ -214,17 +219,16 @@ def forced_decoding(tr: Translator, d: Decoding, words: bool, model: str, text: 
         c1, c2, c3 = st.columns([0.42, 0.25, 0.33])
         # the heatmap and the bars share rows, words or pieces as the page shows them: the
         # same height and margins, so each bar sits beside its row of the heatmap
-        spans = word_spans(f.target_tokens) if words else [(tok, [j]) for j, tok in enumerate(f.target_tokens)]
+        spans = output_steps(f.target_tokens, words)
+        src, tgt, a = view_of(f, words) if f.attention is not None else (f.source_tokens, [], None)
         # tall enough that for_screen labels every row: the margins, the band of the source
         # words above (rotated -60 degrees, ~0.62 font sizes a character) and 1.4 font sizes a row
         px = figures.label_px(ui.show.projector())
-        longest = max((len(w) for w in (merge_to_words(f.source_tokens, f.target_tokens, f.attention)[0]
-                                        if words and f.attention is not None else f.source_tokens)), default=4)
+        longest = max((len(w) for w in src), default=4)
         height = 170 + round(0.62 * px * longest * 0.87 + 25) + round(1.4 * px * max(len(spans), 4))
         margin = dict(t=110, b=50)
         with c1:
-            if f.attention is not None:
-                src, tgt, a = view_of(f, words)
+            if a is not None:
                 fig = figures.attention_heatmap(src, tgt, a, height=height)
                 fig.update_layout(height=height, margin=margin)
                 ui.show.plotly_chart(fig, share=0.42, key="forced_heatmap",
