@@ -573,11 +573,11 @@ with tabs[1]:
                          column_config={abbr[m]: st.column_config.NumberColumn(format="%+.2f") for m in METHODS})
             c2.markdown("**Same top source piece** as attention (% of steps); and the top kept when α is **permuted**")
             c2.dataframe(pd.DataFrame([{"model": r["model"]} | {abbr[m]: 100 * r["argmax_agreement"][m] for m in METHODS}
-                                       | {"permuted": None if r["permutation_survival"] is None else
-                                          100 * r["permutation_survival"]} for r in summary["rows"]]),
+                                       # text, so that a Transformer's missing figure reads "—", not "None"
+                                       | {"permuted": "—" if r["permutation_survival"] is None else
+                                          f"{100 * r['permutation_survival']:.0f}%"} for r in summary["rows"]]),
                          hide_index=True, width="stretch",
-                         column_config={k: st.column_config.NumberColumn(format="%.0f%%")
-                                        for k in [*abbr.values(), "permuted"]})
+                         column_config={k: st.column_config.NumberColumn(format="%.0f%%") for k in abbr.values()})
             sizes = sorted({(r["sentences"], r["steps"]) for r in summary["rows"]})
             unpermuted = [r["model"] for r in summary["rows"] if r["permutation_survival"] is None]
             st.caption(", ".join(f"{n} sentences ({k:,} steps)" for n, k in sizes) + " per model. IG: integrated "

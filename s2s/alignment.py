@@ -95,6 +95,10 @@ def read_gold(folder: str | Path, split: str = "test") -> list[GoldPair]:
     if not folder.is_dir():
         raise GoldError(f"gold folder {folder} does not exist")
     names = {side: f"{split}.{side}" for side in ("en", "fr", "wa")}
+    if not (folder / names["en"]).exists():      # say which split the folder does hold
+        held = [s for s in SPLITS if s != split and (folder / f"{s}.en").exists()]
+        if held:
+            raise GoldError(f"{folder} has no {names['en']} but has {held[0]}.en: give --split {held[0]}")
     en, fr, wa = (_read_lines(folder / names[side]) for side in ("en", "fr", "wa"))
     if len(en) != len(fr):
         raise GoldError(f"{names['en']} has {len(en)} lines but {names['fr']} has {len(fr)}")

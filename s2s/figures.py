@@ -954,7 +954,14 @@ def counterfactual_figure(source_tokens: Sequence[str], alpha_before: Sequence[f
     """Left: alpha_j as the model computed it and as replaced, over the source pieces.
     Right: the next-token distribution's top tokens before and after."""
     from plotly.subplots import make_subplots
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.62, 0.38], horizontal_spacing=0.12,
+    tokens = list(dict.fromkeys([t for t, _ in top_before] + [t for t, _ in top_after]))
+    labels = [display_token(t) for t in tokens]
+    # The right panel's token labels live in the gap between the panels, which automargin does
+    # not widen: size it for the longest one at the projector's 18 px (0.62 sizes a character)
+    # on a page-wide chart (~1200 px), so that a long piece is neither cut nor drawn over α.
+    longest = max((len(html.unescape(t)) for t in labels), default=1)
+    gap = min(0.4, max(0.12, (0.62 * PROJECTOR_LABEL_PX * longest + 30) / 1200))
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.62, 0.38], horizontal_spacing=gap,
                         subplot_titles=["attention α_j over the source", "next token p(y_j | …)"])
     xs = [display_token(t) for t in source_tokens]
     after = f"{kind}"
@@ -962,8 +969,6 @@ def counterfactual_figure(source_tokens: Sequence[str], alpha_before: Sequence[f
         fig.add_trace(go.Bar(x=list(range(len(xs))), y=list(values), name=html.escape(name, quote=False),
                              marker_color=color, customdata=xs,
                              hovertemplate="%{customdata}: %{y:.3f}<extra></extra>"), row=1, col=1)
-    tokens = list(dict.fromkeys([t for t, _ in top_before] + [t for t, _ in top_after]))
-    labels = [display_token(t) for t in tokens]
     pb, pa = dict(top_before), dict(top_after)
     for name, p, color in (("before", pb, "#253494"), ("after", pa, "#ff7f0e")):
         fig.add_trace(go.Bar(y=labels, x=[p.get(t) for t in tokens], orientation="h", showlegend=False,

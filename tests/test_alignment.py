@@ -195,6 +195,14 @@ def test_read_gold(tmp_path):
     assert gold[1].possible == gold[1].sure | {(0, 0)} and gold[0].possible == gold[0].sure
 
 
+def test_a_folder_of_the_other_split_says_which_to_give():
+    """examples/hansards_trial holds trial.* only: without --split trial the message says so."""
+    folder = ROOT / "examples" / "hansards_trial"
+    assert len(read_gold(folder, "trial")) == 37
+    with pytest.raises(GoldError, match="has no test.en but has trial.en: give --split trial"):
+        read_gold(folder, "test")
+
+
 @pytest.mark.parametrize("change,message", [
     (lambda d: (d / "test.wa").unlink(), "test.wa is missing"),
     (lambda d: (d / "test.fr").write_text("d c b a\nf a c\n"), "test.en has 3 lines but test.fr has 2"),

@@ -126,3 +126,16 @@ def test_altair_charts_follow_the_same_rule(projector):
     axis, legend = chart["config"]["axis"], chart["config"]["legend"]
     assert axis["labelFontSize"] == axis["titleFontSize"] == legend["labelFontSize"] == small
     assert axis["labelColor"] == axis["titleColor"] == legend["labelColor"] == F.BODY_TEXT
+
+
+@pytest.mark.parametrize("piece", ["▁la", "▁l'aéroport-international"])
+def test_the_counterfactual_next_token_labels_have_room_between_the_panels(piece):
+    """The right panel's token labels sit in the gap between the two panels (no automargin
+    there): the gap holds the longest one at the projector's 18 px on a 1200 px chart."""
+    fig = F.for_screen(F.counterfactual_figure(["▁a", "▁b"], [0.3, 0.7], [0.5, 0.5],
+                                               [(piece, 0.6), ("▁le", 0.2)], [("▁le", 0.5)], "uniform"),
+                       projector=True, width=1200)
+    gap_px = (fig.layout.xaxis2.domain[0] - fig.layout.xaxis.domain[1]) * 1200
+    assert fig.layout.yaxis2.tickfont.size == 18
+    assert gap_px >= 0.62 * 18 * len(piece)
+    assert fig.layout.xaxis.domain[1] - fig.layout.xaxis.domain[0] > 0.3      # α still gets most of the room

@@ -69,19 +69,33 @@ def scroll_into_view(selector: str) -> None:
     to a tab below the fold would otherwise open with the tab out of sight. The header (about
     60 px, drawn over the page) would hide a tab bar scrolled to the window's very top, so
     the element keeps a scroll margin of the header's height. Streamlit has no call for
-    this; a script in a zero-height component iframe (same origin) scrolls its parent."""
+    this; a script in a zero-height component iframe (same origin) scrolls its parent.
+
+    It waits for the run to end however long it takes (an explanation under load took over
+    the 10 s an earlier version waited, and the page stayed unscrolled), then scrolls again
+    while the charts above settle, so long as the reader has not scrolled away meanwhile."""
     import streamlit.components.v1 as components
     components.html(f"""<script>
-const doc = window.parent.document, selector = {json.dumps(selector)};
-let tries = 0;
+const doc = window.parent.document, selector = {json.dumps(selector)}, began = Date.now();
 function scroll() {{
   const app = doc.querySelector('[data-testid="stApp"]'), el = doc.querySelector(selector);
   if (el && app && app.dataset.testScriptState === 'notRunning') {{
     const header = doc.querySelector('header[data-testid="stHeader"]');
-    el.style.scrollMarginTop = ((header ? header.getBoundingClientRect().bottom : 60) + 4) + 'px';
+    const below = (header ? header.getBoundingClientRect().bottom : 60) + 4;
+    el.style.scrollMarginTop = below + 'px';
     el.scrollIntoView({{block: 'start'}});
-    setTimeout(() => el.scrollIntoView({{block: 'start'}}), 400);   // after the charts above settle
-  }} else if (tries++ < 100) setTimeout(scroll, 100);
+    // the charts above may still change height: put it back, unless the reader has scrolled
+    let left = 8, moved = false;
+    const mine = () => {{ moved = true; }};
+    for (const kind of ['wheel', 'touchmove', 'keydown', 'mousedown'])
+      doc.addEventListener(kind, mine, {{once: true, passive: true}});
+    const again = () => {{
+      if (moved) return;
+      if (Math.abs(el.getBoundingClientRect().top - below) > 2) el.scrollIntoView({{block: 'start'}});
+      if (--left > 0) setTimeout(again, 400);
+    }};
+    setTimeout(again, 400);
+  }} else if (Date.now() - began < 600000) setTimeout(scroll, 150);    // a run of up to 10 minutes
 }}
 scroll();
 </script>""", height=0)
