@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from browser import CHROMIUM, browser, exceptions, open_app, streamlit_server, translate_in_page, value_of
+from browser import CHROMIUM, RUNS, browser, exceptions, open_app, settle, streamlit_server, translate_in_page, value_of
 from conftest import ROOT
 
 if not Path(CHROMIUM).exists():
@@ -126,13 +126,14 @@ def test_explainers_draw_their_chart_once_opened(server, chrome):
 
 def test_the_start_page_links_open_their_page_with_the_example_set(server, chrome, tmp_path):
     page = chrome.new_page(viewport={"width": 1280, "height": 720})
+    page.add_init_script(RUNS)
     page.goto(server)                                          # the app opens on Start here
     page.wait_for_selector("text=Vanishing gradients and gates", timeout=90_000)
-    # measured once the page has settled: its script done and its fonts loaded (under load the
-    # outline was once read in the fallback font, whose taller lines put the last link at 753 px)
-    page.wait_for_function("() => document.fonts.status === 'loaded' && document.querySelector("
-                           "'[data-testid=\"stApp\"]')?.dataset.testScriptState === 'notRunning'", timeout=60_000)
-    page.wait_for_timeout(300)
+    # measured once the page has settled (browser.settle: a run begun and over, fonts loaded,
+    # charts drawn, the layout unchanged for 1 s). Under load the outline was read too early
+    # twice: once in the fallback font (last link at 753 px), once at 736 px after waiting only
+    # for the fonts and the script state, which a page reads "notRunning" before its first run.
+    settle(page)
     if SHIPPED_TRANSFORMER:     # the last topic links to its Heads view
         last = page.get_by_role("link", name="Translate & Align › Heads").bounding_box()
     else:                       # said to be coming, not linked

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from browser import browser, exceptions, need_chromium_and_shipped_checkpoints, streamlit_server
+from browser import RUNS, browser, exceptions, need_chromium_and_shipped_checkpoints, settle, streamlit_server
 from conftest import ROOT
 
 need_chromium_and_shipped_checkpoints()
@@ -65,58 +65,12 @@ def links(app):
     return found
 
 
-# ------------------------------------------------------------------ waiting for a view to settle
-# Installed before the app's own scripts: notes that a run of the script has begun. Before its
-# first run a new session's page reads "notRunning" with nothing drawn (the server may still be
-# busy with the previous link's session), which must not pass for a finished run.
-RUNS = """window.__s2sRan = false;
-new MutationObserver(ms => { if (ms.some(m => m.target.dataset && m.target.dataset.testScriptState === 'running'))
-                               window.__s2sRan = true; })
-  .observe(document, {attributes: true, subtree: true, attributeFilter: ['data-test-script-state']});"""
-
-SETTLED = """() => {
-  const app = document.querySelector('[data-testid="stApp"]'), main = document.querySelector('[data-testid="stMain"]');
-  if (!app || !main) return false;
-  if (app.dataset.testScriptState === 'running') window.__s2sRan = true;
-  const shown = e => { const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
-  const frames = [...document.querySelectorAll('iframe')]
-      .filter(f => { try { return f.contentDocument && f.contentDocument.readyState !== 'complete'; }
-                     catch (e) { return false; } }).length;
-  // what the browser has yet to draw after the run: an element whose code is still loading (a
-  // skeleton stands in for it, for seconds on a busy machine), a chart not drawn or still hidden
-  const hidden = c => [...c.querySelectorAll('.js-plotly-plot')].some(p => p.style.visibility === 'hidden');
-  const undrawn = [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stSkeleton"]')].filter(shown).length
-      + [...document.querySelectorAll('[data-testid="stPlotlyChart"], [data-testid="stVegaLiteChart"]')]
-          .filter(c => shown(c) && !c.closest('.st-key-vega_early')
-                       && (!c.querySelector('.main-svg, svg, canvas') || hidden(c))).length;
-  const sig = [location.pathname, app.dataset.testScriptState, document.fonts.status, frames, undrawn,
-               main.scrollTop, main.scrollHeight,
-               document.querySelectorAll('[data-testid="stMain"] [data-testid="stElementContainer"]').length,
-               document.querySelectorAll('[data-stale="true"]').length,
-               document.querySelectorAll('.js-plotly-plot text').length,
-               document.querySelectorAll('.vega-embed svg text').length].join('|');
-  const now = performance.now();
-  if (window.__s2sSig !== sig) { window.__s2sSig = sig; window.__s2sSince = now; return false; }
-  return window.__s2sRan && app.dataset.testScriptState === 'notRunning' && document.fonts.status === 'loaded'
-      && frames === 0 && undrawn === 0 && now - window.__s2sSince >= 1000;
-}"""
-
-
 def open_view(b, address: str):
     """A new page (a new session) on `address`, watching for its script's runs."""
     page = b.new_page(viewport={"width": WIDTH, "height": HEIGHT})
     page.add_init_script(RUNS)
     page.goto(address)
     return page
-
-
-def settle(page, timeout_ms: int = 180_000) -> None:
-    """A run has begun and is over, its charts drawn and the page's scroll into view done: the
-    script state, the main scroll position and height, the number of elements, of chart texts
-    and of stale elements all unchanged for 1 s, fonts loaded, no element still loading its
-    code (a skeleton), every chart drawn and every (same-origin) component frame loaded (its
-    script scrolls the page)."""
-    page.wait_for_function(SETTLED, timeout=timeout_ms, polling=150)
 
 
 # ------------------------------------------------------------------ what a view shows
