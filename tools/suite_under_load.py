@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -56,7 +57,7 @@ def main() -> None:
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.hogs)]
     results = []
     try:
-        for i, (what, targets) in enumerate(plan):
+        for what, targets in plan:
             run = sum(1 for r in results if r["what"] == what) + 1
             rc, seconds, summary = run_pytest(clone, targets, logs / f"{what}_{run}.log")
             results.append({"what": what, "run": run, "rc": rc, "seconds": round(seconds, 1),
@@ -67,6 +68,7 @@ def main() -> None:
     finally:
         for hog in hogs:
             hog.kill()
+        shutil.rmtree(clone, ignore_errors=True)     # the logs stay (in --logs, or beside it)
     print(json.dumps({"commit": head, "hogs": args.hogs, "cpus": os.cpu_count(), "logs": str(logs),
                       "all_green": all(r["rc"] == 0 for r in results) and len(results) == len(plan),
                       "runs": results}))
