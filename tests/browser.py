@@ -73,8 +73,10 @@ HEATMAP = "[class*='st-key-heatmap'] .js-plotly-plot, .stPlotlyChart .js-plotly-
 
 def open_app(b, url: str, width: int = 1400, height: int = 1000, path: str = "/translate"):
     """A new tab on `path` (the Translate page unless said: the app itself opens on Start
-    here), once a chart is drawn (a visible one: not ui.warm.load_plotly_early's hidden chart)."""
+    here), once a chart is drawn (a visible one: not ui.warm.load_plotly_early's hidden chart).
+    RUNS is installed first, so that a test can wait for the page to `settle`."""
     page = b.new_page(viewport={"width": width, "height": height})
+    page.add_init_script(RUNS)
     page.goto(url + path)
     page.wait_for_selector(".js-plotly-plot >> visible=true", timeout=90_000)
     return page

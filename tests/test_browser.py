@@ -74,7 +74,9 @@ def test_translation_and_heatmap_are_on_the_first_screen(server, chrome, tmp_pat
     page = open_app(chrome, server, width, height)
     text, last = ("Where is the nearest train station?", "station?") if SHIPPED else ("a b c d e f", "f")
     translate_in_page(page, text, last)
-    page.wait_for_timeout(500)                       # the chart settles at its final size
+    # measured once the run is over and the page unchanged for 1 s: under load, 500 ms after the
+    # new heatmap's labels were drawn, the old chart was still beside it in `heatmap`
+    settle(page)
     out = page.locator(".s2s-text").first.bounding_box()
     box = page.locator(".st-key-heatmap .js-plotly-plot").bounding_box()
     keep(page, tmp_path, f"translate_{width}x{height}.png")
@@ -155,7 +157,7 @@ def test_the_start_page_links_open_their_page_with_the_example_set(server, chrom
     # the link is to the tab: the page scrolls the tabs to the top, the beam tree on screen
     page.wait_for_function("() => { const r = document.querySelector('[data-testid=\"stTabs\"]')"
                            ".getBoundingClientRect(); return r.top > -10 && r.top < 120; }", timeout=20_000)
-    page.wait_for_timeout(600)                                 # the second scroll, after the charts settle
+    settle(page)                                               # the second scroll, after the charts settle
     tree = page.locator(".st-key-beam_tree .js-plotly-plot").bounding_box()
     assert 0 <= tree["y"] < 720 - 200
     keep(page, tmp_path, "start_link_beam_tree.png")
@@ -218,6 +220,7 @@ def test_the_app_fetches_nothing_from_the_network(server, chrome):
     """Every request of every page goes to the app's own server: no fonts, icons or
     scripts from elsewhere (a classroom may be offline)."""
     page = chrome.new_page(viewport={"width": 1400, "height": 1000})
+    page.add_init_script(RUNS)
     urls = []
     page.on("request", lambda r: urls.append(r.url))
     page.goto(server)                                  # Start here
@@ -225,7 +228,7 @@ def test_the_app_fetches_nothing_from_the_network(server, chrome):
     for name in ("Translate & Align", "Bottleneck", "Cell States"):
         nav_link(page, name).click()
         page.wait_for_load_state("networkidle")
-    page.wait_for_timeout(1000)
+    settle(page)                                       # the last page's run over, its charts drawn
     elsewhere = [u for u in urls if not u.startswith((server, "data:", "blob:"))]
     assert len(urls) > 10 and elsewhere == []
 
@@ -409,9 +412,10 @@ def test_the_heads_view_enlarges_the_head_clicked(transformer_server, chrome, tm
     """Translate › Heads on a 1280 x 720 projector: every layer x head drawn small; a click on
     one enlarges it beside the grid."""
     page = chrome.new_page(viewport={"width": 1280, "height": 720})
+    page.add_init_script(RUNS)
     page.goto(transformer_server + "/translate?model=en-fr-transformer&text=a+b+c+d+e&tab=Heads")
     page.wait_for_selector(".st-key-heads_grid .js-plotly-plot", timeout=90_000)
-    page.wait_for_timeout(500)
+    settle(page)                                      # both maps drawn, the run over
     title = ".st-key-head_enlarged .gtitle"
     layers, heads = page.evaluate("(() => { const t = document.querySelector('.st-key-heads_grid .js-plotly-plot')"
                                   ".layout.title.text; const m = t.match(/(\\d+) layers × (\\d+) heads/);"

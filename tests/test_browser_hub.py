@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from browser import CHROMIUM, browser, exceptions, streamlit_server
+from browser import CHROMIUM, RUNS, browser, exceptions, settle, streamlit_server
 
 if not Path(CHROMIUM).exists():
     if os.environ.get("CI"):
@@ -18,6 +18,7 @@ def test_pick_an_operators_hub_model_and_see_its_heads(hub_models, tmp_path):
     env = {"S2S_HUB_MODELS": str(hub_models["marian"])}
     with streamlit_server(env) as url, browser() as b:
         page = b.new_page(viewport={"width": 1280, "height": 720})
+        page.add_init_script(RUNS)
         page.goto(url + "/translate?text=the+cat+sat+on+the+mat+.")
         page.wait_for_selector(".st-key-heatmap .js-plotly-plot", timeout=90_000)
         # the sidebar's model list, as a user opens it
@@ -28,7 +29,7 @@ def test_pick_an_operators_hub_model_and_see_its_heads(hub_models, tmp_path):
         page.get_by_role("button", name="Translate", exact=True).click()
         page.get_by_role("tab", name="Heads").click()
         page.wait_for_selector(".st-key-heads_grid .js-plotly-plot", timeout=90_000)
-        page.wait_for_timeout(500)
+        settle(page)                                                # the run over, the grid drawn
         title = page.evaluate("document.querySelector('.st-key-heads_grid .js-plotly-plot').layout.title.text")
         assert "2 layers × 4 heads" in title
         maps = page.locator(".st-key-heads_grid .nsewdrag").count()
