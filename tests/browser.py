@@ -74,9 +74,8 @@ HEATMAP = "[class*='st-key-heatmap'] .js-plotly-plot, .stPlotlyChart .js-plotly-
 def open_app(b, url: str, width: int = 1400, height: int = 1000, path: str = "/translate"):
     """A new tab on `path` (the Translate page unless said: the app itself opens on Start
     here), once a chart is drawn (a visible one: not ui.warm.load_plotly_early's hidden chart).
-    RUNS is installed first, so that a test can wait for the page to `settle`."""
-    page = b.new_page(viewport={"width": width, "height": height})
-    page.add_init_script(RUNS)
+    It is a `watched_page`, so that a test can wait for it to `settle`."""
+    page = watched_page(b, width, height)
     page.goto(url + path)
     page.wait_for_selector(".js-plotly-plot >> visible=true", timeout=90_000)
     return page
@@ -161,6 +160,13 @@ SETTLED = """() => {
   return window.__s2sRan && app.dataset.testScriptState === 'notRunning' && document.fonts.status === 'loaded'
       && frames === 0 && undrawn === 0 && now - window.__s2sSince >= 1000;
 }"""
+
+
+def watched_page(b, width: int, height: int):
+    """A new tab (a new session once it opens the app) with RUNS installed, so `settle` works."""
+    page = b.new_page(viewport={"width": width, "height": height})
+    page.add_init_script(RUNS)
+    return page
 
 
 def settle(page, timeout_ms: int = 180_000) -> None:

@@ -7,7 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from browser import CHROMIUM, RUNS, browser, exceptions, open_app, settle, streamlit_server, translate_in_page, value_of
+from browser import (
+    CHROMIUM,
+    browser,
+    exceptions,
+    open_app,
+    settle,
+    streamlit_server,
+    translate_in_page,
+    value_of,
+    watched_page,
+)
 from conftest import ROOT
 
 if not Path(CHROMIUM).exists():
@@ -127,8 +137,7 @@ def test_explainers_draw_their_chart_once_opened(server, chrome):
 
 
 def test_the_start_page_links_open_their_page_with_the_example_set(server, chrome, tmp_path):
-    page = chrome.new_page(viewport={"width": 1280, "height": 720})
-    page.add_init_script(RUNS)
+    page = watched_page(chrome, 1280, 720)
     page.goto(server)                                          # the app opens on Start here
     page.wait_for_selector("text=Vanishing gradients and gates", timeout=90_000)
     # measured once the page has settled (browser.settle: a run begun and over, fonts loaded,
@@ -219,8 +228,7 @@ def test_a_pasted_chapter_gets_a_message_and_the_view_choice_stays(server, chrom
 def test_the_app_fetches_nothing_from_the_network(server, chrome):
     """Every request of every page goes to the app's own server: no fonts, icons or
     scripts from elsewhere (a classroom may be offline)."""
-    page = chrome.new_page(viewport={"width": 1400, "height": 1000})
-    page.add_init_script(RUNS)
+    page = watched_page(chrome, 1400, 1000)
     urls = []
     page.on("request", lambda r: urls.append(r.url))
     page.goto(server)                                  # Start here
@@ -411,8 +419,7 @@ def transformer_server(tmp_path_factory, tiny_additive, tiny_transformer):
 def test_the_heads_view_enlarges_the_head_clicked(transformer_server, chrome, tmp_path):
     """Translate › Heads on a 1280 x 720 projector: every layer x head drawn small; a click on
     one enlarges it beside the grid."""
-    page = chrome.new_page(viewport={"width": 1280, "height": 720})
-    page.add_init_script(RUNS)
+    page = watched_page(chrome, 1280, 720)
     page.goto(transformer_server + "/translate?model=en-fr-transformer&text=a+b+c+d+e&tab=Heads")
     page.wait_for_selector(".st-key-heads_grid .js-plotly-plot", timeout=90_000)
     settle(page)                                      # both maps drawn, the run over

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from browser import CHROMIUM, RUNS, browser, exceptions, settle, streamlit_server
+from browser import CHROMIUM, browser, exceptions, settle, streamlit_server, watched_page
 
 if not Path(CHROMIUM).exists():
     if os.environ.get("CI"):
@@ -17,8 +17,7 @@ if not Path(CHROMIUM).exists():
 def test_pick_an_operators_hub_model_and_see_its_heads(hub_models, tmp_path):
     env = {"S2S_HUB_MODELS": str(hub_models["marian"])}
     with streamlit_server(env) as url, browser() as b:
-        page = b.new_page(viewport={"width": 1280, "height": 720})
-        page.add_init_script(RUNS)
+        page = watched_page(b, 1280, 720)
         page.goto(url + "/translate?text=the+cat+sat+on+the+mat+.")
         page.wait_for_selector(".st-key-heatmap .js-plotly-plot", timeout=90_000)
         # the sidebar's model list, as a user opens it

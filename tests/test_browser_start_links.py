@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from browser import RUNS, browser, exceptions, need_chromium_and_shipped_checkpoints, settle, streamlit_server
+from browser import browser, exceptions, need_chromium_and_shipped_checkpoints, settle, streamlit_server, watched_page
 from conftest import ROOT
 
 need_chromium_and_shipped_checkpoints()
@@ -67,8 +67,7 @@ def links(app):
 
 def open_view(b, address: str):
     """A new page (a new session) on `address`, watching for its script's runs."""
-    page = b.new_page(viewport={"width": WIDTH, "height": HEIGHT})
-    page.add_init_script(RUNS)
+    page = watched_page(b, WIDTH, HEIGHT)
     page.goto(address)
     return page
 
