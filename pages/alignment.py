@@ -6,6 +6,7 @@ word alignments), s2s.attributions (against attributions) and s2s.counterfactual
 """
 import json
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +30,8 @@ from s2s.alignment import (
     shifted,
     word_attention,
 )
-from s2s.attributions import METHODS, explain
+from s2s.attributions import METHODS, agreement
+from s2s.contributions import ALIGN_METHODS, applies, explain_contributions, normalised
 from s2s.corpus_alignment import (
     corpus_head_scores,
     corpus_weights,
@@ -42,13 +44,13 @@ from s2s.corpus_alignment import (
 from s2s.counterfactual import EPSILON, KINDS, counterfactual
 from s2s.export import file_stem, matrix_json, plotly_config
 from s2s.figures import (
-    attribution_grid,
+    contribution_map,
     counterfactual_figure,
     gold_alignment_figure,
     head_aer_figure,
     label_px,
-    tau_figure,
 )
+from s2s.piece_words import merge_to_words, word_spans
 from s2s.text import MAX_CORPUS_BYTES, MAX_CORPUS_PAIRS, InputError, clean_text
 
 ui.address.run_through_app()     # a link's first run in Streamlit's old multipage mode: rerun through app.py
@@ -70,20 +72,39 @@ KIND_HELP = {"uniform": "every source piece weighted equally",
              "permute": "the model's own weights, shuffled over the source pieces",
              "adversarial": "as different from α_j as possible (Jensen-Shannon) while the next-token distribution "
                             "moves by at most ε (total variation)"}
-METHOD_COLORS = {"grad × input": "#1f77b4", "integrated gradients": "#2ca02c", "leave-one-out": "#ff7f0e"}
-LONG = {"grad_x_input": "grad × input", "integrated_gradients": "integrated gradients",
-        "leave_one_out": "leave-one-out"}
+METHOD_LABELS = {"weights": "weights", "norm": "norm", "alti": "ALTI+", "rollout": "rollout",
+                 "value-zeroing": "value zeroing", "grad-x-input": "grad × input", "ig": "integrated gradients",
+                 "loo": "leave-one-out"}
+METHOD_HELP = {"weights": "the cross-attention α_ij (the heatmap's), the mean of the heads.",
+               "norm": "‖α_ij f(x_j)‖: the weight times the size of what source piece j sends (Kobayashi et al. "
+                       "2020), summed over the heads.",
+               "alti": "each source piece's share of the output through attention, the residual and the layer norms, "
+                       "rolled out through the encoder and the decoder (Ferrando et al. 2022).",
+               "rollout": "the head-mean weights with the residual as ½ I, multiplied through the encoder and the "
+                          "decoder (Abnar & Zuidema 2020).",
+               "value-zeroing": "how far the layer's output turns (1 − cos) when source piece j's value is set to "
+                                "zero in that layer (Mohebbi et al. 2023).",
+               "grad-x-input": "∂ log p(y_j)/∂x_i · x_i, one batched backward pass.",
+               "ig": "gradient × input along the path from zero embeddings (Sundararajan et al. 2017, captum).",
+               "loo": "the fall in log p(y_j) when piece i becomes <unk>."}
+# attribution_estimate's calibration: an on-demand run's seconds per (one-pass trace second x output
+# piece) for integrated gradients, per (trace second x source piece) for leave-one-out, by kind of
+# model (measured on the 2-core machine, 2026-11-26: "She has a big black dog." for the shipped
+# models, the opus-mt-shaped Marian for a hub model; docs/speed.md)
+IG_PASSES = {"recurrent": 4.0, "transformer": 34.0, "hub": 5.0}
+LOO_PASSES = {"recurrent": 0.1, "transformer": 0.25, "hub": 0.25}
 TABS = ["Against human alignments", "Attention vs attribution", "Your corpus"]
 # what the address holds (?model=...&pair=4&rule=shift): a copied link reproduces the view
 ADDRESS = {"model": ("align_model", str), "tab": ("alignment_tab", ui.address.choice(TABS)),
            "pairs": ("gold_source", ui.address.choice(["trial", "test", "typed"])), "pair": ("gold_pair", int),
            "rule": ("rule", ui.address.choice(RULES)), "en": ("typed_en", str), "fr": ("typed_fr", str),
            "text": ("explain_text", str), "reference": ("explain_reference", str), "step": ("cf_step", int),
+           "method": ("explain_method", ui.address.choice(list(ALIGN_METHODS))), "layer": ("explain_layer", int),
            "kind": ("cf_kind", ui.address.choice(KINDS)), "eps": ("cf_eps", float),
            "corpus": ("corpus_source", ui.address.choice(["example", "upload"])), "corpus_rule": ("corpus_rule", ui.address.choice(RULES)),
            "corpus_head": ("corpus_head", str), "corpus_pair": ("corpus_pair", int)}
 ADDRESS_OF_TAB = {TABS[0]: ["pairs", "pair", "en", "fr", "rule"],
-                  TABS[1]: ["text", "reference", "step", "kind", "eps"],
+                  TABS[1]: ["text", "reference", "method", "layer", "step", "kind", "eps"],
                   TABS[2]: ["corpus", "corpus_rule", "corpus_head", "corpus_pair"]}
 CORPUS_SOURCES = {"example": "Example: the 37 Hansards trial pairs and their gold", "upload": "Upload a file"}
 # a link scrolls the tab bar just below the header (~64-104 px at 1280 x 720): the gold figure, the
@@ -127,9 +148,58 @@ def head_aer_cached(path: str, folder: str, split: str, rule: str) -> dict:
             "pairs": len(pairs)}
 
 
-@st.cache_data(max_entries=64, show_spinner="Explaining: gradients, integrated gradients, leave-one-out…")
-def explain_cached(path: str, text: str, reference: str | None):
-    return explain(ui.models.load_path(path), text, reference)
+@st.cache_data(max_entries=64, show_spinner="Reading the model's contributions…")
+def contributions_cached(path: str, text: str, reference: str | None):
+    """Every one-pass method (s2s.contributions) for the sentence: what draws at once."""
+    return explain_contributions(ui.models.load_path(path), text, reference)
+
+
+@st.cache_resource
+def attribution_store() -> dict:
+    """The gradient attributions run so far, shared by every session (a run asked for once is
+    there for the next reader of the same sentence), the STORED most recent."""
+    return {}
+
+
+STORED = 64
+
+
+def attribution(path: str, text: str, reference: str | None, method: str, on_progress=None) -> dict:
+    """One gradient attribution of the forced output contributions_cached explains, as the
+    map shows it (|a_ij| over its row's sum), and its seconds; `on_progress(share done)` is
+    called as it goes. Not st.cache_data: a progress bar drawn from inside a cached function
+    cannot be replayed, so the results are kept in attribution_store instead."""
+    from s2s import attributions as attr
+    store = attribution_store()
+    key = (path, text, reference, method)
+    if key in store:
+        return store[key]
+    tr = ui.models.load_path(path)
+    c = contributions_cached(path, text, reference)
+    src = attr.torch.tensor([attr.source_ids(tr, text)], device=tr.device)
+    tgt = attr.torch.tensor(c.target_ids, device=tr.device)
+    t0 = time.perf_counter()
+    if method == "grad_x_input":
+        a = attr.grad_x_input(tr.model, src, tgt)
+    elif method == "integrated_gradients":
+        a, _ = attr.integrated_gradients(tr.model, src, tgt, on_progress=on_progress)
+    else:
+        a = attr.leave_one_out(tr.model, src, tgt, on_progress=on_progress)
+    store[key] = {"matrix": normalised(np.abs(a)), "raw": a, "seconds": time.perf_counter() - t0}
+    while len(store) > STORED:
+        store.pop(next(iter(store)))
+    return store[key]
+
+
+def attribution_estimate(c, method: str, kind: str) -> float:
+    """Seconds an on-demand attribution should take here, from the one-pass trace of the same
+    sentence by the same model (its size and this server's speed in one number): integrated
+    gradients costs about IG_PASSES[kind] traces per output piece, leave-one-out LOO_PASSES[kind]
+    per source piece."""
+    trace_s = c.seconds.get("trace", 0.1)
+    if method == "integrated_gradients":
+        return IG_PASSES[kind] * trace_s * len(c.target_tokens)
+    return LOO_PASSES[kind] * trace_s * (len(c.source_tokens) + 1)
 
 
 @st.cache_data(max_entries=64, show_spinner="Replacing the attention…")
@@ -211,15 +281,18 @@ def reading_of(head, transformer: bool) -> str:
     return "; the last decoder layer's head mean" if head is None else f"; layer {head[0] + 1}, head {head[1] + 1}"
 
 
-def attribution_export(model: str, text: str, e) -> str:
-    """Attention and the three attributions of one sentence, raw (not row-normalised), as JSON."""
-    out = {"model": model, "english": text, "french": e.translation, "forced_from": e.forced_from,
-           "matrices": "output pieces (rows) x source pieces (columns); attention α_ij, and each attribution "
-                       "a_ij of log p(y_j) to source piece i, raw (the page shows |a_ij| / row sum)",
-           "attention": matrix_json(e.attention, e.target_tokens, e.source_tokens)}
-    for m in METHODS:
-        out[m] = matrix_json(e.attributions[m], e.target_tokens, e.source_tokens)
-    out["kendall_tau"] = {m: [None if t != t else round(float(t), 6) for t in v] for m, v in e.kendall_tau().items()}
+def contributions_export(model: str, text: str, c, method: str, xs, ys, shown, share, layer: int | None) -> str:
+    """The map shown (words), and every one-pass method's piece-level matrices and source
+    shares, as JSON that says what it is."""
+    out = {"model": model, "english": text, "french": c.translation, "forced_from": c.forced_from,
+           "shown": {"method": method, "layer": None if layer is None else layer + 1,
+                     "matrix": "output words (rows) x source words (columns), merged from the pieces as the "
+                               "heatmap merges them, each row a distribution over the source",
+                     "values": matrix_json(shown, ys, xs),
+                     "source_share": None if share is None else [round(float(v), 6) for v in share]},
+           "pieces": "below: output pieces (rows) x source pieces (columns), each row a distribution over the "
+                     "source; layers: one per decoder layer, from 1",
+           **c.to_json()}
     return json.dumps(out, ensure_ascii=False, indent=1)
 
 
@@ -363,7 +436,7 @@ by_name = {m.name: m for m in models}
 S = st.session_state
 # kept while their tab is closed, and while the reader visits another page
 ui.address.keep_across_pages("align_model", "alignment_tab", "gold_source", "gold_pair", "rule", "typed_en", "typed_fr",
-                             "explain_text", "explain_reference", "cf_step", "cf_kind", "cf_eps", "corpus_source",
+                             "explain_text", "explain_reference", "explain_method", "explain_layer", "cf_step", "cf_kind", "cf_eps", "corpus_source",
                              "corpus_rule", "corpus_head", "corpus_pair")
 if S.get("align_model") not in by_name:
     S["align_model"] = ui.models.DEFAULT_MODEL if ui.models.DEFAULT_MODEL in by_name else models[0].name
@@ -488,49 +561,112 @@ with tabs[1]:
             # reference over the app's character limit gets clean_text's message instead
             reference = st.text_input("French (optional: explain this instead of the model's translation)",
                                       EXAMPLE_REFERENCE, key="explain_reference")
+            offered = [m for m in ALIGN_METHODS if applies(tr, ALIGN_METHODS[m])]
+            if S.get("explain_method") not in offered:
+                if S.get("explain_method") is not None:
+                    st.caption(f"{METHOD_LABELS.get(S['explain_method'], S['explain_method'])} does not apply to "
+                               f"{name} (a recurrent model: one attention, no stack of blocks); showing the weights.")
+                S["explain_method"] = "weights"
+            method_name = st.radio("Method", offered, key="explain_method", format_func=METHOD_LABELS.get,
+                                   help="; ".join(f"**{METHOD_LABELS[m]}**: {METHOD_HELP[m]}" for m in offered))
+        method = ALIGN_METHODS[method_name]
         # the example's French left in the box after new English is typed translates nothing
         # of it: forcing that pair would explain a mismatch, so the model's own output is used
         stale = reference.strip() == EXAMPLE_REFERENCE and text.strip() != EXAMPLE
+        ref = None if stale else reference.strip() or None
         with right:
             if stale:
                 st.caption("The French box still holds the example's translation, not one of your text, so this "
                            "explains the model's own greedy output. Type a French translation of your text to "
                            "explain that instead.")
             try:
-                e = explain_cached(path, text, None if stale else reference.strip() or None)
+                c = contributions_cached(path, text, ref)
             except InputError as err:
                 st.error(str(err))
-                e = None
-            if e is not None:
-                ui.show.escaped(e.translation, "1.3rem")
-                for typed, whose, target in ((text, "the English", False),
-                                             (None if stale else reference, "the French", True)):
+                c = None
+            if c is not None:
+                ui.show.escaped(c.translation, "1.3rem")
+                for typed, whose, target in ((text, "the English", False), (ref, "the French", True)):
                     if typed and (unknown := tr.tokenizer.unknown_characters(typed, target)):
                         st.caption(ui.show.unknown_characters_note(unknown, whose))
-                taus = e.kendall_tau()
-                same = e.argmax_agreement()
-                summary = "; ".join(f"{LONG[m]} median τ = {pd.Series(taus[m]).median():+.2f}, same top source "
-                                    f"piece at {sum(same[m])} of {len(same[m])} steps" for m in METHODS)
-                st.caption(f"Forced decoding of the {'reference' if e.forced_from == 'reference' else 'greedy output'}"
-                           f" ({len(e.target_tokens)} steps, {e.seconds['total']:.1f} s). {summary}.")
-        if e is not None:       # the maps side by side, the main column's width: on a link's first screen
-            matrices = {"attention α": e.attention} | {LONG[m]: e.attributions[m] for m in METHODS}
-            px = label_px(ui.show.projector())
-            longest = max((len(t) for t in e.source_tokens), default=1)
-            # rows as tall as a label (1.45 sizes), and room for the titles and the upright pieces
-            grid = attribution_grid(e.source_tokens, e.target_tokens, matrices, columns=len(matrices),
-                                    height=round(60 + 0.62 * px * longest + 1.45 * px * len(e.target_tokens)))
-            grid_stem = file_stem("attributions", name, text[:40], e.forced_from)
-            with st.container(key="point_attribution"):
-                ui.show.plotly_chart(grid, width="stretch", key="attribution_grid", config=plotly_config(grid_stem))
-            st.caption("Each attribution is shown as |a_ij| divided by its row's sum, so all four share one "
-                       "scale. Gradient × input: ∂ log p(y_j)/∂x_i · x_i; integrated gradients (captum): the "
-                       "same along the path from zero embeddings; leave-one-out: the fall in log p(y_j) when "
-                       "x_i becomes <unk>.")
-            ui.show.chart_downloads(grid, grid_stem, "attribution", attribution_export(name, text, e))
-            ui.show.plotly_chart(tau_figure(e.target_tokens, {LONG[m]: taus[m] for m in METHODS}, METHOD_COLORS),
-                            width="stretch", key="tau_figure",
-                            config=plotly_config(file_stem("kendall-tau", name, text[:40])))
+        e = c           # the counterfactual below reads its tokens
+        if c is not None:
+            layered = method in c.layers and c.layers[method].shape[0] > 1
+            layer = None
+            if layered:
+                n_layers = c.layers[method].shape[0]
+                S["explain_layer"] = int(within(S.get("explain_layer", n_layers), 1, n_layers))
+                layer = left.select_slider("Decoder layer", list(range(1, n_layers + 1)), key="explain_layer",
+                                           help="The contributions read at this decoder layer's output (ALTI+ and "
+                                                "rollout: everything up to it, rolled out).") - 1
+            matrix, seconds = None, None
+            if method in c.layers:
+                matrix = c.matrix(method, layer)
+                seconds = c.seconds.get(method, c.seconds.get("trace"))
+            else:
+                at_once = method == "grad_x_input" or (method == "leave_one_out" and not by_name[name].is_hub)
+                if at_once or (path, text, ref, method) in attribution_store():
+                    with st.spinner(f"{METHOD_LABELS[method_name]}…"):
+                        a = attribution(path, text, ref, method)
+                    matrix, seconds = a["matrix"], a["seconds"]
+                else:
+                    kind = "hub" if by_name[name].is_hub else ("transformer" if by_name[name].arch == "transformer"
+                                                                  else "recurrent")
+                    estimate = attribution_estimate(c, method, kind)
+                    with right:
+                        st.info(f"{METHOD_LABELS[method_name]} runs the model many times: about {estimate:.0f} s for "
+                                f"this sentence on this server. The other methods are drawn at once.")
+                        if st.button(f"Run {METHOD_LABELS[method_name]}", key="explain_run", type="primary"):
+                            bar = st.progress(0.0, text=f"{METHOD_LABELS[method_name]}: starting…")
+                            t0 = time.perf_counter()
+
+                            def progress(done: float) -> None:
+                                spent = time.perf_counter() - t0
+                                left_s = spent / done * (1 - done) if done > 0 else estimate
+                                bar.progress(min(done, 1.0), text=f"{METHOD_LABELS[method_name]}: {done:.0%}, "
+                                                                  f"about {left_s:.0f} s left")
+                            a = attribution(path, text, ref, method, on_progress=progress)
+                            bar.empty()
+                            matrix, seconds = a["matrix"], a["seconds"]
+            if matrix is not None:
+                share = c.source_share.get(method)
+                share = None if share is None else share[-1 if layer is None else layer]
+                # whole words on both axes, merged as the attention heatmap merges them: a source word
+                # the sum of its pieces' columns, an output word the mean of its pieces' rows
+                xs, ys, shown = merge_to_words(c.source_tokens, c.target_tokens, matrix)
+                if share is not None:
+                    share = [float(np.mean([share[k] for k in idx])) for _, idx in word_spans(c.target_tokens)]
+                px = label_px(ui.show.projector())
+                longest = max((len(t) for t in xs), default=1)
+                fig = contribution_map(xs, ys, shown, METHOD_LABELS[method_name], share,
+                                       height=round(60 + 0.62 * px * longest + 1.45 * px * len(ys)))
+                stem = file_stem("contributions", name, text[:40], method_name,
+                                 f"layer{layer + 1}" if layer is not None else "", c.forced_from)
+                with right:
+                    where = (f", decoder layer {layer + 1}" if layer is not None else "")
+                    st.caption(f"**{METHOD_LABELS[method_name]}**{where}: {METHOD_HELP[method_name]} Forced "
+                               f"decoding of the {'reference' if c.forced_from == 'reference' else 'greedy output'} "
+                               f"({len(c.target_tokens)} steps, words merged from their pieces); this map took {1000 * (seconds or 0):,.0f} ms."
+                               + (" Bars: each output word's share that came from the source; the rest came from "
+                                  "the French written before it." if share is not None else ""))
+                # in the right column, beside the method list: on a link's first 1280 x 720 screen
+                with right, st.container(key="point_attribution"):
+                    ui.show.plotly_chart(fig, share=0.75, width="stretch", key="contribution_map",
+                                         config=plotly_config(stem))
+                with right:
+                    ui.show.chart_downloads(fig, stem, "attribution", contributions_export(name, text, c, method_name,
+                                                                                           xs, ys, shown, share, layer))
+                loo = (attribution(path, text, ref, "leave_one_out")
+                       if not by_name[name].is_hub or (path, text, ref, "leave_one_out") in attribution_store()
+                       else None)
+                if loo is not None:
+                    taus = {METHOD_LABELS[m]: pd.Series(agreement(c.matrix(ALIGN_METHODS[m]), loo["matrix"])[0]).median()
+                            for m in offered if ALIGN_METHODS[m] in c.layers}
+                    gxi = attribution(path, text, ref, "grad_x_input")
+                    taus[METHOD_LABELS["grad-x-input"]] = pd.Series(agreement(gxi["matrix"], loo["matrix"])[0]).median()
+                    right.caption("Is it an explanation? Median Kendall τ per output piece between each method's row "
+                               "(the last layer) and leave-one-out's |a_ij| on this sentence: "
+                               + ", ".join(f"{k} {v:+.2f}" for k, v in taus.items()) + ".")
         if e is not None:         # no heading over nothing when the model or the text cannot be explained
             st.subheader("Counterfactual attention at one step")
             c = st.columns([2, 2, 1])

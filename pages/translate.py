@@ -23,7 +23,7 @@ import numpy as np  # noqa: E402
 from s2s.export import file_stem, matrix_csv, matrix_json, plotly_html, positions  # noqa: E402
 from s2s.figures import attention_heatmap, model_diagram  # noqa: E402
 from s2s.hub import display_name, translates_english_to_french  # noqa: E402
-from s2s.piece_words import HEAD_KINDS  # noqa: E402
+from s2s.piece_words import HEAD_KINDS, HEADS_VIEWS  # noqa: E402
 from s2s.text import MAX_BEAM, MAX_CHARS, MAX_DECODE_LEN, MAX_NO_REPEAT, InputError  # noqa: E402
 
 COURSE_SENTENCE = "The agreement on the European Economic Area was signed in August 1992."
@@ -138,6 +138,8 @@ if "head" in arrival:
     st.session_state["tf_head"] = None if arrival["head"] == "mean" or not arrival["head"].isdigit() else int(arrival["head"]) - 1
 if arrival.get("heads") in HEAD_KINDS:
     st.session_state["heads_kind"] = arrival["heads"]
+if arrival.get("heads_view") in HEADS_VIEWS:
+    st.session_state["heads_view"] = arrival["heads_view"]
 name = ui.models.model_picker()
 if name is None:
     st.stop()
@@ -186,6 +188,7 @@ ui.address.set_address({"model": name, "text": S.text, "view": S.get("view"), "t
                         "layer": None if S.get("tf_layer") is None else S.tf_layer + 1,
                         "head": None if "tf_layer" not in S else ("mean" if S.get("tf_head") is None else S.tf_head + 1),
                         "heads": S.get("heads_kind"),
+                        "heads_view": S.get("heads_view") if S.get("heads_kind", "cross") == "cross" else None,
                         "heads_layer": None if S.get("heads_layer") is None else S.heads_layer + 1,
                         "heads_head": None if S.get("heads_head") is None else S.heads_head + 1})
 if S.get("view") not in CHOICES["view"]:      # None once its selected option is clicked again

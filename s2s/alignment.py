@@ -47,6 +47,7 @@ from typing import Sequence
 import numpy as np
 
 from .checkpoint import CheckpointError, Translator, load_translator
+from .contributions import ALIGN_METHODS
 from .decode import forced
 from .hub import MODEL_HELP, add_model_options, model_options
 from .text import InputError, OneLineErrorParser, clean_text
@@ -251,6 +252,16 @@ def word_attention(tr: Translator, english: Sequence[str], french: Sequence[str]
     return to_words(d.attention, wp, shift)
 
 
+def word_method(tr: Translator, english: Sequence[str], french: Sequence[str], method: str,
+                shift: bool = False) -> np.ndarray:
+    """(layers, len(french), len(english)): a method of s2s.contributions (weights, norm,
+    ALTI+, rollout, value zeroing per decoder layer; an attribution as one layer) over the
+    gold's words under forced decoding of the gold French, merged as word_attention merges."""
+    from .contributions import method_matrices
+    wp = word_inputs(tr, english, french)
+    return to_words(method_matrices(tr, wp.source, wp.target, method), wp, shift)
+
+
 # ---------------------------------------------------------------------------------------
 # Weights -> links
 
@@ -409,6 +420,25 @@ def best_head(table: Sequence[Sequence[Scores]]) -> tuple[int, int]:
     return int(l), int(h)
 
 
+def method_scores(tr: Translator, gold: Sequence[GoldPair], method: str, rules: Sequence[str] = (DEFAULT_RULE,),
+                  layers: bool = True) -> dict[str, list[Scores]]:
+    """A method of s2s.contributions as an aligner: for each rule, one Scores per decoder
+    layer (the last only, unless `layers`). A shifted rule reads the matrices one step later."""
+    out: dict[str, list[Scores]] = {}
+    for shift in sorted({shifted(r) for r in rules}):
+        mats = []
+        for n, g in enumerate(gold, 1):
+            try:
+                m = word_method(tr, g.english, g.french, method, shift)
+            except InputError as e:
+                raise InputError(f"pair {n}: {e}") from None
+            mats.append(m if layers else m[-1:])
+        for rule in rules:
+            if shifted(rule) == shift:
+                out[rule] = [score([links(m[l], rule) for m in mats], gold) for l in range(len(mats[0]))]
+    return out
+
+
 def evaluate(tr: Translator, gold: Sequence[GoldPair], rule: str = DEFAULT_RULE, **params) -> Scores:
     """Score a model's attention, read with `rule`, against the gold alignments."""
     return score([links(word_attention(tr, g.english, g.french, shift=shifted(rule)), rule, **params) for g in gold],
@@ -545,6 +575,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--heads", action="store_true",
                    help="a Transformer (ours or a Hugging Face model): the AER of every layer x head with --rule, "
                         "and the best head")
+    p.add_argument("--method", choices=list(ALIGN_METHODS), default=None,
+                   help="read links from this method of s2s.contributions instead of the weights of the heatmap: "
+                        "weights, norm, alti (ALTI+), rollout, value-zeroing, grad-x-input, ig, loo")
+    p.add_argument("--layers", action="store_true", help="with --method: score every decoder layer, not only the last")
+    p.add_argument("--method-table", metavar="OUT.json",
+                   help="every attention checkpoint under --models x every method that applies x every layer, "
+                        "with argmax, grow-diag and shift, written to OUT.json (kept rows are not recomputed)")
     p.add_argument("--json", action="store_true", help="print one JSON object (one a line with --sweep)")
     a = p.parse_args(argv)
     if a.input is not None:
@@ -554,6 +591,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return align_corpus_main(a)
     if a.gold is None:
         p.error("give --gold GOLD_DIR (or --input PAIRS.tsv to align a corpus)")
+    if a.method_table is not None:
+        return _write_method_table(a, argv)
     if (a.model is None) == (a.table is None):
         p.error("give --model (one model) or --table OUT.json (every model)")
     if a.table is not None:
@@ -565,6 +604,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise InputError(f"{tr.name} has no attention to read (a fixed-vector model)")
         if a.heads and tr.arch != "transformer":
             raise InputError(f"{tr.name} is a recurrent model: it has one attention, not layers x heads")
+        if a.method is not None:
+            return _print_method(a, tr, gold)
         t = time.perf_counter()
         weights = []
         for n, g in enumerate(gold, 1):
@@ -611,6 +652,91 @@ def _print_heads(a: argparse.Namespace, name: str, weights: list[np.ndarray], go
     for k, row in enumerate(table, 1):
         print(f"  layer {k:>2}  " + " ".join(f"{s.aer:.3f}" for s in row))
     print(f"best: layer {l + 1} head {h + 1}, AER {table[l][h].aer:.3f}; the last layer's head mean: AER {mean.aer:.3f}")
+    return 0
+
+
+def _scores_json(s: Scores) -> dict:
+    return {"aer": round(s.aer, 4), "precision": round(s.precision, 4), "recall": round(s.recall, 4), "links": s.links}
+
+
+def _print_method(a: argparse.Namespace, tr: Translator, gold: list[GoldPair]) -> int:
+    """--method: the AER, precision and recall of that method's links, per decoder layer with --layers."""
+    method = ALIGN_METHODS[a.method]
+    t = time.perf_counter()
+    scores = method_scores(tr, gold, method, (a.rule,), a.layers)[a.rule]
+    n = len(scores)
+    numbers = range(1, n + 1) if a.layers else [_layers_of(tr, method)]
+    rows = [{"layer": k, **_scores_json(s)} for k, s in zip(numbers, scores)]
+    best = min(rows, key=lambda r: r["aer"])
+    r = {"model": tr.name, "split": a.split, "rule": a.rule, "params": RULE_PARAMS[a.rule], "method": a.method,
+         "sentences": len(gold), "sure": scores[0].sure, "layers": rows, "best_layer": best,
+         "seconds": round(time.perf_counter() - t, 1)}
+    if a.json:
+        print(json.dumps(r))
+        return 0
+    print(f"{tr.name}  {a.split}  {a.method}  {a.rule}  ({len(gold)} sentences, {scores[0].sure} sure links)")
+    for row in rows:
+        print(f"  layer {row['layer']:>2}  AER {row['aer']:.3f}  precision {row['precision']:.3f}  "
+              f"recall {row['recall']:.3f}  ({row['links']} links)")
+    return 0
+
+
+def _layers_of(tr: Translator, method: str) -> int:
+    """The layer a method's last matrix belongs to: the last decoder layer, or 1 for a recurrent
+    model and for an attribution (one matrix)."""
+    from .contributions import ATTRIBUTIONS
+    if method in ATTRIBUTIONS or tr.arch != "transformer":
+        return 1
+    cfg = tr.model.cfg
+    return int(getattr(cfg, "decoder_layers", None) or getattr(cfg, "layers", 1))
+
+
+TABLE_RULES = ("argmax", "grow-diag", "shift")
+
+
+def _write_method_table(a: argparse.Namespace, argv: Sequence[str] | None) -> int:
+    """--method-table: every attention checkpoint x method x layer x rule in TABLE_RULES. Rows
+    already in OUT.json (same split) are kept, so an interrupted run goes on where it stopped."""
+    from .checkpoint import attention_checkpoints, checkpoint_root
+    from .contributions import applies
+    out_path = Path(a.method_table)
+    args = sys.argv[1:] if argv is None else list(argv)
+    if "--method" in args:        # one method at a time fills the same table: the command without it makes all
+        k = args.index("--method")
+        args = args[:k] + args[k + 2:]
+    try:
+        gold = read_gold(a.gold, a.split)
+        infos = attention_checkpoints(a.models)
+        if not infos:
+            raise InputError(f"no checkpoint with attention in {a.models or checkpoint_root()}")
+        wanted = [a.method] if a.method else list(ALIGN_METHODS)
+        kept = []
+        if out_path.is_file():
+            old = json.loads(out_path.read_text(encoding="utf-8"))
+            if old.get("split") == a.split:
+                kept = old.get("rows", [])
+        done = {(r["model"], r["method"]) for r in kept}
+        rows = list(kept)
+        for info in infos:
+            tr = load_translator(info.path)
+            for name in wanted:
+                method = ALIGN_METHODS[name]
+                if (tr.name, name) in done or not applies(tr, method):
+                    continue
+                t = time.perf_counter()
+                scores = method_scores(tr, gold, method, TABLE_RULES, layers=True)
+                rows.append({"model": tr.name, "method": name, "seconds": round(time.perf_counter() - t, 1),
+                             **{rule: [_scores_json(s) for s in per_layer] for rule, per_layer in scores.items()}})
+                body = {"command": "python -m s2s.alignment " + " ".join(args), "split": a.split,
+                        "sentences": len(gold), "rules": list(TABLE_RULES), "rows": rows}
+                out_path.parent.mkdir(parents=True, exist_ok=True)
+                out_path.write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
+                best = {rule: min(s.aer for s in per_layer) for rule, per_layer in scores.items()}
+                print(f"{tr.name:<20} {name:<14} best layer AER " + "  ".join(f"{r} {v:.3f}" for r, v in best.items()),
+                      flush=True)
+    except (CheckpointError, InputError, GoldError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     return 0
 
 

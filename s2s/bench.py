@@ -20,6 +20,12 @@ against gradient x input, integrated gradients and leave-one-out), median of 3, 
 for every model with attention (a Transformer's too: explain_ms of en-fr-transformer).
 align_pairs_per_s: the 447 Hansards test pairs (--align-gold) aligned by en-fr-general (--align-model) with
 grow-diag, batched as `python -m s2s.alignment --input` aligns a corpus, median of 3.
+contrib_ms: every one-pass contribution method (s2s.contributions: weights, norm, ALTI+,
+rollout, value zeroing) of the 20-word sentence forced with its French (REFERENCE_20), by
+--model if it is a Transformer (ours or a hub model) else by the shipped Transformer, median
+of 5 (contrib_model, contrib_pieces: source and target pieces); forced_ms, one forced decoding
+of the same pair by the same model, and contrib_vs_forced = contrib_ms / forced_ms (target: <= 3);
+grad_x_input_ms, gradient x input of the same pair, median of 3.
 peak_rss_mb: the process's peak resident memory.
 With a Hugging Face model (--model hf:NAME or a save_pretrained folder): generate_greedy_ms_p50 and
 generate_beam5_ms_p50, transformers' own generate() on the same sentence at the same settings,
@@ -84,6 +90,10 @@ from .text import MAX_DECODE_LEN, MAX_SOURCE_TOKENS, InputError
 from .tokenizer import BOS
 
 SENTENCE_20 = "My grandmother told me that she would visit us next week if the weather was good enough for the drive."
+# its French, forced where a fixed output is timed (contrib_ms, grad_x_input_ms): an untrained model's own
+# greedy output would run to the length limit
+REFERENCE_20 = ("Ma grand-mère m'a dit qu'elle nous rendrait visite la semaine prochaine si le temps était assez "
+                "beau pour la route.")
 SENTENCES = [
     "I went to the lecture.", "Where is the nearest train station?", "She has a big black dog.",
     "I think it's going to rain tomorrow.", "Tom didn't want to go to school today.",
@@ -259,6 +269,24 @@ def greedy_parts_ms(tr: Translator, text: str, d: Decoding, runs: int) -> dict[s
     return {"encode": timed_ms(lambda: model.encode(src, length), runs), "steps": timed_ms(steps, runs)}
 
 
+def contributions_timing(tr: Translator, runs: int = 5) -> dict:
+    """contrib_ms: every one-pass method of s2s.contributions (weights, norm, ALTI+, rollout,
+    value zeroing) for SENTENCE_20 forced with REFERENCE_20, median of `runs`; forced_ms: one
+    forced decoding of the same pair by the same model (decode.forced, every layer's and
+    head's attention recorded), and their ratio contrib_vs_forced; grad_x_input_ms: gradient
+    x input of the same pair (s2s.attributions), median of 3."""
+    from .attributions import grad_x_input
+    from .contributions import contributions
+    src_ids = encode_source(tr, SENTENCE_20)
+    ids = tr.tokenizer.target_ids(REFERENCE_20)
+    src, tgt = torch.tensor([src_ids], device=tr.device), torch.tensor(ids, device=tr.device)
+    forced_ms = timed_ms(lambda: forced(tr, SENTENCE_20, reference_ids=ids), runs)
+    contrib_ms = timed_ms(lambda: contributions(tr.model, src, tgt), runs)
+    return {"contrib_model": tr.name, "contrib_pieces": [len(src_ids), len(ids)], "contrib_ms": contrib_ms,
+            "forced_ms": forced_ms, "contrib_vs_forced": round(contrib_ms / forced_ms, 2),
+            "grad_x_input_ms": timed_ms(lambda: grad_x_input(tr.model, src, tgt), 3)}
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m s2s.bench", description=__doc__.splitlines()[0])
     p.add_argument("--model", default=str(checkpoint_root() / "en-fr-additive"), help="translation checkpoint to time")
@@ -296,6 +324,10 @@ def main(argv=None) -> int:
         out["transformer_model"] = t_tr.name
         out["transformer_greedy_ms_p50"] = timed_ms(lambda: greedy(t_tr, SENTENCE_20), a.runs)
         out["transformer_beam5_ms_p50"] = timed_ms(lambda: beam_search(t_tr, SENTENCE_20, width=5), a.runs)
+    # contributions: of this model if it is a Transformer (ours or a hub model), else of the shipped Transformer
+    contrib_of = tr if not isinstance(tr.model, Seq2Seq) else (transformers[0] if transformers else None)
+    if contrib_of is not None:
+        out.update(contributions_timing(contrib_of))
     d = greedy(tr, SENTENCE_20)
     if hasattr(tr.model, "hf"):                   # a Hugging Face model: against its own generate()
         out.update(against_generate(tr, d, a.runs))

@@ -37,6 +37,7 @@ import torch
 
 from .attributions import IG_SPLITS, IG_STEPS, IG_TOLERANCE, METHODS, SHORT, agreement, check_model, explain, source_ids
 from .checkpoint import CheckpointError, Translator, load_translator
+from .contributions import ALIGN_METHODS, ATTRIBUTIONS, NOT_APPLICABLE, applies, explain_contributions
 from .counterfactual import EPSILON, KINDS, counterfactual, permutation_survival, trace
 from .model import Seq2Seq
 from .text import InputError, OneLineErrorParser, check_range
@@ -115,6 +116,42 @@ def summarize(tr: Translator, pairs: Sequence[tuple[str, str]], ig_steps: int = 
             "ig_steps": ig_steps, "ig_splits": IG_SPLITS, "seconds": round(time.perf_counter() - t0, 1)}
 
 
+def summarize_methods(tr: Translator, pairs: Sequence[tuple[str, str]]) -> dict:
+    """Is each method an explanation? Over (English, French) pairs, each forced with its
+    French: per output piece, Kendall's tau-b between each method's row (its last layer:
+    s2s.contributions, and gradient x input) and leave-one-out's |a_j| (what removing each
+    piece does to log p(y_j)), and the share of pieces where both rank the same source piece
+    first. Leave-one-out is the reference here, not a method under test."""
+    from .attributions import grad_x_input, leave_one_out
+    from .contributions import contributions
+    names = [n for n in ALIGN_METHODS if applies(tr, ALIGN_METHODS[n]) and n not in ("ig", "loo")]
+    taus = {n: [] for n in names}
+    same = {n: [] for n in names}
+    steps, t0 = 0, time.perf_counter()
+    for en, fr in pairs:
+        src = torch.tensor([source_ids(tr, en)], device=tr.device)
+        tgt = torch.tensor(tr.tokenizer.target_ids(fr), device=tr.device)
+        layers, _, _, _ = contributions(tr.model, src, tgt, [ALIGN_METHODS[n] for n in names if n != "grad-x-input"])
+        loo = leave_one_out(tr.model, src, tgt)
+        for n in names:
+            m = grad_x_input(tr.model, src, tgt) if n == "grad-x-input" else layers[ALIGN_METHODS[n]][-1]
+            ts, ss = agreement(np.abs(m), loo)
+            taus[n] += ts
+            same[n] += ss
+        steps += tgt.numel()
+
+    def median(v):
+        v = np.asarray(v, dtype=float)
+        v = v[np.isfinite(v)]
+        return {"median": round(float(np.median(v)), 4), "q25": round(float(np.percentile(v, 25)), 4),
+                "q75": round(float(np.percentile(v, 75)), 4), "steps": int(v.size)}
+
+    return {"model": tr.name, "sentences": len(pairs), "steps": steps,
+            "kendall_tau_vs_loo": {n: median(taus[n]) for n in names},
+            "same_top_as_loo": {n: round(float(np.mean(same[n])), 4) for n in names},
+            "seconds": round(time.perf_counter() - t0, 1)}
+
+
 # ---------------------------------------------------------------------------------------
 # Command line
 
@@ -135,6 +172,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--table", metavar="OUT.json",
                    help="with --test: the summary of every attention checkpoint under --models, written to OUT.json")
     p.add_argument("--models", help="with --table: the checkpoints folder (default checkpoints/)")
+    p.add_argument("--method", action="append", choices=[*ALIGN_METHODS, "all"], metavar="METHOD",
+                   help="instead of the comparison with attention: this method's matrices, one per decoder layer "
+                        f"where it has layers, and the source share (ALTI+, rollout); one of {', '.join(ALIGN_METHODS)} "
+                        "or all; may be given more than once")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("text", nargs="*", help="the English text (after --, if it starts with a dash)")
     a = p.parse_args(argv)
@@ -142,6 +183,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if a.test is None:
             p.error("--table needs --test FILE")
         return _write_table(a, argv)
+    if a.test is not None and a.method:
+        p.error("--method with --test goes with --table OUT.json (every attention checkpoint)")
     if a.model is None:
         p.error("the following arguments are required: --model")
     try:
@@ -154,6 +197,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(json.dumps(out) if a.json else "\n".join(f"{k}: {v}" for k, v in out.items()))
             return 0
         text = " ".join(a.text) if a.text else ("" if sys.stdin.isatty() else sys.stdin.read())
+        if a.method:
+            return _print_methods(tr, text, a)
         e = explain(tr, text, a.reference, ig_steps=a.ig_steps)
         cf = None
         if a.counterfactual is not None:
@@ -184,6 +229,66 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def method_json(tr: Translator, text: str, reference: str | None, names: Sequence[str], ig_steps: int = IG_STEPS
+                ) -> dict:
+    """--method: every matrix of the named methods (ALIGN_METHODS' names) for the forced output,
+    each named by method and layer (from 1), with the rows and columns as positions and tokens,
+    and the source share where the method has one. A method that does not apply is an InputError."""
+    from .attributions import grad_x_input, integrated_gradients, leave_one_out, source_ids
+    if "all" in names:           # every method that applies to this model
+        names = [n for n in ALIGN_METHODS if applies(tr, ALIGN_METHODS[n])]
+    names = list(dict.fromkeys(names))
+    for n in names:
+        if not applies(tr, ALIGN_METHODS[n]):
+            raise InputError(NOT_APPLICABLE.format(method=n))
+    wanted = [ALIGN_METHODS[n] for n in names]
+    c = explain_contributions(tr, text, reference, methods=[m for m in wanted if m not in ATTRIBUTIONS] or ["weights"])
+    out = c.to_json()
+    del out["methods"], out["source_share"]
+    r = (lambda m: np.round(np.asarray(m, dtype=float), 6).tolist())
+    out |= {"model": tr.name, "matrices": [], "heads": [], "source_share": []}
+    src = torch.tensor([source_ids(tr, text)], device=tr.device)
+    tgt = torch.tensor(c.target_ids, device=tr.device)
+    for name, m in zip(names, wanted):
+        if m in ATTRIBUTIONS:
+            t0 = time.perf_counter()
+            raw = (grad_x_input(tr.model, src, tgt) if m == "grad_x_input" else
+                   integrated_gradients(tr.model, src, tgt, ig_steps)[0] if m == "integrated_gradients" else
+                   leave_one_out(tr.model, src, tgt))
+            out["seconds"][m] = round(time.perf_counter() - t0, 4)
+            out["matrices"].append({"method": name, "layer": None, "values": "raw a_ij (log p units)",
+                                    "matrix": r(raw)})
+            continue
+        for layer, matrix in enumerate(c.layers[m], 1):
+            out["matrices"].append({"method": name, "layer": layer, "values": "each row a distribution over the source",
+                                    "matrix": r(matrix)})
+        for layer, heads in enumerate(c.heads.get(m, []), 1):
+            out["heads"].append({"method": name, "layer": layer, "matrices": r(heads)})
+        for layer, share in enumerate(c.source_share.get(m, []), 1):
+            out["source_share"].append({"method": name, "layer": layer, "share": r(share)})
+    return out
+
+
+def _print_methods(tr: Translator, text: str, a: argparse.Namespace) -> int:
+    try:
+        out = method_json(tr, text, a.reference, a.method, a.ig_steps)
+    except InputError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if a.json:
+        print(json.dumps(out, ensure_ascii=False, allow_nan=False))
+        return 0
+    print(f"{out['translation']}   ({out['forced_from']}, forced)")
+    src = out["source_tokens"]
+    for m in out["matrices"]:
+        where = f" layer {m['layer']}" if m["layer"] is not None else ""
+        tops = [src[int(np.abs(row).argmax())] for row in m["matrix"]]
+        print(f"{m['method']}{where}: " + ", ".join(f"{y}<-{x}" for y, x in zip(out["target_tokens"], tops)))
+    for s in out["source_share"]:
+        print(f"{s['method']} layer {s['layer']} source share: " + " ".join(f"{v:.2f}" for v in s["share"]))
+    return 0
+
+
 def _write_table(a: argparse.Namespace, argv: Sequence[str] | None) -> int:
     from .checkpoint import attention_checkpoints, checkpoint_root
     try:
@@ -192,7 +297,10 @@ def _write_table(a: argparse.Namespace, argv: Sequence[str] | None) -> int:
         infos = attention_checkpoints(a.models)
         if not infos:
             raise InputError(f"no checkpoint with attention in {a.models or checkpoint_root()}")
-        rows = [summarize(load_translator(i.path), pairs, a.ig_steps, a.seed) for i in infos]
+        if a.method:             # each method against leave-one-out, not the attributions against attention
+            rows = [summarize_methods(load_translator(i.path), pairs) for i in infos]
+        else:
+            rows = [summarize(load_translator(i.path), pairs, a.ig_steps, a.seed) for i in infos]
     except (CheckpointError, InputError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -201,6 +309,11 @@ def _write_table(a: argparse.Namespace, argv: Sequence[str] | None) -> int:
            "rows": rows}
     Path(a.table).parent.mkdir(parents=True, exist_ok=True)
     Path(a.table).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    if a.method:
+        for r in rows:
+            print(f"{r['model']:<20} median tau vs leave-one-out "
+                  + "  ".join(f"{n} {v['median']:+.2f}" for n, v in r["kendall_tau_vs_loo"].items()))
+        return 0
     for r in rows:
         print(f"{r['model']:<20} median tau " + "  ".join(f"{SHORT[m]} {r['kendall_tau'][m]['median']:+.2f}"
                                                        for m in METHODS)

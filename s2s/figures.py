@@ -927,6 +927,49 @@ def attribution_grid(source_tokens: Sequence[str], target_tokens: Sequence[str],
     return fig
 
 
+def contribution_map(source_tokens: Sequence[str], target_tokens: Sequence[str], z: np.ndarray, value_name: str,
+                     share: Sequence[float] | None = None, height: int | None = None) -> go.Figure:
+    """One method's (target x source) contributions, each row a distribution over the source
+    (s2s.contributions), on the attention heatmap's axes; with `share`, the source share of
+    each output token (ALTI+, rollout) as bars beside its row: what came from the source, the
+    rest from the French written so far."""
+    from plotly.subplots import make_subplots
+    z = np.asarray(z, dtype=float)
+    xs = [display_token(t) for t in source_tokens]
+    ys = [display_token(t) for t in target_tokens]
+    name = html.escape(value_name, quote=False)
+    hover = [[f"{ys[j]} ← {xs[i]}<br>{name}: {z[j, i]:.3f} of the row" for i in range(len(xs))]
+             for j in range(len(ys))]
+    cols = 2 if share is not None else 1
+    fig = make_subplots(rows=1, cols=cols, shared_yaxes=True, horizontal_spacing=0.03,
+                        column_widths=[0.8, 0.2] if cols == 2 else [1.0])
+    # the colour bar right of everything (beside the bars, not on the row labels)
+    fig.add_trace(go.Heatmap(z=z, x=list(range(len(xs))), y=list(range(len(ys))), zmin=0, zmax=1,
+                             colorscale=PROJECTOR_SCALE, text=hover, hovertemplate="%{text}<extra></extra>",
+                             colorbar=dict(title=dict(text="share of row", side="right"), thickness=14, x=1.01,
+                                           xanchor="left")),
+                  row=1, col=1)
+    if share is not None:
+        v = np.clip(np.asarray(share, dtype=float), 0, 1)
+        fig.add_trace(go.Bar(x=v, y=list(range(len(ys))), orientation="h", marker=dict(color="#225ea8"),
+                             text=[f"{x:.0%}" for x in v], textposition="auto", hovertext=ys,
+                             hovertemplate="%{hovertext}: %{x:.1%} from the source<extra></extra>",
+                             showlegend=False), row=1, col=2)
+        # its axis below, titled: above, its ticks sat on the source words' row
+        fig.update_xaxes(range=[0, 1], tickformat=".0%", tickvals=[0, 1], side="bottom",
+                         title=dict(text="from the source"), row=1, col=2)
+    fig.update_xaxes(tickmode="array", tickvals=list(range(len(xs))), ticktext=xs, tickangle=-60, side="top",
+                     tickfont=dict(size=14 if len(xs) <= 25 else 11), row=1, col=1)
+    fig.update_yaxes(tickmode="array", tickvals=list(range(len(ys))), ticktext=ys, autorange="reversed",
+                     tickfont=dict(size=14), row=1, col=1)
+    longest = max((len(html.unescape(t)) for t in xs), default=1)
+    fig.update_layout(plot_bgcolor="white", showlegend=False,
+                      height=(height or round(40 + 0.62 * LABEL_PX * longest + 26 * len(ys)))
+                      + (round(2.5 * LABEL_PX) if cols == 2 else 0),
+                      margin=dict(l=10, r=10, t=round(20 + 0.62 * LABEL_PX * longest), b=10))
+    return fig
+
+
 def tau_figure(target_tokens: Sequence[str], taus: dict[str, Sequence[float | None]],
                colors: dict[str, str] | None = None) -> go.Figure:
     """Kendall's tau between attention and each attribution, per output token: 1 means the

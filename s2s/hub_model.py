@@ -8,6 +8,7 @@ returns the step's logits with every layer and head of its attention.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import torch
@@ -126,8 +127,11 @@ class HubSeq2Seq(nn.Module):
         final_logits_bias, T5's rescaling) runs once per row rather than at every position:
         for a 60k vocabulary that head is most of the cost (s2s.attributions scores one step per row)."""
         rows = torch.arange(src.size(0), device=src.device)
+        me = threading.get_ident()      # the model is shared: another thread's pass goes through untouched
 
         def keep_positions(module, args, output):
+            if threading.get_ident() != me:
+                return None
             if isinstance(output, tuple):
                 return (output[0][rows, positions][:, None],) + output[1:]
             output.last_hidden_state = output.last_hidden_state[rows, positions][:, None]

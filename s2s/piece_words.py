@@ -135,3 +135,5 @@ HEAD_KINDS = {
     "decoder": HeadKind("decoder self-attention", "output → earlier output", "earlier output (decoder input)",
                         "output (French)"),
 }
+# what the Heads grid shows of cross-attention: each head's weights, or its norm view (s2s.contributions)
+HEADS_VIEWS = {"weights": "weights α", "norm": "norm ‖α f(x)‖"}

@@ -122,31 +122,78 @@ def test_the_shift_rule_reads_the_attention_one_step_later(env, tmp_path):
     assert "one step later" not in texts(at) and "has it as input (shift)" in texts(at)
 
 
-def test_attribution_tab_shows_four_maps_tau_and_a_counterfactual(env):
+def test_attribution_tab_switches_methods_over_one_map(env):
+    """One map, one method switch: the weights are the forced attention, norm reweights them,
+    grad x input and leave-one-out draw at once, integrated gradients only when asked."""
+    from s2s.decode import greedy
     at = page(align_model="reverser", alignment_tab="Attention vs attribution")
     at.text_area(key="explain_text").set_value("a b c d")
     at.text_input(key="explain_reference").set_value("").run()
     assert not at.exception, at.exception
-    grid = chart(at, "attribution_grid")
-    assert len(grid["data"]) == 4
-    titles = [a["text"] for a in grid["layout"]["annotations"]]
-    assert titles == ["attention α", "grad × input", "integrated gradients", "leave-one-out"]
-    for heat in grid["data"][1:]:
-        z = array(heat["z"]).astype(float)
-        assert np.allclose(z.sum(1), 1.0)                           # each attribution row scaled to sum to 1
-    tau = chart(at, "tau_figure")
-    assert [t["name"] for t in tau["data"]] == ["grad × input", "integrated gradients", "leave-one-out"]
-    assert "median τ" in texts(at)
+    radio = at.radio(key="explain_method")
+    assert list(radio.options) == ["weights", "norm", "grad × input", "integrated gradients", "leave-one-out"]
+    fig = chart(at, "contribution_map")
+    z = array(fig["data"][0]["z"]).astype(float)
+    np.testing.assert_allclose(z, greedy(load_translator(env / "reverser"), "a b c d").attention, atol=1e-5)
+    assert np.allclose(z.sum(1), 1.0) and len(fig["data"]) == 1          # no source-share bars for the weights
+    assert "weights" in texts(at) and "Forced decoding of the greedy output" in texts(at)
+    radio.set_value("norm").run()
+    norm = array(chart(at, "contribution_map")["data"][0]["z"]).astype(float)
+    assert not at.exception and np.allclose(norm.sum(1), 1.0) and not np.allclose(norm, z)
+    at.radio(key="explain_method").set_value("grad-x-input").run()
+    assert not at.exception and chart(at, "contribution_map") is not None
+    assert "Kendall τ" in texts(at) and "leave-one-out" in texts(at)
+    at.radio(key="explain_method").set_value("ig").run()
+    assert not at.exception and chart(at, "contribution_map") is None        # not run yet: asked for
+    assert any("about" in i.value and "runs the model many times" in i.value for i in at.info)
+    at.button(key="explain_run").click().run()
+    assert not at.exception, at.exception
+    ig = array(chart(at, "contribution_map")["data"][0]["z"]).astype(float)
+    assert np.allclose(ig.sum(1), 1.0)
+    at.radio(key="explain_method").set_value("weights").run()
+    at.radio(key="explain_method").set_value("ig").run()                   # once run, kept for this sentence
+    assert chart(at, "contribution_map") is not None
+    assert "JSD" in texts(at) and chart(at, "counterfactual_figure") is not None
     before = texts(at)
-    assert "JSD" in before and chart(at, "counterfactual_figure") is not None
-    layout = chart(at, "counterfactual_figure")["layout"]
-    # the legend sits at the figure's top edge, in the margin above the subplot titles, not on them
-    assert layout["legend"]["yref"] == "container" and layout["legend"]["y"] == 1.0
-    assert layout["legend"]["yanchor"] == "top" and layout["margin"]["t"] >= 80
     at.radio(key="cf_kind").set_value("permute").run()
     assert not at.exception and texts(at) != before
-    at.radio(key="cf_kind").set_value("adversarial").run()
-    assert not at.exception and not at.number_input(key="cf_eps").disabled
+
+
+def test_a_transformer_gets_every_method_a_layer_and_the_source_share(env, untrained_translators, tmp_path,
+                                                                       monkeypatch):
+    import shutil
+    zoo = tmp_path / "zoo"
+    shutil.copytree(env, zoo)
+    shutil.copytree(untrained_translators["transformer"].path, zoo / "transformer")
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(zoo))
+    at = page(align_model="transformer", alignment_tab="Attention vs attribution", explain_method="alti")
+    at.text_area(key="explain_text").set_value("a b c d")
+    at.text_input(key="explain_reference").set_value("d c b a").run()
+    assert not at.exception, at.exception
+    assert list(at.radio(key="explain_method").options) == [
+        "weights", "norm", "ALTI+", "rollout", "value zeroing", "grad × input", "integrated gradients",
+        "leave-one-out"]
+    fig = chart(at, "contribution_map")
+    assert len(fig["data"]) == 2                                            # the map and the source-share bars
+    share = array(fig["data"][1]["x"]).astype(float)
+    assert ((0 <= share) & (share <= 1)).all()
+    assert "from the source" in texts(at)
+    slider = at.select_slider(key="explain_layer")
+    assert list(slider.options) == ["1", "2"] and slider.value == 2
+    last = array(fig["data"][0]["z"]).astype(float)
+    slider.set_value(1).run()
+    first = array(chart(at, "contribution_map")["data"][0]["z"]).astype(float)
+    assert not at.exception and not np.allclose(first, last)
+    assert "decoder layer 1" in texts(at)
+    at.radio(key="explain_method").set_value("value-zeroing").run()
+    assert not at.exception and len(chart(at, "contribution_map")["data"]) == 1
+
+
+def test_a_link_to_a_transformer_only_method_on_a_recurrent_model_says_so(env):
+    at = page(align_model="reverser", alignment_tab="Attention vs attribution", explain_method="alti")
+    assert not at.exception, at.exception
+    assert at.radio(key="explain_method").value == "weights"
+    assert "ALTI+ does not apply to reverser" in texts(at)
 
 
 def test_attribution_tab_never_forces_the_examples_french_on_new_english(env):
@@ -356,13 +403,14 @@ def test_exports_say_what_they_are(env, tmp_path, downloads):
     at = page(align_model="reverser", alignment_tab="Attention vs attribution")
     at.text_area(key="explain_text").set_value("a b a").run()
     at.text_input(key="explain_reference").set_value("a b a").run()
-    name = "attributions_reverser_a-b-a_reference.json"
+    name = "contributions_reverser_a-b-a_weights_reference.json"
     got = json.loads(downloads[name])
     assert got["english"] == "a b a" and got["forced_from"] == "reference"
-    assert {"attention", "grad_x_input", "integrated_gradients", "leave_one_out"} <= set(got)
-    cols = got["attention"]["columns"]
+    assert got["shown"]["method"] == "weights" and got["shown"]["layer"] is None
+    assert set(got["methods"]) == {"weights", "norm"}                       # a recurrent model's one-pass methods
+    cols = got["shown"]["values"]["columns"]
     assert [c["position"] for c in cols] == list(range(len(cols)))          # the two "a"s are two columns
-    np.testing.assert_allclose(np.sum(got["attention"]["values"], axis=1), 1, atol=1e-4)
+    np.testing.assert_allclose(np.sum(got["shown"]["values"]["values"], axis=1), 1, atol=1e-4)
 
 
 def test_the_address_follows_every_choice_and_reproduces_the_view(env):

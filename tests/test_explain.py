@@ -400,3 +400,55 @@ def test_logits_at_one_position_per_row_are_the_forward_passes(tiny_transformer,
     np.testing.assert_allclose(at.numpy(), full[torch.arange(R), positions].numpy(), atol=1e-4)
     expected = F.log_softmax(full, -1)[torch.arange(R), positions, tgt[positions]]
     np.testing.assert_allclose(logp.numpy(), expected.numpy(), atol=1e-4)
+
+
+def grad_x_input_row_by_row(model, src: torch.Tensor, tgt: torch.Tensor) -> np.ndarray:
+    """The definition, a_ij = (d log p(y_j | y_<j, x) / d e_i) . e_i, one token at a time:
+    for each j a teacher-forced pass of the whole model (its forward) and one ordinary backward."""
+    e = model.embed(src)[0].detach()
+    tgt_in = torch.cat([tgt.new_tensor([A._bos(model)]), tgt[:-1]])[None]
+    rows = []
+    for j in range(tgt.numel()):
+        x = e[None].clone().requires_grad_(True)
+        logits, _ = model(src, torch.tensor([src.size(1)]), tgt_in, embedded=x)
+        (g,) = torch.autograd.grad(F.log_softmax(logits[0, j], -1)[tgt[j]], x)
+        rows.append((g[0] * e).sum(-1))
+    return torch.stack(rows).detach().numpy()
+
+
+@pytest.mark.parametrize("which", ["transformer", "transformer-copy", "ours", "marian", "t5", "m2m100"])
+def test_a_transformers_grad_x_input_is_each_tokens_own_gradient(untrained_translators, tiny_transformer,
+                                                                  hub_models, which):
+    """A Transformer's grad x input (one forward pass, one backward batched over target steps,
+    cut at the output head: s2s.attributions._row_gradients) is the per-token definition, in
+    float64 to rounding: ours without and with the pointer (untrained, and trained), and one hub
+    model of each family."""
+    if which in untrained_translators:
+        tr = untrained_translators[which]
+    else:
+        tr = load_translator(tiny_transformer if which == "ours" else hub_models[which])
+    tr = double(tr)
+    if which in ("transformer", "transformer-copy", "ours"):
+        src, tgt = ids(tr, reference=REFERENCE)
+    else:
+        src = torch.tensor([A.source_ids(tr, "the cat sat on the mat .")])
+        tgt = torch.tensor(tr.tokenizer.target_ids("le chat est assis sur le tapis ."))
+    a = A.grad_x_input(tr.model, src, tgt)
+    want = grad_x_input_row_by_row(tr.model, src, tgt)
+    assert a.shape == want.shape == (tgt.numel(), src.size(1)) and np.abs(want).max() > 1e-8
+    np.testing.assert_allclose(a, want, rtol=1e-9, atol=1e-12 * np.abs(want).max())
+
+
+def test_progress_is_reported_and_changes_no_number(untrained_translators):
+    """integrated_gradients and leave_one_out with on_progress (in chunks, for a page's progress
+    bar) give the same numbers as without, and report a rising share that ends at 1."""
+    tr = untrained_translators["transformer-copy"]
+    src, tgt = ids(tr, reference=REFERENCE)
+    for fn in (A.integrated_gradients, A.leave_one_out):
+        heard = []
+        with_bar = fn(tr.model, src, tgt, on_progress=heard.append)
+        without = fn(tr.model, src, tgt)
+        for got, want in zip(with_bar if isinstance(with_bar, tuple) else [with_bar],
+                             without if isinstance(without, tuple) else [without]):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+        assert heard == sorted(heard) and heard[-1] == 1.0 and len(heard) >= 4

@@ -89,6 +89,32 @@ def test_the_heads_tab_draws_every_head_and_enlarges_the_one_chosen(transformer)
     assert not at.exception
 
 
+def test_the_heads_grid_switches_to_the_norm_of_each_head(transformer, zoo):
+    """Cross-attention's heads as ‖α^h_ij f^h(x_j)‖ (s2s.contributions), each row a distribution;
+    the switch is offered for cross-attention only, and the address keeps it."""
+    import torch
+
+    from s2s.contributions import contributions
+    from s2s.decode import encode_source
+    at, d = transformer
+    at = open_tab(at, "Heads")
+    _widget(at, "heads_view").set_value("norm").run()
+    assert not at.exception, at.exception
+    tr = load_translator(zoo / "en-fr-transformer")
+    _, heads, _, _ = contributions(tr.model, torch.tensor([encode_source(tr, TEXT)]), torch.tensor(d.target_ids),
+                                   ["norm"])
+    L, H = heads["norm"].shape[:2]
+    grid = chart(at, "heads_grid")
+    for k in range(L * H):
+        assert np.allclose(z(grid, k), heads["norm"][divmod(k, H)], atol=1e-4)
+    big = chart(at, "head_enlarged")
+    assert "Norm ‖α f(x)‖, layer" in big["layout"]["title"]["text"]
+    assert np.allclose(z(big).sum(1), 1.0, atol=1e-4) and not np.allclose(z(big), d.cross_attention[L - 1, 0])
+    assert at.query_params.get("heads_view") in ("norm", ["norm"])
+    _widget(at, "heads_kind").set_value("encoder").run()             # a weights-only kind: no switch
+    assert not at.exception and not [r for r in at.radio if r.key == "heads_view"]
+
+
 def test_heads_in_whole_words_are_merged_like_the_heatmap(transformer):
     at, d = transformer
     at = open_tab(at, "Heads")

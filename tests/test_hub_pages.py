@@ -109,8 +109,16 @@ def test_attention_against_attribution_for_a_hub_model(offered):
     at.session_state["explain_reference"] = "le chat est assis ."
     at.run()
     assert not at.exception, at.exception
-    grid = chart(at, "attribution_grid")
-    assert grid is not None and len(grid["data"]) >= 4                 # attention and the three attributions
+    radio = [r for r in at.radio if r.key == "explain_method"][0]
+    assert "ALTI+" in radio.options and "value zeroing" in radio.options    # a Transformer: every method
+    assert chart(at, "contribution_map") is not None                   # the weights, at once
+    radio.set_value("alti").run()
+    fig = chart(at, "contribution_map")
+    assert not at.exception and fig is not None and len(fig["data"]) == 2       # the map and the source share
+    radio = [r for r in at.radio if r.key == "explain_method"][0]
+    radio.set_value("loo").run()                     # a hub model's leave-one-out: only when asked, with an estimate
+    assert not at.exception and chart(at, "contribution_map") is None
+    assert any("runs the model many times" in i.value for i in at.info)
     # the counterfactual part is for recurrent models, and says so in one line
     assert any("counterfactual replaces a recurrent decoder" in e.value for e in at.error)
 

@@ -22,9 +22,9 @@ import ui.show
 from s2s import figures
 from s2s.attention import SCORES, scaling_statistics
 from s2s.checkpoint import Translator
-from s2s.decode import DecodeSettings, Decoding, attention_heads, decode, forced, is_search_error
+from s2s.decode import DecodeSettings, Decoding, attention_heads, decode, encode_source, forced, is_search_error
 from s2s.evaluate import bleu_breakdown
-from s2s.piece_words import HEAD_KINDS, argmax_alignment, mean_entropy, merge_to_words, word_spans
+from s2s.piece_words import HEAD_KINDS, HEADS_VIEWS, argmax_alignment, mean_entropy, merge_to_words, word_spans
 from s2s.text import MAX_CHARS, InputError
 
 SCALING_DIMS = [4, 16, 64, 256, 1024]     # query/key sizes for the "why sqrt(d)" view
@@ -358,6 +358,19 @@ def alignment_lines(d: Decoding, words: bool, model: str, text: str, attention: 
     ui.show.plotly_chart(figures.alignment_lines(src, tgt, a), key="lines", config=ui.show.camera("lines", model, text[:40]))
 
 
+@st.cache_data(max_entries=64, show_spinner=False)
+def norm_heads_cached(path: str, text: str, target_ids: tuple) -> np.ndarray:
+    """Each cross-attention head's norm view of this output, (layers, heads, target, source),
+    rows scaled to sum to 1 (s2s.contributions)."""
+    import torch
+
+    from s2s.contributions import contributions
+    tr = ui.models.load_path(path)
+    src = torch.tensor([encode_source(tr, text)], device=tr.device)
+    _, heads, _, _ = contributions(tr.model, src, torch.tensor(target_ids, device=tr.device), ["norm"])
+    return heads["norm"]
+
+
 def heads(tr: Translator, d: Decoding, words: bool, model: str, text: str) -> None:
     """A Transformer's every layer and head of one kind of attention, one of them enlarged."""
     S = st.session_state
@@ -370,9 +383,20 @@ def heads(tr: Translator, d: Decoding, words: bool, model: str, text: str) -> No
                    "There is no Transformer in checkpoints/."))
         return
     io_line(text, d.translation)
-    kind = st.radio("Attention", list(HEAD_KINDS), format_func=lambda k: HEAD_KINDS[k].label, horizontal=True,
-                    key="heads_kind", label_visibility="collapsed")
+    pick_kind, pick_view = st.columns([3, 2])
+    kind = pick_kind.radio("Attention", list(HEAD_KINDS), format_func=lambda k: HEAD_KINDS[k].label,
+                           horizontal=True, key="heads_kind", label_visibility="collapsed")
     x, y, w = attention_heads(d, kind)
+    norm = False
+    if kind == "cross":            # beyond the weights: what each head actually moves (s2s.contributions)
+        norm = pick_view.radio("Show", list(HEADS_VIEWS), format_func=HEADS_VIEWS.get, horizontal=True,
+                               key="heads_view", label_visibility="collapsed",
+                               help="**weights**: α^h_ij, where head h looks. **norm**: ‖α^h_ij f^h(x_j)‖, the "
+                                    "weight times the size of the vector head h takes from source piece j "
+                                    "(Kobayashi et al. 2020), each row scaled to sum to 1: where it takes "
+                                    "its output from.") == "norm"
+        if norm:
+            w = norm_heads_cached(ui.models.model_path(model), text, tuple(d.target_ids))
     if words:      # each head's matrix merged into words, as the heatmap above
         merged = [[as_words(x, y, w[l, h], True) for h in range(w.shape[1])] for l in range(w.shape[0])]
         x, y = merged[0][0][:2]
@@ -385,9 +409,10 @@ def heads(tr: Translator, d: Decoding, words: bool, model: str, text: str) -> No
         c1, c2 = st.columns(2)
         layer = c1.selectbox("Layer", range(L), key="heads_layer", format_func=lambda l: str(l + 1))
         head = c2.selectbox("Head", range(H), key="heads_head", format_func=lambda h: str(h + 1))
+        what = "norm ‖α f(x)‖" if norm else HEAD_KINDS[kind].name
         fig = figures.matrix_heatmap(x, y, w[layer, head], x_title=HEAD_KINDS[kind].x_title,
-                                     y_title=HEAD_KINDS[kind].y_title,
-                                     title=f"{HEAD_KINDS[kind].name.capitalize()}, layer {layer + 1} · head {head + 1}",
+                                     y_title=HEAD_KINDS[kind].y_title, value_name="‖α f(x)‖" if norm else "α",
+                                     title=f"{what[0].upper() + what[1:]}, layer {layer + 1} · head {head + 1}",
                                      height=min(400, max(300, 150 + 24 * len(y))))
         ui.show.plotly_chart(fig, share=0.4, key="head_enlarged", config=ui.show.camera("head_enlarged", model, text[:40]))
         # uniform over what each row may read: a masked position has weight exactly 0
