@@ -112,7 +112,7 @@ def test_the_heads_grid_switches_to_the_norm_of_each_head(transformer, zoo):
     assert np.allclose(z(big).sum(1), 1.0, atol=1e-4) and not np.allclose(z(big), d.cross_attention[L - 1, 0])
     assert at.query_params.get("heads_view") in ("norm", ["norm"])
     _widget(at, "heads_kind").set_value("encoder").run()             # a weights-only kind: no switch
-    assert not at.exception and not [r for r in at.radio if r.key == "heads_view"]
+    assert not at.exception and not [b for b in at.selectbox if b.key == "heads_view"]
 
 
 def test_heads_in_whole_words_are_merged_like_the_heatmap(transformer):

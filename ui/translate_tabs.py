@@ -383,32 +383,31 @@ def heads(tr: Translator, d: Decoding, words: bool, model: str, text: str) -> No
                    "There is no Transformer in checkpoints/."))
         return
     io_line(text, d.translation)
-    pick_kind, pick_view = st.columns([3, 2])
-    kind = pick_kind.radio("Attention", list(HEAD_KINDS), format_func=lambda k: HEAD_KINDS[k].label,
-                           horizontal=True, key="heads_kind", label_visibility="collapsed")
+    kind = st.radio("Attention", list(HEAD_KINDS), format_func=lambda k: HEAD_KINDS[k].label, horizontal=True,
+                    key="heads_kind", label_visibility="collapsed")
     x, y, w = attention_heads(d, kind)
-    norm = False
-    if kind == "cross":            # beyond the weights: what each head actually moves (s2s.contributions)
-        norm = pick_view.radio("Show", list(HEADS_VIEWS), format_func=HEADS_VIEWS.get, horizontal=True,
-                               key="heads_view", label_visibility="collapsed",
-                               help="**weights**: α^h_ij, where head h looks. **norm**: ‖α^h_ij f^h(x_j)‖, the "
-                                    "weight times the size of the vector head h takes from source piece j "
-                                    "(Kobayashi et al. 2020), each row scaled to sum to 1: where it takes "
-                                    "its output from.") == "norm"
-        if norm:
-            w = norm_heads_cached(ui.models.model_path(model), text, tuple(d.target_ids))
-    if words:      # each head's matrix merged into words, as the heatmap above
-        merged = [[as_words(x, y, w[l, h], True) for h in range(w.shape[1])] for l in range(w.shape[0])]
-        x, y = merged[0][0][:2]
-        w = np.array([[m[2] for m in row] for row in merged])
     L, H = w.shape[:2]
     if not (0 <= S.get("heads_layer", -1) < L and 0 <= S.get("heads_head", -1) < H):   # the last layer first
         S.heads_layer, S.heads_head = L - 1, 0
     grid, big = point("heads").columns([3, 2])
     with big:
-        c1, c2 = st.columns(2)
+        c1, c2, c3 = st.columns(3)
         layer = c1.selectbox("Layer", range(L), key="heads_layer", format_func=lambda l: str(l + 1))
         head = c2.selectbox("Head", range(H), key="heads_head", format_func=lambda h: str(h + 1))
+        # beyond the weights: what each head actually moves (s2s.contributions), beside the
+        # layer and head so that the grid keeps its place on the first screen
+        norm = kind == "cross" and c3.selectbox(
+            "Show", list(HEADS_VIEWS), format_func=HEADS_VIEWS.get, key="heads_view",
+            help="**weights**: α^h_ij, where head h looks. **norm**: ‖α^h_ij f^h(x_j)‖, the weight times the "
+                 "size of the vector head h takes from source piece j (Kobayashi et al. 2020), each row scaled "
+                 "to sum to 1: where it takes its output from.") == "norm"
+    if norm:
+        w = norm_heads_cached(ui.models.model_path(model), text, tuple(d.target_ids))
+    if words:      # each head's matrix merged into words, as the heatmap above
+        merged = [[as_words(x, y, w[l, h], True) for h in range(w.shape[1])] for l in range(w.shape[0])]
+        x, y = merged[0][0][:2]
+        w = np.array([[m[2] for m in row] for row in merged])
+    with big:
         what = "norm ‖α f(x)‖" if norm else HEAD_KINDS[kind].name
         fig = figures.matrix_heatmap(x, y, w[layer, head], x_title=HEAD_KINDS[kind].x_title,
                                      y_title=HEAD_KINDS[kind].y_title, value_name="‖α f(x)‖" if norm else "α",
