@@ -614,9 +614,13 @@ with tabs[1]:
                                                                   else "recurrent")
                     estimate = attribution_estimate(c, method, kind)
                     with right:
-                        st.info(f"{METHOD_LABELS[method_name]} runs the model many times: about {estimate:.0f} s for "
-                                f"this sentence on this server. The other methods are drawn at once.")
-                        if st.button(f"Run {METHOD_LABELS[method_name]}", key="explain_run", type="primary"):
+                        ask = st.empty()          # the offer goes once the run starts: the bar takes its place
+                        with ask.container():
+                            st.info(f"{METHOD_LABELS[method_name]} runs the model many times: about {estimate:.0f} s "
+                                    f"for this sentence on this server. The other methods are drawn at once.")
+                            clicked = st.button(f"Run {METHOD_LABELS[method_name]}", key="explain_run", type="primary")
+                        if clicked:
+                            ask.empty()
                             bar = st.progress(0.0, text=f"{METHOD_LABELS[method_name]}: starting…")
                             t0 = time.perf_counter()
 

@@ -376,7 +376,8 @@ def test_gates_and_gradients_page_draws_its_figures(gradients_server, chrome, tm
 
 def test_alignment_and_explanation_page(server, chrome, tmp_path):
     """The gold view and the attribution view in a real browser at 1280 x 720: the gold
-    links drawn on the heatmap, the per-pair scores, the four maps and the counterfactual."""
+    links drawn on the heatmap, the per-pair scores, the method's map (integrated gradients when
+    asked) and the counterfactual."""
     page = chrome.new_page(viewport={"width": 1280, "height": 720})
     page.goto(server)
     page.wait_for_selector('[data-testid="stSidebarNav"] a >> text=Alignment & Explanation', timeout=90_000)
@@ -392,10 +393,18 @@ def test_alignment_and_explanation_page(server, chrome, tmp_path):
     page.screenshot(path=str(tmp_path / "gold.png"))
     shutil.copy(tmp_path / "gold.png", "/tmp/alignment_gold.png") if keep else None
     page.get_by_role("tab", name="Attention vs attribution").click()
-    page.wait_for_selector(".js-plotly-plot >> text=leave-one-out", timeout=120_000)
+    page.wait_for_selector(".js-plotly-plot >> text=share of row", timeout=120_000)   # the method's map
     page.wait_for_selector(".js-plotly-plot >> text=next token", timeout=120_000)     # the counterfactual, last
     counts = page.evaluate("[...document.querySelectorAll('.js-plotly-plot')].map(p => p.data.length)")
-    assert counts[:3] == [4, 3, 4]                 # four maps; tau for three methods; alpha and p before/after
+    assert counts[:2] == [1, 4]                    # one map (the weights); alpha and p before/after
+    box = page.locator(".st-key-point_attribution .js-plotly-plot").bounding_box()
+    assert box["y"] < 720 - 150                    # the map starts on the first screen, beside the methods
+    # integrated gradients: asked for, with an estimate, then drawn
+    page.locator('[data-testid="stRadio"] >> text="integrated gradients"').click()
+    page.wait_for_selector("text=runs the model many times", timeout=60_000)
+    page.get_by_role("button", name="Run integrated gradients").click()
+    page.wait_for_selector("text=runs the model many times", state="detached", timeout=180_000)
+    page.wait_for_selector(".st-key-point_attribution .js-plotly-plot >> text=share of row", timeout=60_000)
     page.screenshot(path=str(tmp_path / "explain.png"), full_page=True)
     shutil.copy(tmp_path / "explain.png", "/tmp/alignment_explain.png") if keep else None
     assert exceptions(page) == []
