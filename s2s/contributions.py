@@ -62,10 +62,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .attributions import _bos
 from .checkpoint import Translator
 from .model import Seq2Seq
 from .text import InputError
-from .tokenizer import BOS
 from .transformer import Transformer
 
 METHODS = ("weights", "norm", "alti", "rollout", "value_zeroing")
@@ -201,11 +201,6 @@ def methods_for(tr: Translator) -> tuple[str, ...]:
 
 def _first(output) -> torch.Tensor:
     return output[0] if isinstance(output, tuple) else output
-
-
-def _bos(model) -> int:
-    """The decoder's start token: a hub model's own (its tokenizer's), else the shipped BOS."""
-    return getattr(getattr(model, "tokenizer", None), "bos_id", BOS)
 
 
 def _run(model, src: torch.Tensor, tgt_in: torch.Tensor):

@@ -890,43 +890,6 @@ def gold_alignment_figure(english: Sequence[str], french: Sequence[str], weights
     return fig
 
 
-def attribution_grid(source_tokens: Sequence[str], target_tokens: Sequence[str], matrices: dict[str, np.ndarray],
-                     columns: int = 2, height: int | None = None) -> go.Figure:
-    """Attention and attributions on the same axes, one heatmap each (source pieces on x,
-    output pieces on y). Each matrix is shown as |a_ij| / sum_i |a_ij|, every row scaled to
-    sum to 1 as attention's rows do, so the four are read on one colour scale; attention is
-    shown as it is."""
-    from plotly.subplots import make_subplots
-    names = list(matrices)
-    rows = -(-len(names) // columns)
-    # one row of y labels (the left column's) and each map's own x labels, with room for them
-    # between the rows: the titles must not sit on the upper maps' tick labels
-    fig = make_subplots(rows=rows, cols=columns, subplot_titles=[html.escape(n, quote=False) for n in names],
-                        shared_yaxes=True, horizontal_spacing=0.03, vertical_spacing=0.3 if rows > 1 else 0.1)
-    xs = [display_token(t) for t in source_tokens]
-    ys = [display_token(t) for t in target_tokens]
-    for k, name in enumerate(names):
-        a = np.abs(np.asarray(matrices[name], dtype=float))
-        z = a / np.maximum(a.sum(1, keepdims=True), 1e-30)
-        hover = [[f"{ys[j]} ← {xs[i]}<br>{html.escape(name, quote=False)}: {z[j, i]:.3f} of the row"
-                  for i in range(len(xs))] for j in range(len(ys))]
-        fig.add_trace(go.Heatmap(z=z, x=list(range(len(xs))), y=list(range(len(ys))), zmin=0, zmax=1,
-                                 colorscale=PROJECTOR_SCALE, showscale=k == 0, text=hover,
-                                 hovertemplate="%{text}<extra></extra>",
-                                 colorbar=dict(title=dict(text="share of row", side="right"), thickness=12)),
-                      row=k // columns + 1, col=k % columns + 1)
-    small = 10 if len(xs) > 20 else 12
-    # one row of small multiples: narrow maps, whose pieces stand upright (1.45 sizes apart, not 1.6)
-    fig.update_xaxes(tickmode="array", tickvals=list(range(len(xs))), ticktext=xs,
-                     tickangle=-90 if rows == 1 and columns >= 4 else -60, tickfont=dict(size=small))
-    fig.update_yaxes(tickmode="array", tickvals=list(range(len(ys))), ticktext=ys, autorange="reversed",
-                     tickfont=dict(size=small))
-    fig.update_layout(plot_bgcolor="white", height=height or rows * max(300, 130 + 18 * len(ys)) + 60,
-                      margin=dict(l=10, r=10, t=40, b=10))
-    fig.update_annotations(font=dict(size=16))
-    return fig
-
-
 def contribution_map(source_tokens: Sequence[str], target_tokens: Sequence[str], z: np.ndarray, value_name: str,
                      share: Sequence[float] | None = None, height: int | None = None) -> go.Figure:
     """One method's (target x source) contributions, each row a distribution over the source
@@ -968,27 +931,6 @@ def contribution_map(source_tokens: Sequence[str], target_tokens: Sequence[str],
                       + (round(2.5 * LABEL_PX) if cols == 2 else 0),
                       margin=dict(l=10, r=10, t=round(20 + 0.62 * LABEL_PX * longest), b=10))
     return fig
-
-
-def tau_figure(target_tokens: Sequence[str], taus: dict[str, Sequence[float | None]],
-               colors: dict[str, str] | None = None) -> go.Figure:
-    """Kendall's tau between attention and each attribution, per output token: 1 means the
-    same ranking of the source tokens, 0 no relation, -1 the reverse. NaN (a constant row)
-    is left as a gap."""
-    ys = [display_token(t) for t in target_tokens]
-    traces = []
-    for name, values in taus.items():
-        v = [None if x is None or not np.isfinite(x) else float(x) for x in values]
-        traces.append(go.Bar(x=list(range(len(ys))), y=v, name=html.escape(name, quote=False),
-                             marker_color=(colors or {}).get(name),
-                             hovertemplate="%{customdata}: τ = %{y:.2f}<extra></extra>", customdata=ys))
-    return figure(traces, barmode="group", height=300,
-                  xaxis=dict(tickmode="array", tickvals=list(range(len(ys))), ticktext=ys, tickangle=-60,
-                             tickfont=dict(size=12 if len(ys) <= 25 else 10), title=dict(text="output token")),
-                  yaxis=dict(range=[-1, 1], title=dict(text="Kendall τ with attention"), zeroline=True,
-                             zerolinecolor="#444", gridcolor="#ddd"),
-                  legend=dict(orientation="h", x=0, y=1.12, font=dict(size=14)),
-                  margin=dict(l=10, r=10, t=40, b=10))
 
 
 def counterfactual_figure(source_tokens: Sequence[str], alpha_before: Sequence[float], alpha_after: Sequence[float],
