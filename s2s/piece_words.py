@@ -136,4 +136,4 @@ HEAD_KINDS = {
                         "output (French)"),
 }
 # what the Heads grid shows of cross-attention: each head's weights, or its norm view (s2s.contributions)
-HEADS_VIEWS = {"weights": "weights α", "norm": "norm ‖α f(x)‖"}
+HEADS_VIEWS = {"weights": "weights", "norm": "norm"}   # short: the choice sits in a narrow box
