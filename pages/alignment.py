@@ -25,6 +25,7 @@ from s2s.alignment import (
     best_head,
     head_scores,
     links,
+    method_summary,
     read_gold,
     score,
     shifted,
@@ -61,6 +62,8 @@ TRIAL = ROOT / "examples" / "hansards_trial"
 TEST = Path(os.environ.get("S2S_HANSARDS", ROOT.parent / "shared" / "data" / "hansards-en-fr-align"))
 ALIGNMENT_RESULTS = ROOT / "results" / "alignment.json"
 EXPLANATION_RESULTS = ROOT / "results" / "explanation.json"
+METHOD_RESULTS = ROOT / "results" / "alignment_methods.json"            # each method as an aligner
+METHOD_EXPLANATION_RESULTS = ROOT / "results" / "explanation_methods.json"   # ... and against leave-one-out
 RULE_HELP = {"argmax": "each French word linked to the English word it attends to most",
              "threshold": "every link whose weight is at least τ",
              "ratio": "for each French word, the English words that hold the given share of its weight",
@@ -279,6 +282,48 @@ def reading_of(head, transformer: bool) -> str:
     if not transformer:
         return ""
     return "; the last decoder layer's head mean" if head is None else f"; layer {head[0] + 1}, head {head[1] + 1}"
+
+
+def method_table(model: str) -> None:
+    """Is each method an alignment, is it an explanation: the measured table for this model."""
+    aligned, explained = ui.models.results_file(METHOD_RESULTS), ui.models.results_file(METHOD_EXPLANATION_RESULTS)
+    rows = method_summary(aligned, explained, model)
+    st.subheader("Each method: an alignment? an explanation?")
+    if not rows:
+        st.caption(f"Measured for the shipped models only (`results/alignment_methods.json`). For {model}: "
+                   f"`python -m s2s.alignment --model MODEL --gold DIR --method norm --layers` (any method).")
+        return
+    label = {name: METHOD_LABELS.get(m, m) for name, m in ALIGN_METHODS.items()}
+    table = pd.DataFrame([{"method": label[r["method"]], "best layer": r["layer"] or "—",
+                           "AER grow-diag": r["aer_grow_diag"], "AER argmax": r["aer_argmax"],
+                           "τ vs leave-one-out": r["tau_vs_loo"],
+                           "same top": None if r["same_top_as_loo"] is None else 100 * r["same_top_as_loo"]}
+                          for r in rows])
+    st.dataframe(table, hide_index=True, width="stretch",
+                 column_config={"AER grow-diag": st.column_config.NumberColumn(format="%.3f"),
+                                "AER argmax": st.column_config.NumberColumn(format="%.3f"),
+                                "τ vs leave-one-out": st.column_config.NumberColumn(format="%+.2f"),
+                                "same top": st.column_config.NumberColumn(format="%.0f%%"),
+                                "best layer": st.column_config.TextColumn()})
+    eflomal = next((r["aer"] for r in (ui.models.results_file(ALIGNMENT_RESULTS) or {}).get("rows", [])
+                    if r.get("model") == "eflomal" and r.get("rule") == "grow-diag"), None)
+    head = next((r.get("best_head") for r in aligned.get("rows", []) if r.get("model") == model
+                 and r.get("best_head")), None) if aligned else None
+    missing = [label[m] for mod, m in (aligned or {}).get("not_measured", {}).get("rows", []) if mod == model]
+    st.caption(
+        f"**AER** (lower: closer to the human links) on the {aligned['sentences']} Hansards test pairs, at each "
+        "method's best decoder layer; "
+        + (f"the weights' best single head: {head['aer']:.3f} grow-diag (layer {head['layer']}, head {head['head']}); "
+           if head else "")
+        + (f"eflomal, a statistical aligner: {eflomal:.3f}. " if eflomal is not None else "")
+        + "**τ vs leave-one-out**: median Kendall τ per output piece between the method's row (last layer) and "
+          "what removing each source piece costs; **same top**: steps where both rank the same piece first"
+        + (f", over {explained['rows'][0]['sentences']} Tatoeba test sentences. " if explained else ". ")
+        + ("A dash: not measured" + (f" ({', '.join(missing)}: see the file)" if missing else "") + ". "
+           if table.isna().any().any() else "")
+        + "Published, on their own pair: Kobayashi et al. (2020), German–English, layer 2, norm 25.4 vs weights "
+          f"30.3 AER. Written by `{aligned['command']}`"
+        + (f" and `{explained['command']}`." if explained else "."))
 
 
 def contributions_export(model: str, text: str, c, method: str, xs, ys, shown, share, layer: int | None) -> str:
@@ -557,10 +602,16 @@ with tabs[1]:
         left, right = st.columns([1, 3])
         with left:
             text = st.text_area("English", EXAMPLE, key="explain_text", height=90, max_chars=600)
+            # the French box follows the English: the example's French left in it after new
+            # English is typed translates nothing of it (forcing that pair would explain a
+            # mismatch), so it is emptied and the model's own output explained
+            S.setdefault("explain_reference", EXAMPLE_REFERENCE)
+            if S["explain_reference"].strip() == EXAMPLE_REFERENCE and text.strip() != EXAMPLE:
+                S["explain_reference"] = ""
             # no max_chars: its counter covers the end of the text in a column this narrow; a
             # reference over the app's character limit gets clean_text's message instead
             reference = st.text_input("French (optional: explain this instead of the model's translation)",
-                                      EXAMPLE_REFERENCE, key="explain_reference")
+                                      key="explain_reference")
             offered = [m for m in ALIGN_METHODS if applies(tr, ALIGN_METHODS[m])]
             if S.get("explain_method") not in offered:
                 if S.get("explain_method") is not None:
@@ -570,15 +621,11 @@ with tabs[1]:
             method_name = st.radio("Method", offered, key="explain_method", format_func=METHOD_LABELS.get,
                                    help="; ".join(f"**{METHOD_LABELS[m]}**: {METHOD_HELP[m]}" for m in offered))
         method = ALIGN_METHODS[method_name]
-        # the example's French left in the box after new English is typed translates nothing
-        # of it: forcing that pair would explain a mismatch, so the model's own output is used
-        stale = reference.strip() == EXAMPLE_REFERENCE and text.strip() != EXAMPLE
-        ref = None if stale else reference.strip() or None
+        ref = reference.strip() or None
         with right:
-            if stale:
-                st.caption("The French box still holds the example's translation, not one of your text, so this "
-                           "explains the model's own greedy output. Type a French translation of your text to "
-                           "explain that instead.")
+            if ref is None:
+                st.caption("This explains the model's own greedy output. Type a French translation of your text "
+                           "to explain that instead.")
             try:
                 c = contributions_cached(path, text, ref)
             except InputError as err:
@@ -725,6 +772,7 @@ with tabs[1]:
                        + (f"{', '.join(unpermuted)}: no permuted figure, as a Transformer has layers × heads of "
                           "attention, not one α per step; its τ is against the last layer's head mean. "
                           if unpermuted else "") + f"Written by `{summary['command']}`.")
+        method_table(name)
 
 # ------------------------------------------------------------------ your corpus
 with tabs[2]:

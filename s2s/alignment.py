@@ -42,7 +42,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -421,22 +421,27 @@ def best_head(table: Sequence[Sequence[Scores]]) -> tuple[int, int]:
 
 
 def method_scores(tr: Translator, gold: Sequence[GoldPair], method: str, rules: Sequence[str] = (DEFAULT_RULE,),
-                  layers: bool = True) -> dict[str, list[Scores]]:
+                  layers: bool = True, on_pair: Callable[[int], None] | None = None) -> dict[str, list[Scores]]:
     """A method of s2s.contributions as an aligner: for each rule, one Scores per decoder
-    layer (the last only, unless `layers`). A shifted rule reads the matrices one step later."""
-    out: dict[str, list[Scores]] = {}
-    for shift in sorted({shifted(r) for r in rules}):
-        mats = []
-        for n, g in enumerate(gold, 1):
-            try:
-                m = word_method(tr, g.english, g.french, method, shift)
-            except InputError as e:
-                raise InputError(f"pair {n}: {e}") from None
-            mats.append(m if layers else m[-1:])
-        for rule in rules:
-            if shifted(rule) == shift:
-                out[rule] = [score([links(m[l], rule) for m in mats], gold) for l in range(len(mats[0]))]
-    return out
+    layer (the last only, unless `layers`). A shifted rule reads the matrices one step later:
+    the same piece matrices, computed once per pair for every rule (integrated gradients of
+    447 pairs is the longest run here). `on_pair(n)` hears after each pair."""
+    from .contributions import method_matrices
+    shifts = sorted({shifted(r) for r in rules})
+    mats: dict[bool, list[np.ndarray]] = {shift: [] for shift in shifts}
+    for n, g in enumerate(gold, 1):
+        try:
+            wp = word_inputs(tr, g.english, g.french)
+            pieces = method_matrices(tr, wp.source, wp.target, method)
+        except InputError as e:
+            raise InputError(f"pair {n}: {e}") from None
+        for shift in shifts:
+            m = to_words(pieces, wp, shift)
+            mats[shift].append(m if layers else m[-1:])
+        if on_pair is not None:
+            on_pair(n)
+    return {rule: [score([links(m[l], rule) for m in mats[shifted(rule)]], gold)
+                   for l in range(len(mats[shifted(rule)][0]))] for rule in rules}
 
 
 def evaluate(tr: Translator, gold: Sequence[GoldPair], rule: str = DEFAULT_RULE, **params) -> Scores:
@@ -663,7 +668,8 @@ def _print_method(a: argparse.Namespace, tr: Translator, gold: list[GoldPair]) -
     """--method: the AER, precision and recall of that method's links, per decoder layer with --layers."""
     method = ALIGN_METHODS[a.method]
     t = time.perf_counter()
-    scores = method_scores(tr, gold, method, (a.rule,), a.layers)[a.rule]
+    with _pair_bar(len(gold), f"{tr.name} {a.method}") as bar:
+        scores = method_scores(tr, gold, method, (a.rule,), a.layers, on_pair=lambda n: bar.update())[a.rule]
     n = len(scores)
     numbers = range(1, n + 1) if a.layers else [_layers_of(tr, method)]
     rows = [{"layer": k, **_scores_json(s)} for k, s in zip(numbers, scores)]
@@ -679,6 +685,13 @@ def _print_method(a: argparse.Namespace, tr: Translator, gold: list[GoldPair]) -
         print(f"  layer {row['layer']:>2}  AER {row['aer']:.3f}  precision {row['precision']:.3f}  "
               f"recall {row['recall']:.3f}  ({row['links']} links)")
     return 0
+
+
+def _pair_bar(total: int, what: str):
+    """Progress on stderr, pairs done of the gold's (integrated gradients take minutes to hours
+    on a CPU); quiet between updates ten seconds apart, so a log file stays short."""
+    from tqdm import tqdm
+    return tqdm(total=total, desc=what, unit="pair", file=sys.stderr, mininterval=10, leave=False)
 
 
 def _layers_of(tr: Translator, method: str) -> int:
@@ -724,9 +737,13 @@ def _write_method_table(a: argparse.Namespace, argv: Sequence[str] | None) -> in
                 if (tr.name, name) in done or not applies(tr, method):
                     continue
                 t = time.perf_counter()
-                scores = method_scores(tr, gold, method, TABLE_RULES, layers=True)
+                with _pair_bar(len(gold), f"{tr.name} {name}") as bar:
+                    scores = method_scores(tr, gold, method, TABLE_RULES, layers=True,
+                                           on_pair=lambda n: bar.update())
                 rows.append({"model": tr.name, "method": name, "seconds": round(time.perf_counter() - t, 1),
                              **{rule: [_scores_json(s) for s in per_layer] for rule, per_layer in scores.items()}})
+                if name == "weights" and tr.arch == "transformer":      # beside the layers: the best single head
+                    rows[-1]["best_head"] = best_head_row(tr, gold)
                 body = {"command": "python -m s2s.alignment " + " ".join(args), "split": a.split,
                         "sentences": len(gold), "rules": list(TABLE_RULES), "rows": rows}
                 out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -738,6 +755,41 @@ def _write_method_table(a: argparse.Namespace, argv: Sequence[str] | None) -> in
         print(f"error: {e}", file=sys.stderr)
         return 2
     return 0
+
+
+def best_head_row(tr: Translator, gold: Sequence[GoldPair], rule: str = "grow-diag") -> dict:
+    """A Transformer's best single cross-attention head on `gold` under `rule` (as --heads finds it)."""
+    weights = [word_attention(tr, g.english, g.french, heads=True) for g in gold]
+    table = head_scores(weights, gold, rule, **RULE_PARAMS[rule])
+    l, h = best_head(table)
+    return {"layer": l + 1, "head": h + 1, "rule": rule, **_scores_json(table[l][h])}
+
+
+def method_summary(aligned: dict | None, explained: dict | None, model: str) -> list[dict]:
+    """One row per method for `model`, from the method table (results/alignment_methods.json:
+    is it an alignment?) and the explanation table (results/explanation_methods.json: is it an
+    explanation?): the best layer's AER under grow-diag and argmax (and that layer), the median
+    Kendall tau against leave-one-out and the share of steps with the same top source piece.
+    A figure a file does not hold is None; a method neither file holds for `model` is left out."""
+    a_rows = {r["method"]: r for r in (aligned or {}).get("rows", []) if r.get("model") == model}
+    e_row = next((r for r in (explained or {}).get("rows", []) if r.get("model") == model), {})
+    taus, tops = e_row.get("kendall_tau_vs_loo", {}), e_row.get("same_top_as_loo", {})
+    out = []
+    for name in ALIGN_METHODS:
+        r = a_rows.get(name)
+        if r is None and name not in taus and name != "loo":
+            continue
+        row = {"method": name, "layer": None, "aer_grow_diag": None, "aer_argmax": None,
+               "tau_vs_loo": taus.get(name, {}).get("median"), "same_top_as_loo": tops.get(name)}
+        if r is not None:
+            layers = r["grow-diag"]
+            best = min(range(len(layers)), key=lambda k: layers[k]["aer"])
+            row |= {"layer": best + 1 if len(layers) > 1 else None, "aer_grow_diag": layers[best]["aer"],
+                    "aer_argmax": min(s["aer"] for s in r["argmax"])}
+        if name == "loo" and r is None:
+            continue
+        out.append(row)
+    return out
 
 
 def _write_table(a: argparse.Namespace, argv: Sequence[str] | None) -> int:

@@ -974,7 +974,8 @@ def counterfactual_figure(source_tokens: Sequence[str], alpha_before: Sequence[f
 
 
 def heads_grid(weights: np.ndarray, x_tokens: Sequence[str], y_tokens: Sequence[str], kind: str = "cross",
-               selected: tuple[int, int] | None = None, width: int = 1200, height: int | None = None) -> go.Figure:
+               selected: tuple[int, int] | None = None, width: int = 1200, height: int | None = None,
+               value_name: str = "α") -> go.Figure:
     """Every layer x head of one attention kind as small heatmaps (BertViz's model view, for
     an encoder-decoder): weights (layers, heads, len(y), len(x)), rows summing to 1; row l,
     column h is layer l's head h. Tokens label the left column's rows and the bottom row's
@@ -983,7 +984,9 @@ def heads_grid(weights: np.ndarray, x_tokens: Sequence[str], y_tokens: Sequence[
 
     Over each small map lies a grid of invisible markers, one per cell, carrying its hover
     text: a heatmap cannot be selected by a click in plotly, a marker can, so a click reports
-    the marker's trace, L*H + l*H + h for layer l's head h (`head_of_trace`)."""
+    the marker's trace, L*H + l*H + h for layer l's head h (`head_of_trace`). `value_name`
+    names what the maps show (colour bar, hover, title) when it is not the weights α: the
+    norm view ‖α f(x)‖, rows scaled to sum to 1 as well."""
     from plotly.subplots import make_subplots
 
     w = np.asarray(weights, dtype=float)
@@ -1006,7 +1009,7 @@ def heads_grid(weights: np.ndarray, x_tokens: Sequence[str], y_tokens: Sequence[
     for l in range(L):
         for h in range(H):
             fig.add_trace(go.Heatmap(z=w[l, h], zmin=0, zmax=1, colorscale=PROJECTOR_SCALE, showscale=(l, h) == (0, 0),
-                                     colorbar=dict(title=dict(text="α"), thickness=12, len=0.6, x=1.05),
+                                     colorbar=dict(title=dict(text=value_name), thickness=12, len=0.6, x=1.05),
                                      hoverinfo="skip"),     # x: right of the row titles
                           row=l + 1, col=h + 1)
             fig.update_xaxes(showticklabels=l == L - 1, tickmode="array", tickvals=xt, ticktext=[xs[i] for i in xt],
@@ -1019,7 +1022,8 @@ def heads_grid(weights: np.ndarray, x_tokens: Sequence[str], y_tokens: Sequence[
             fig.add_trace(go.Scatter(x=ii.ravel(), y=jj.ravel(), mode="markers", showlegend=False,
                                      marker=dict(size=14, opacity=0, symbol="square"), customdata=w[l, h].ravel(),
                                      text=np.array(hover).ravel(), hovertemplate=f"layer {l + 1} head {h + 1}<br>"
-                                     "%{text}<br>α = %{customdata:.3f}<extra></extra>"), row=l + 1, col=h + 1)
+                                     f"%{{text}}<br>{value_name} = %{{customdata:.3f}}<extra></extra>"),
+                          row=l + 1, col=h + 1)
     if selected is not None:
         l, h = selected
         ref = "" if l * H + h == 0 else str(l * H + h + 1)
@@ -1029,7 +1033,8 @@ def heads_grid(weights: np.ndarray, x_tokens: Sequence[str], y_tokens: Sequence[
     natural = 60 + L * int(cell * min(1.0, max(0.45, len(ys) / max(len(xs), 1)))) + 90
     fig.update_layout(height=min(natural, height) if height else natural,      # `height`: a first screen's room
                       margin=dict(l=10, r=60, t=60, b=10), plot_bgcolor="white",
-                      title=dict(text=f"{name}: {L} layers × {H} heads", font=dict(size=15)))
+                      title=dict(text=f"{name}{'' if value_name == 'α' else ', ' + value_name}: {L} layers × {H} heads",
+                                 font=dict(size=15)))
     fig.update_layout(clickmode="event+select", dragmode=False)
     return fig
 

@@ -407,3 +407,25 @@ def test_table_command_bad_input(untrained_translators, tmp_path, capsys, args, 
             "root": untrained_translators["dot"].path.parent}
     code, out, err = run_main(["--gold", str(gold)] + [a.format(**fill) for a in args], capsys)
     assert code == 2 and out == "" and err.startswith("error:") and err.count("\n") == 1 and message in err
+
+
+def test_method_summary_joins_the_alignment_and_explanation_tables():
+    """Best layer under grow-diag (and that layer's number), the best argmax, tau and same-top
+    from the explanation table; a method in neither file is left out, leave-one-out only where
+    it was scored as an aligner."""
+    from s2s.alignment import method_summary
+    layer = lambda aer: {"aer": aer, "precision": 0, "recall": 0, "links": 0}      # noqa: E731
+    aligned = {"rows": [
+        {"model": "m", "method": "weights", "grow-diag": [layer(.5), layer(.3), layer(.4)],
+         "argmax": [layer(.6), layer(.7), layer(.45)]},
+        {"model": "m", "method": "grad-x-input", "grow-diag": [layer(.49)], "argmax": [layer(.55)]},
+        {"model": "other", "method": "norm", "grow-diag": [layer(.1)], "argmax": [layer(.1)]}]}
+    explained = {"rows": [{"model": "m", "kendall_tau_vs_loo": {"weights": {"median": .28}, "norm": {"median": .29}},
+                           "same_top_as_loo": {"weights": .34, "norm": .52}}]}
+    rows = method_summary(aligned, explained, "m")
+    assert [r["method"] for r in rows] == ["weights", "norm", "grad-x-input"]
+    assert rows[0] | {} == {"method": "weights", "layer": 2, "aer_grow_diag": .3, "aer_argmax": .45,
+                            "tau_vs_loo": .28, "same_top_as_loo": .34}
+    assert rows[1]["aer_grow_diag"] is None and rows[1]["tau_vs_loo"] == .29      # explained, not aligned
+    assert rows[2]["layer"] is None and rows[2]["tau_vs_loo"] is None              # one matrix: no layer
+    assert method_summary(None, None, "m") == [] and method_summary(aligned, explained, "nobody") == []

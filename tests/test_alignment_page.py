@@ -199,11 +199,13 @@ def test_a_link_to_a_transformer_only_method_on_a_recurrent_model_says_so(env):
 def test_attribution_tab_never_forces_the_examples_french_on_new_english(env):
     at = page(align_model="reverser", alignment_tab="Attention vs attribution")
     assert "Forced decoding of the reference" in texts(at)          # the example with its own French
-    at.text_area(key="explain_text").set_value("a b c d").run()      # new English, the example's French left
-    assert not at.exception
-    assert "Forced decoding of the greedy output" in texts(at) and "still holds the example's" in texts(at)
+    at.text_area(key="explain_text").set_value("a b c d").run()      # new English: the example's French goes
+    assert not at.exception and at.text_input(key="explain_reference").value == ""
+    assert "Forced decoding of the greedy output" in texts(at) and "model's own greedy output" in texts(at)
     at.text_input(key="explain_reference").set_value("d c b a").run()
-    assert "Forced decoding of the reference" in texts(at) and "still holds" not in texts(at)
+    assert "Forced decoding of the reference" in texts(at) and "model's own greedy output" not in texts(at)
+    at.text_area(key="explain_text").set_value("b c d a").run()      # a French of the user's own stays
+    assert at.text_input(key="explain_reference").value == "d c b a"
 
 
 @pytest.mark.parametrize("text, message", [("   ", "empty"), ("a " * 200, "limited to")])
@@ -443,3 +445,28 @@ def test_the_address_follows_every_choice_and_reproduces_the_view(env):
     assert odd.number_input(key="corpus_pair").value == 37                 # clamped to the trial pairs
     assert "Ignored the link's corpus_rule=" in texts(odd)
     assert str(odd.query_params["corpus_pair"]) in ("37", "['37']") and "Your corpus" in str(odd.query_params["tab"])
+
+
+def test_each_method_as_an_alignment_and_an_explanation_for_the_chosen_model(env, untrained_translators, monkeypatch,
+                                                                            tmp_path):
+    """The table under the map: for a model the results files hold, one row per measured method
+    (best layer's AER, tau against leave-one-out), as s2s.alignment.method_summary reads them;
+    for any other model, one line saying where the figures come from."""
+    import json as _json
+
+    from s2s.alignment import method_summary
+    aligned = _json.loads((ROOT / "results" / "alignment_methods.json").read_text())
+    explained = _json.loads((ROOT / "results" / "explanation_methods.json").read_text())
+    zoo = tmp_path / "zoo_with_a_shipped_name"       # a folder of its own: no cached listing of `env` applies
+    shutil.copytree(env, zoo)
+    shutil.copytree(untrained_translators["dot"].path, zoo / "en-fr-dot")    # a name the results files hold
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(zoo))
+    at = page(align_model="en-fr-dot", alignment_tab="Attention vs attribution")
+    assert not at.exception
+    table = next(d.value for d in at.dataframe if "τ vs leave-one-out" in d.value.columns)
+    want = method_summary(aligned, explained, "en-fr-dot")
+    assert len(table) == len(want) and list(table["method"])[:2] == ["weights", "norm"]
+    assert [None if v != v else v for v in table["AER grow-diag"]] == [r["aer_grow_diag"] for r in want]   # NaN: none
+    assert "Written by `python -m s2s.alignment" in texts(at) and "Kobayashi" in texts(at)
+    at = page(align_model="reverser", alignment_tab="Attention vs attribution")
+    assert not at.exception and "Measured for the shipped models only" in texts(at)

@@ -339,3 +339,13 @@ def test_the_method_table_keeps_its_rows_and_its_command(untrained_translators, 
     rows = json.loads(out.read_text())["rows"]
     assert rows[0] == first["rows"][0] and {(r["model"], r["method"]) for r in rows[1:]} == {
         ("transformer", "norm"), ("dot", "norm")}
+    assert main(["--gold", str(gold_dir), "--models", str(zoo), "--method-table", str(out), "--method", "weights"]) == 0
+    rows = {(r["model"], r["method"]): r for r in json.loads(out.read_text())["rows"]}
+    head = rows[("transformer", "weights")]["best_head"]        # a Transformer's weights: its best single head too
+    from s2s.alignment import best_head, head_scores, read_gold, word_attention
+    from s2s.checkpoint import load_translator
+    tr, gold = load_translator(zoo / "transformer"), read_gold(gold_dir)
+    table = head_scores([word_attention(tr, g.english, g.french, heads=True) for g in gold], gold, "grow-diag")
+    l, h = best_head(table)
+    assert (head["layer"], head["head"], head["aer"]) == (l + 1, h + 1, round(table[l][h].aer, 4))
+    assert "best_head" not in rows[("dot", "weights")]

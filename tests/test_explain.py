@@ -452,3 +452,61 @@ def test_progress_is_reported_and_changes_no_number(untrained_translators):
                              without if isinstance(without, tuple) else [without]):
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
         assert heard == sorted(heard) and heard[-1] == 1.0 and len(heard) >= 4
+
+
+def test_cudnn_is_paused_while_any_pass_runs_and_then_restored():
+    """Attributions through the recurrent encoder on a GPU run with cuDNN off (its RNN backward
+    refuses eval mode); overlapping passes on two threads must not leave it off, nor turn it
+    back on while one still runs."""
+    import threading
+
+    from s2s.attributions import cudnn_paused
+    was = torch.backends.cudnn.enabled
+    inside, release = threading.Event(), threading.Event()
+    seen = []
+
+    def other():
+        with cudnn_paused():
+            inside.set()
+            release.wait(10)
+            seen.append(torch.backends.cudnn.enabled)
+
+    t = threading.Thread(target=other)
+    t.start()
+    assert inside.wait(10)
+    with cudnn_paused():
+        assert torch.backends.cudnn.enabled is False
+    assert torch.backends.cudnn.enabled is False        # the other thread's pass still runs
+    release.set()
+    t.join(10)
+    assert seen == [False]
+    assert torch.backends.cudnn.enabled is was
+
+
+@pytest.mark.parametrize("which", ["ours", "marian"])
+def test_a_transformers_first_ig_round_shares_its_points_and_gives_captums_numbers(tiny_transformer, hub_models,
+                                                                                    which):
+    """Integrated gradients' first round for a Transformer: the points t_k e are the same for
+    every token, so one forward of the points and one backward batched over tokens
+    (_row_gradients with points and weights) must give what captum gives from T x points
+    teacher-forced rows; the rounds after it run through captum either way; rows in chunks
+    (a long sentence's memory bound) change nothing."""
+    tr = transformer_cases(tiny_transformer, hub_models)[which]
+    text = "a b c d" if which == "ours" else "the cat sat ."
+    src = torch.tensor([A.source_ids(tr, text)])
+    tgt = torch.tensor(tr.tokenizer.target_ids("b c d a") if which == "ours" else tr.tokenizer.target_ids("le chat ."))
+    fast, fast_err = A.integrated_gradients(tr.model, src, tgt)
+    slow, slow_err = A.integrated_gradients(tr.model, src, tgt, fast_first_round=False)
+    np.testing.assert_allclose(fast, slow, atol=1e-4)
+    np.testing.assert_allclose(fast_err, slow_err, atol=1e-4)
+    e = A._source_embeddings(tr.model, src)
+    t, w = torch.tensor([0.2, 0.7, 1.0]), torch.tensor([0.5, 0.25, 0.25])
+    whole = A._row_gradients(tr.model, e, src, tgt, t, w)
+    by_hand = sum(wk * A._row_gradients(tr.model, tk * e, src, tgt) for tk, wk in zip(t, w))
+    np.testing.assert_allclose(whole.numpy(), by_hand.numpy(), atol=1e-5)
+    old = A.ROW_GRAD_ELEMENTS
+    try:
+        A.ROW_GRAD_ELEMENTS = 1                 # one row per chunk
+        np.testing.assert_allclose(A._row_gradients(tr.model, e, src, tgt, t, w).numpy(), whole.numpy(), atol=1e-6)
+    finally:
+        A.ROW_GRAD_ELEMENTS = old

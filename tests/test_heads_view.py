@@ -107,6 +107,8 @@ def test_the_heads_grid_switches_to_the_norm_of_each_head(transformer, zoo):
     grid = chart(at, "heads_grid")
     for k in range(L * H):
         assert np.allclose(z(grid, k), heads["norm"][divmod(k, H)], atol=1e-4)
+    assert "‖α f(x)‖" in grid["layout"]["title"]["text"]           # the grid says what it shows, not α
+    assert grid["data"][0]["colorbar"]["title"]["text"] == "‖α f(x)‖"
     big = chart(at, "head_enlarged")
     assert "Norm ‖α f(x)‖, layer" in big["layout"]["title"]["text"]
     assert np.allclose(z(big).sum(1), 1.0, atol=1e-4) and not np.allclose(z(big), d.cross_attention[L - 1, 0])

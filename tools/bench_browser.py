@@ -29,11 +29,17 @@ on the page is drawn):
     cells_first_open           the Cell States page's first visit, from the sidebar
     cells_find_cells           its Find cells tab: every cell ranked, the top traces drawn
     cells_sample               "Sample from the model" with a new seed, until the text is shaded
+    explain_link_<model>       a link to Alignment & Explanation's "Attention vs attribution" tab
+                               with a new sentence (?model=...&tab=...&text=...), opened in a new
+                               browser tab on the run's warm server, until the method's map is
+                               drawn (its first map: the weights); for en-fr-additive,
+                               en-fr-transformer and, with --hub DIR, the Hugging Face model in DIR
+                               listed by the operator (S2S_HUB_MODELS=DIR: loaded by this link)
 
 `--presses` new sentences (or seeds) per run for the repeated actions; the other actions
 happen once per run. Prints the median and the worst time of each action in ms, and
 `over_target`, the actions whose median misses its target: on an idle machine, cold start
-<= 5 s and every other action <= 1 s. On a machine busy with other work (a training run)
+<= 5 s, an explain link <= 3 s (10 s for the --hub model) and every other action <= 1 s. On a machine busy with other work (a training run)
 the timings measure that contention, not the app.
 """
 from __future__ import annotations
@@ -52,7 +58,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 from browser import browser, exceptions, streamlit_server  # noqa: E402
 from s2s.checkpoint import attention_checkpoints, checkpoint_root, list_checkpoints  # noqa: E402
 
-TARGET_MS = {"cold_start": 5000, "cold_start_heatmap": 5000}     # every other action: DEFAULT_TARGET_MS
+TARGET_MS = {"cold_start": 5000, "cold_start_heatmap": 5000,     # every other action: DEFAULT_TARGET_MS
+             "explain_link_en-fr-additive": 3000, "explain_link_en-fr-transformer": 3000, "explain_link_hub": 10000}
+EXPLAIN_MODELS = ["en-fr-additive", "en-fr-transformer"]
+HUB_PAIR = ("She has a big black dog.", "Elle a un gros chien noir.")
 DEFAULT_TARGET_MS = 1000
 VIEWPORT = {"width": 1280, "height": 720}
 TABS = ["Beam tree", "Forced decoding", "Compare attention", "Alignment lines", "Attention emerges", "Step by step"]
@@ -87,12 +96,13 @@ CHART_DATA = """key => { const p = document.querySelector(`[class*='st-key-${key
 SHADED_TEXT = "() => { const e = document.querySelector('.s2s-cells'); return e ? e.textContent : null; }"
 
 
-def timed(page, act, done: str, arg=None, timeout_ms: int = 120_000) -> float:
-    """ms from `act()` until the JS predicate `done(arg)` holds and the page has settled."""
+def timed(page, act, done: str, arg=None, timeout_ms: int = 120_000, settle: bool = True) -> float:
+    """ms from `act()` until the JS predicate `done(arg)` holds and (with `settle`) the page has settled."""
     t = time.perf_counter()
     act()
     page.wait_for_function(done, arg=arg, timeout=timeout_ms)
-    page.wait_for_function(SETTLED, timeout=timeout_ms)
+    if settle:
+        page.wait_for_function(SETTLED, timeout=timeout_ms)
     return (time.perf_counter() - t) * 1000
 
 
@@ -140,13 +150,31 @@ def start_link(b, url: str, read_s: float = 3.0, label: str = "Translate & Align
         page.close()
 
 
+def explain_link(b, url: str, model: str, text: str, reference: str | None = None) -> float:
+    """ms from opening a link to the Attention vs attribution tab for `model` and `text` (and the
+    French `reference` to force, if given) in a new browser tab until the method's map
+    (st-key-point_attribution) is drawn."""
+    from urllib.parse import urlencode
+    page = b.new_page(viewport=VIEWPORT)
+    try:
+        query = {"model": model, "tab": "Attention vs attribution", "text": text}
+        link = url + "/alignment?" + urlencode(query | ({"reference": reference} if reference else {}))
+        ms = timed(page, lambda: page.goto(link), DRAWN, "point_attribution", settle=False)
+        if exceptions(page):
+            raise RuntimeError("the page shows an exception: " + exceptions(page)[0][:120])
+        return ms
+    finally:
+        page.close()
+
+
 def one_run(b, url: str, t_spawn: float, presses: int, offset: int, models: list[str], times: dict,
-            failed: list) -> int:
+            failed: list, hub: str | None = None, explain_only: bool = False) -> int:
     """Every action once (the repeated ones `presses` times) on a fresh server; returns the
     number of exceptions the pages showed."""
     def record(name: str, measure) -> None:
         try:
-            times.setdefault(name, []).append(round(measure(), 1))
+            ms = round(measure(), 1)       # before setdefault: a failed action leaves no empty list
+            times.setdefault(name, []).append(ms)
         except Exception as e:             # one broken action must not hide the others' times
             failed.append(f"{name}: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
 
@@ -164,6 +192,11 @@ def one_run(b, url: str, t_spawn: float, presses: int, offset: int, models: list
         return (time.perf_counter() - t_spawn) * 1000
 
     record("cold_start", cold_start)
+    if explain_only:
+        errors = len(exceptions(page))
+        page.close()
+        explain_links(b, url, models, hub, sentence, record)
+        return errors
     for _ in range(presses):
         record("translate_greedy", lambda: translate(page, *next(sentence)))
     page.get_by_text("Beam search", exact=True).click()
@@ -209,11 +242,23 @@ def one_run(b, url: str, t_spawn: float, presses: int, offset: int, models: list
             record("cells_sample", sample)
         errors += len(exceptions(page))
     page.close()
+    explain_links(b, url, models, hub, sentence, record)
     return errors
+
+
+def explain_links(b, url: str, models: list[str], hub: str | None, sentence, record) -> None:
+    """The explain links, each with a new sentence, on the run's server."""
+    for model in [m for m in EXPLAIN_MODELS if m in models]:
+        text, _ = next(sentence)
+        record("explain_link_" + model, lambda: explain_link(b, url, model, text))
+    if hub:     # the issue's sentence, forced to its French: a model built offline has random weights, and
+        # its own greedy output would run to the length limit
+        record("explain_link_hub", lambda: explain_link(b, url, hub, *HUB_PAIR))
 
 
 def summary(times: dict[str, list[float]]) -> dict:
     """Median and worst per action, and the actions whose median misses its target."""
+    times = {k: v for k, v in times.items() if v}
     p50 = {k: round(statistics.median(v), 1) for k, v in times.items()}
     return {"ms_p50": p50, "ms_max": {k: max(v) for k, v in times.items()},
             "samples": {k: len(v) for k, v in times.items()},
@@ -225,7 +270,14 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=3, help="fresh servers, one cold start each")
     p.add_argument("--presses", type=int, default=3, help="new sentences (or seeds) per run for repeated actions")
+    p.add_argument("--hub", metavar="DIR", help="a Hugging Face model folder the servers list (S2S_HUB_MODELS): "
+                                                 "its explain link is timed too (e.g. the opus-mt-shaped Marian of "
+                                                 "tests/hub_models.py)")
+    p.add_argument("--explain-only", action="store_true",
+                   help="per run only the cold start and the explain links (and no Start-link servers)")
     a = p.parse_args()
+    hub = str(Path(a.hub).resolve()) if a.hub else None
+    env = {"S2S_HUB_MODELS": hub} if hub else None
     models = [i.name for i in attention_checkpoints(checkpoint_root())]
     default = "en-fr-additive"                        # the page opens on it (ui.models.DEFAULT_MODEL) when present
     models = sorted(models, key=lambda n: n != default)
@@ -235,8 +287,11 @@ def main() -> int:
     with browser() as b:
         for run in range(a.runs):
             t_spawn = time.perf_counter()
-            with streamlit_server() as url:
-                errors += one_run(b, url, t_spawn, a.presses, run * (2 * a.presses + 2), models, times, failed)
+            with streamlit_server(env) as url:
+                errors += one_run(b, url, t_spawn, a.presses, run * (2 * a.presses + 2), models, times, failed, hub,
+                                  a.explain_only)
+            if a.explain_only:
+                continue
             for name, label, drawn in (("start_link_first_heatmap", "Translate & Align", "heatmap"),
                                        ("start_link_bottleneck", "Bottleneck", "lp_")):
                 with streamlit_server() as url:

@@ -5,10 +5,11 @@
 For the shipped Transformer (fp32 on the GPU, as load_translator puts it there) and tiny Hugging
 Face models built offline (tests/hub_models.py: Marian, T5, M2M100) in bf16 and fp16, and with
 --opus an opus-mt-en-fr-shaped Marian (built there if DIR does not hold one): greedy decoding,
-every one-pass contribution method (s2s.contributions) and gradient x input, each against the
+every one-pass contribution method (s2s.contributions) and gradient x input (and for
+en-fr-additive and en-fr-transformer all three gradient attributions), each against the
 same computation on the CPU in fp32 (the largest difference of the row-normalised matrices, and
 whether the greedy output is the same), and their times on the GPU (median of 5, synchronised).
-Needs torch, transformers and sentencepiece; not the app's packages (no streamlit, plotly).
+Needs torch, transformers, sentencepiece and captum; not the app's packages (no streamlit, plotly).
 """
 from __future__ import annotations
 
@@ -77,6 +78,30 @@ def check(spec: str, text: str, reference: str | None, dtype: torch.dtype | None
     return row
 
 
+def check_attributions(spec: str, text: str) -> dict:
+    """The three gradient attributions on the GPU against the CPU: a recurrent model's backward
+    runs through its encoder's nn.LSTM (cuDNN's refuses eval mode: attributions.cudnn_paused)."""
+    from s2s.attributions import integrated_gradients, leave_one_out
+    gpu, cpu = load_translator(spec, device="cuda"), load_translator(spec, device="cpu")
+    ids = greedy(cpu, text).target_ids
+    methods = {"grad_x_input": grad_x_input, "integrated_gradients": lambda *a: integrated_gradients(*a)[0],
+               "leave_one_out": leave_one_out}
+    row = {"model": Path(spec).name, "max_diff": {}, "gpu_ms": {}}
+    for name, fn in methods.items():
+        try:
+            got = {}
+            for tr in (gpu, cpu):
+                src = torch.tensor([source_ids(tr, text)], device=tr.device)
+                got[tr.device.type] = normalised(np.abs(fn(tr.model, src, torch.tensor(ids, device=tr.device))))
+            row["max_diff"][name] = round(float(np.abs(got["cuda"] - got["cpu"]).max()), 5)
+            src, tgt = torch.tensor([source_ids(gpu, text)], device="cuda"), torch.tensor(ids, device="cuda")
+            row["gpu_ms"][name] = ms(lambda: fn(gpu.model, src, tgt), runs=3)
+        except Exception as e:     # the report names what failed
+            row["max_diff"][name] = f"{type(e).__name__}: {e}"[:200]
+    row["cudnn_enabled_after"] = torch.backends.cudnn.enabled
+    return row
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--opus", metavar="DIR", help="also an opus-mt-en-fr-shaped Marian (built into DIR if absent)")
@@ -87,6 +112,8 @@ def main(argv=None) -> int:
     import hub_models
     rows = [{"device": torch.cuda.get_device_name(0), "torch": torch.__version__}]
     rows.append(check(str(ROOT / "checkpoints" / "en-fr-transformer"), SHIPPED_TEXT, None, None))
+    for name in ("en-fr-additive", "en-fr-transformer"):
+        rows.append(check_attributions(str(ROOT / "checkpoints" / name), SHIPPED_TEXT))
     with tempfile.TemporaryDirectory() as tmp:
         for name, build in hub_models.BUILDERS.items():
             path = build(Path(tmp) / name)

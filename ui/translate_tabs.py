@@ -422,7 +422,8 @@ def heads(tr: Translator, d: Decoding, words: bool, model: str, text: str) -> No
         big_note = (f"Mean entropy of this head: {mean_entropy(w[layer, head]):.2f} nats "
                     f"(0: each row on one token; {uniform}).")
     with grid:
-        ui.show.plotly_chart(figures.heads_grid(w, x, y, kind, selected=(layer, head), width=760, height=480),
+        ui.show.plotly_chart(figures.heads_grid(w, x, y, kind, selected=(layer, head), width=760, height=480,
+                                                value_name="‖α f(x)‖" if norm else "α"),
                              share=0.6, key="heads_grid",
                         on_select=lambda: pick_head(L, H), selection_mode="points",
                         config=ui.show.camera("heads_grid", model, text[:40]))
