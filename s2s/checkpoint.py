@@ -25,13 +25,14 @@ from typing import TYPE_CHECKING
 
 from safetensors import SafetensorError
 
+from .loaded import CheckpointError, LanguageModel, Translator, default_device  # noqa: F401  (re-exported)
+
 if TYPE_CHECKING:       # torch and the models are imported where a model is loaded or saved
     import torch
     from torch import nn
 
     from .charlm import CharLM
     from .model import Seq2Seq
-    from .tokenizer import Tokenizer
     from .transformer import Transformer
 
 ROOT = Path(__file__).resolve().parent.parent / "checkpoints"
@@ -40,56 +41,6 @@ ROOT = Path(__file__).resolve().parent.parent / "checkpoints"
 def checkpoint_root() -> Path:
     """The folder of shipped checkpoints; the S2S_CHECKPOINTS environment variable overrides it."""
     return Path(os.environ.get("S2S_CHECKPOINTS") or ROOT)
-
-
-class CheckpointError(RuntimeError):
-    """A checkpoint is missing, incomplete, corrupt or inconsistent (the message names it)."""
-
-
-def default_device() -> torch.device:
-    import torch
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
-@dataclass
-class Translator:
-    """A loaded translation checkpoint: model, tokenizer and its metadata."""
-    name: str
-    path: Path
-    model: Seq2Seq | Transformer
-    tokenizer: Tokenizer
-    config: dict
-    metrics: dict = field(default_factory=dict)
-    # the English words of its training pairs, {word: count} (train_words.json; {} if not shipped)
-    train_words: dict = field(default_factory=dict)
-    train_pairs: int = 0
-
-    @property
-    def device(self) -> torch.device:
-        return next(self.model.parameters()).device
-
-    @property
-    def description(self) -> str:
-        return self.config.get("description", "")
-
-    @property
-    def arch(self) -> str:
-        """"rnn" (a recurrent encoder-decoder, model.py) or "transformer" (transformer.py)."""
-        return getattr(self.model.cfg, "arch", "rnn")
-
-
-@dataclass
-class LanguageModel:
-    """A loaded character-level language model checkpoint."""
-    name: str
-    path: Path
-    model: CharLM
-    config: dict
-    metrics: dict = field(default_factory=dict)
-
-    @property
-    def description(self) -> str:
-        return self.config.get("description", "")
 
 
 # A translation model's architecture, from its config's "arch" (configs saved before there was a choice are "rnn").

@@ -28,14 +28,15 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from .hub_config import HubConfig, describe_config  # noqa: F401  (re-exported: the registry reads them here)
 
 if TYPE_CHECKING:
     import torch
 
-    from .checkpoint import Translator
+    from .loaded import Translator
 
 HUB_PREFIX = "hf:"
 ENV_MODELS = "S2S_HUB_MODELS"          # the operator's list: "hf:NAME, /path/to/folder, ..."
@@ -97,47 +98,6 @@ def model_options(a) -> dict:
 def display_name(spec: str) -> str:
     """How a model is named on a page: the hub name, or the folder's name."""
     return spec[len(HUB_PREFIX):] if is_hub_spec(spec) else Path(spec).name
-
-
-@dataclass
-class HubConfig:
-    """What the registry and the pages read of a hub model, from its config (no weights)."""
-    model_type: str
-    d_model: int
-    heads: int                  # decoder cross-attention heads (what the Heads grid shows)
-    encoder_layers: int
-    decoder_layers: int
-    vocab_size: int
-    head_dim: int = 0           # d_k of each head (T5's d_kv; else d_model / heads)
-    languages: str = ""         # "en→fr" where the model or its options say so
-    arch: str = "transformer"   # every hub encoder-decoder is one
-    attention: str = "scaled-dot"
-    copy: bool = False
-    hub: bool = True
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def describe_config(config) -> HubConfig:
-    """A transformers config (or its config.json as a dict) -> HubConfig. Names differ by family
-    (T5's num_layers, Marian's encoder_layers); a config's attribute_map gives most one name."""
-    if isinstance(config, dict):
-        from types import SimpleNamespace
-        config = SimpleNamespace(**config)
-
-    def first(*names, default=0):
-        for n in names:
-            v = getattr(config, n, None)
-            if isinstance(v, int) and v > 0:
-                return v
-        return default
-
-    enc = first("encoder_layers", "num_layers", "num_hidden_layers")
-    d, heads = first("d_model", "hidden_size"), first("decoder_attention_heads", "num_heads", "num_attention_heads")
-    return HubConfig(model_type=getattr(config, "model_type", "?"), d_model=d, heads=heads,
-                     encoder_layers=enc, decoder_layers=first("decoder_layers", "num_decoder_layers", default=enc),
-                     vocab_size=first("vocab_size"), head_dim=first("d_kv", "head_dim", default=d // max(heads, 1)))
 
 
 class HubError(RuntimeError):
@@ -288,7 +248,7 @@ def load_hub(spec: str | Path, device: torch.device | str | None = None, source_
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    from .checkpoint import Translator, default_device
+    from .loaded import Translator, default_device
     from .tokenizer import HubTokenizer
 
     hf_logging.disable_progress_bar()        # "Loading weights" bars: noise on a command's stderr

@@ -16,7 +16,7 @@ from torch import nn
 from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 from transformers.modeling_outputs import BaseModelOutput
 
-from .hub import HubConfig
+from .hub_config import HubConfig
 from .model import Memory, Step
 
 
