@@ -152,9 +152,34 @@ def head_aer_cached(path: str, folder: str, split: str, rule: str) -> dict:
 
 
 @st.cache_data(max_entries=64, show_spinner="Reading the model's contributions…")
-def contributions_cached(path: str, text: str, reference: str | None):
-    """Every one-pass method (s2s.contributions) for the sentence: what draws at once."""
-    return explain_contributions(ui.models.load_path(path), text, reference)
+def contributions_cached(path: str, text: str, reference: str | None, methods: tuple[str, ...] | None = None):
+    """The one-pass methods (s2s.contributions) for the sentence, every one or `methods`: what
+    draws at once."""
+    return explain_contributions(ui.models.load_path(path), text, reference, methods)
+
+
+# Value zeroing recomputes each decoder layer's FFN for every (output, source) pair: S x T rows,
+# where the other methods cost about one pass. On an opus-mt-sized model that is most of the
+# time before the first map (2.5 of 4.4 s on the bench sentence, docs/speed.md), so a Hugging
+# Face model's value zeroing runs when it is chosen, not before the weights are drawn.
+DEFERRED = ("value_zeroing",)
+
+
+def one_pass(path: str, text: str, reference: str | None, hub: bool, method: str):
+    """contributions_cached for the page: for a hub model all but DEFERRED, joined by `method`'s
+    own run when `method` is one of them."""
+    from dataclasses import replace
+
+    from s2s.contributions import METHODS as ONE_PASS
+    if not hub:
+        return contributions_cached(path, text, reference)
+    tr = ui.models.load_path(path)
+    first = tuple(m for m in ONE_PASS if m not in DEFERRED and applies(tr, m))
+    c = contributions_cached(path, text, reference, first)
+    if method in DEFERRED and applies(tr, method):
+        late = contributions_cached(path, text, reference, (method,))
+        c = replace(c, layers={**c.layers, **late.layers}, seconds={**c.seconds, method: late.seconds[method]})
+    return c
 
 
 @st.cache_resource
@@ -178,7 +203,7 @@ def attribution(path: str, text: str, reference: str | None, method: str, on_pro
     if key in store:
         return store[key]
     tr = ui.models.load_path(path)
-    c = contributions_cached(path, text, reference)
+    c = one_pass(path, text, reference, hasattr(tr.model, "hf"), "weights")     # the forced output, cached
     src = attr.torch.tensor([attr.source_ids(tr, text)], device=tr.device)
     tgt = attr.torch.tensor(c.target_ids, device=tr.device)
     t0 = time.perf_counter()
@@ -627,7 +652,7 @@ with tabs[1]:
                 st.caption("This explains the model's own greedy output. Type a French translation of your text "
                            "to explain that instead.")
             try:
-                c = contributions_cached(path, text, ref)
+                c = one_pass(path, text, ref, by_name[name].is_hub, method)
             except InputError as err:
                 st.error(str(err))
                 c = None

@@ -13,6 +13,7 @@ the text as it was typed.
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -42,6 +43,14 @@ def plotly_html(fig: go.Figure, stem: str) -> str:
     """One HTML file that draws `fig` interactively offline: plotly.js inlined, no script fetched."""
     return fig.to_html(include_plotlyjs=True, full_html=True, config=plotly_config(stem),
                        default_width="100%", default_height="100%" if fig.layout.height is None else fig.layout.height)
+
+
+@functools.lru_cache(maxsize=1)
+def plotly_js_mb() -> float:
+    """The size of the plotly.js that plotly_html inlines, in MB: nearly all of the file, so
+    the download button can say what it weighs before it is clicked."""
+    from plotly.offline import get_plotlyjs
+    return len(get_plotlyjs().encode()) / 1e6
 
 
 EXPORT_WIDTH = 720    # px: a Vega-Lite chart drawn to its container's width in the app has none of its own

@@ -81,11 +81,18 @@ def for_screen(fig: go.Figure, projector: bool = False, width: int = 760) -> go.
         longest = max((len(html.unescape(str(t))) for t in axis.ticktext or ()), default=3)
         return (0.62 * px * longest if axis.showticklabels is not False else 0) + (25 if axis.title.text else 0)
     x_px, y_px = size(lay.xaxis.tickfont.size), size(lay.yaxis.tickfont.size)
+    # ... beyond the margin on their side: labels that fit in the margin the figure set leave the
+    # plot area as it is (automargin grows a margin only when they overflow it; counting them in
+    # full thinned a 6-row map whose top margin held its column labels to 3 row labels)
+    def margin_of(side: str | None, default_side: str) -> float:
+        value = getattr(margin, side or default_side)
+        return value if value is not None else {"t": 100, "b": 80, "l": 80, "r": 80}[side or default_side]
     if lay.xaxis.visible is not False:
         angle = abs(math.sin(math.radians(lay.xaxis.tickangle or 0)))
-        plot_h -= band(lay.xaxis, x_px) * angle + (1.3 * x_px if angle < 0.5 else 0)
+        need = band(lay.xaxis, x_px) * angle + (1.3 * x_px if angle < 0.5 else 0)
+        plot_h -= max(0.0, need - margin_of({"top": "t"}.get(lay.xaxis.side), "b"))
     if lay.yaxis.visible is not False:
-        plot_w -= band(lay.yaxis, y_px)
+        plot_w -= max(0.0, band(lay.yaxis, y_px) - margin_of({"right": "r"}.get(lay.yaxis.side), "l"))
     for name in [k for k in lay.to_plotly_json() if k.startswith(("xaxis", "yaxis"))] or ["xaxis", "yaxis"]:
         axis = lay[name]
         px = size(axis.tickfont.size)

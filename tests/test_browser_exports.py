@@ -1,6 +1,7 @@
 """Figures out of the app, in a real Chromium: a Plotly chart's camera button saves SVG
 named for what it shows, and a main chart's HTML download draws offline, fetching nothing."""
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -49,11 +50,14 @@ def test_the_camera_button_saves_an_svg_named_for_the_chart(corpus_page):
 
 def test_the_html_download_draws_its_chart_offline(corpus_page, tmp_path):
     b, page = corpus_page
+    button = page.get_by_role("button", name=re.compile(r"^⬇ Chart \(HTML, offline, [0-9.]+ MB\)$"))
+    said = float(re.search(r"([0-9.]+) MB", button.inner_text()).group(1))
     with page.expect_download(timeout=60_000) as d:
-        page.get_by_role("button", name="⬇ Chart (HTML, interactive, offline)").click()
+        button.click()
     assert d.value.suggested_filename == "hansards-trial_en-fr-additive_grow-diag_pair1.html"
     html = tmp_path / "chart.html"
     d.value.save_as(html)
+    assert abs(html.stat().st_size / 1e6 - said) <= 0.1 * said           # the button says what it weighs
     offline = b.new_context(viewport={"width": 1280, "height": 720})
     requests = []
     offline.route("**/*", lambda route: (requests.append(route.request.url), route.abort())

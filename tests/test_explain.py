@@ -507,6 +507,7 @@ def test_a_transformers_first_ig_round_shares_its_points_and_gives_captums_numbe
     old = A.ROW_GRAD_ELEMENTS
     try:
         A.ROW_GRAD_ELEMENTS = 1                 # one row per chunk
-        np.testing.assert_allclose(A._row_gradients(tr.model, e, src, tgt, t, w).numpy(), whole.numpy(), atol=1e-6)
+        np.testing.assert_allclose(A._row_gradients(tr.model, e, src, tgt, t, w).numpy(), whole.numpy(),
+                                   rtol=1e-5, atol=1e-5)    # float32: another batching, another rounding
     finally:
         A.ROW_GRAD_ELEMENTS = old

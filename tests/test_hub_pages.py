@@ -115,6 +115,21 @@ def test_attention_against_attribution_for_a_hub_model(offered):
     radio.set_value("alti").run()
     fig = chart(at, "contribution_map")
     assert not at.exception and fig is not None and len(fig["data"]) == 2       # the map and the source share
+    # value zeroing (S x T recomputations of each layer) runs for a hub model when it is chosen, not
+    # before the first map; joined to the rest, it is the library's, word-merged as the map merges
+    import numpy as np
+
+    from s2s.checkpoint import load_translator
+    from s2s.contributions import explain_contributions
+    from s2s.piece_words import merge_to_words
+    radio = [r for r in at.radio if r.key == "explain_method"][0]
+    radio.set_value("value-zeroing").run()
+    fig = chart(at, "contribution_map")
+    assert not at.exception and fig is not None and any("value zeroing" in m.value for m in at.caption)
+    c = explain_contributions(load_translator(offered["marian"]), TEXT, "le chat est assis .", ["value_zeroing"])
+    _, _, shown = merge_to_words(c.source_tokens, c.target_tokens, c.matrix("value_zeroing"))
+    from test_app import array
+    assert np.allclose(array(fig["data"][0]["z"]), shown, atol=1e-4)
     radio = [r for r in at.radio if r.key == "explain_method"][0]
     radio.set_value("loo").run()                     # a hub model's leave-one-out: only when asked, with an estimate
     assert not at.exception and chart(at, "contribution_map") is None

@@ -139,3 +139,17 @@ def test_the_counterfactual_next_token_labels_have_room_between_the_panels(piece
     assert fig.layout.yaxis2.tickfont.size == 18
     assert gap_px >= 0.62 * 18 * len(piece)
     assert fig.layout.xaxis.domain[1] - fig.layout.xaxis.domain[0] > 0.3      # α still gets most of the room
+
+
+@pytest.mark.parametrize("projector", [False, True])
+def test_labels_that_fit_in_their_margin_take_nothing_from_the_plot(projector):
+    """A contribution map whose top margin holds its column labels (as Attention vs attribution
+    sizes it): for_screen must not count those labels again against the rows' room, so a
+    6-row map at the page's height keeps all 6 row labels (it kept 3)."""
+    xs, ys = ["I", "went", "to", "the", "lecture.", "</s>"], ["Je", "suis", "allé", "au", "cours.", "</s>"]
+    px = F.label_px(projector)
+    fig = F.contribution_map(xs, ys, np.full((6, 6), 1 / 6), "weights",
+                             height=round(60 + 0.62 * px * len("lecture.") + 1.45 * px * len(ys)))
+    F.for_screen(fig, projector, width=600)
+    shown = lambda tokens: [F.display_token(t) for t in tokens]       # noqa: E731  (escaped, as drawn)
+    assert list(fig.layout.yaxis.ticktext) == shown(ys) and list(fig.layout.xaxis.ticktext) == shown(xs)

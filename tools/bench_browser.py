@@ -29,6 +29,10 @@ on the page is drawn):
     cells_first_open           the Cell States page's first visit, from the sidebar
     cells_find_cells           its Find cells tab: every cell ranked, the top traces drawn
     cells_sample               "Sample from the model" with a new seed, until the text is shaded
+    start_link_attribution     the same with the start page's "Alignment › Attention vs attribution"
+                               link (the default model), until the method's map is drawn
+    new_tab_start_page         the start page opened in a new browser tab, until it has settled:
+                               the floor under every link opened in a new tab
     explain_link_<model>       a link to Alignment & Explanation's "Attention vs attribution" tab
                                with a new sentence (?model=...&tab=...&text=...), opened in a new
                                browser tab on the run's warm server, until the method's map is
@@ -59,7 +63,8 @@ from browser import browser, exceptions, streamlit_server  # noqa: E402
 from s2s.checkpoint import attention_checkpoints, checkpoint_root, list_checkpoints  # noqa: E402
 
 TARGET_MS = {"cold_start": 5000, "cold_start_heatmap": 5000,     # every other action: DEFAULT_TARGET_MS
-             "explain_link_en-fr-additive": 3000, "explain_link_en-fr-transformer": 3000, "explain_link_hub": 10000}
+             "explain_link_en-fr-additive": 3000, "explain_link_en-fr-transformer": 3000, "explain_link_hub": 10000,
+             "start_link_attribution": 3000, "new_tab_start_page": 3000}
 EXPLAIN_MODELS = ["en-fr-additive", "en-fr-transformer"]
 HUB_PAIR = ("She has a big black dog.", "Elle a un gros chien noir.")
 DEFAULT_TARGET_MS = 1000
@@ -246,8 +251,21 @@ def one_run(b, url: str, t_spawn: float, presses: int, offset: int, models: list
     return errors
 
 
+def new_tab(b, url: str) -> float:
+    """ms to open the start page in a new browser tab until it has settled: what any link opened
+    in a new tab costs before its page does anything (the app's scripts loaded and run afresh)."""
+    page = b.new_page(viewport=VIEWPORT)
+    try:
+        return timed(page, lambda: page.goto(url + "/?tab=new"), "() => document.querySelector("
+                     "'[data-testid=\"stSidebarNav\"] a') !== null")
+    finally:
+        page.close()
+
+
 def explain_links(b, url: str, models: list[str], hub: str | None, sentence, record) -> None:
-    """The explain links, each with a new sentence, on the run's server."""
+    """The explain links, each with a new sentence, on the run's server; first the new tab's own
+    cost (new_tab_start_page), so that what the explain page adds can be read off."""
+    record("new_tab_start_page", lambda: new_tab(b, url))
     for model in [m for m in EXPLAIN_MODELS if m in models]:
         text, _ = next(sentence)
         record("explain_link_" + model, lambda: explain_link(b, url, model, text))
@@ -274,7 +292,7 @@ def main() -> int:
                                                  "its explain link is timed too (e.g. the opus-mt-shaped Marian of "
                                                  "tests/hub_models.py)")
     p.add_argument("--explain-only", action="store_true",
-                   help="per run only the cold start and the explain links (and no Start-link servers)")
+                   help="per run only the cold start, the explain links and the start page's attribution link")
     a = p.parse_args()
     hub = str(Path(a.hub).resolve()) if a.hub else None
     env = {"S2S_HUB_MODELS": hub} if hub else None
@@ -290,10 +308,10 @@ def main() -> int:
             with streamlit_server(env) as url:
                 errors += one_run(b, url, t_spawn, a.presses, run * (2 * a.presses + 2), models, times, failed, hub,
                                   a.explain_only)
-            if a.explain_only:
-                continue
-            for name, label, drawn in (("start_link_first_heatmap", "Translate & Align", "heatmap"),
-                                       ("start_link_bottleneck", "Bottleneck", "lp_")):
+            links = [("start_link_first_heatmap", "Translate & Align", "heatmap"),
+                     ("start_link_bottleneck", "Bottleneck", "lp_"),
+                     ("start_link_attribution", "Alignment › Attention vs attribution", "point_attribution")]
+            for name, label, drawn in (links[2:] if a.explain_only else links):
                 with streamlit_server() as url:
                     try:
                         times.setdefault(name, []).append(round(start_link(b, url, label=label, drawn=drawn), 1))

@@ -10,7 +10,16 @@ import html
 
 import streamlit as st
 
-from s2s.export import file_stem, plotly_config, plotly_data, plotly_html, vega_html, vega_png, vega_svg
+from s2s.export import (
+    file_stem,
+    plotly_config,
+    plotly_data,
+    plotly_html,
+    plotly_js_mb,
+    vega_html,
+    vega_png,
+    vega_svg,
+)
 
 
 def escaped(text: str, size: str = "1.5rem") -> None:
@@ -43,9 +52,9 @@ def camera(*what) -> dict:
 def chart_downloads(fig, stem: str, key: str, data: str | None = None, about: dict | None = None) -> None:
     """Below a page's main Plotly chart: the chart as one interactive HTML file that works
     offline, and its data as JSON (`data`, or what the chart draws with `about` it), both named
-    `stem` and built only when clicked (the HTML is ~5 MB)."""
+    `stem` and built only when clicked (the HTML carries plotly.js: its size is on the button)."""
     c = st.columns(2)
-    c[0].download_button("⬇ Chart (HTML, interactive, offline)", lambda: plotly_html(fig, stem),
+    c[0].download_button(f"⬇ Chart (HTML, offline, {plotly_js_mb():.1f} MB)", lambda: plotly_html(fig, stem),
                          file_name=f"{stem}.html", mime="text/html", key=f"{key}_html", on_click="ignore")
     c[1].download_button("⬇ Data (JSON)", data if data is not None else lambda: plotly_data(fig, about),
                          file_name=f"{stem}.json", mime="application/json", key=f"{key}_data", on_click="ignore")
