@@ -318,18 +318,15 @@ def method_table(model: str) -> None:
         st.caption(f"Measured for the shipped models only (`results/alignment_methods.json`). For {model}: "
                    f"`python -m s2s.alignment --model MODEL --gold DIR --method norm --layers` (any method).")
         return
-    label = {name: METHOD_LABELS.get(m, m) for name, m in ALIGN_METHODS.items()}
-    table = pd.DataFrame([{"method": label[r["method"]], "best layer": r["layer"] or "—",
-                           "AER grow-diag": r["aer_grow_diag"], "AER argmax": r["aer_argmax"],
-                           "τ vs leave-one-out": r["tau_vs_loo"],
-                           "same top": None if r["same_top_as_loo"] is None else 100 * r["same_top_as_loo"]}
+    label = {name: METHOD_LABELS.get(name, name) for name in ALIGN_METHODS}
+    dash = "—"       # text columns: a missing figure reads as a dash, not "None"
+    fmt = lambda v, f: dash if v is None else format(v, f)       # noqa: E731
+    table = pd.DataFrame([{"method": label[r["method"]], "best layer": str(r["layer"] or dash),
+                           "AER grow-diag": fmt(r["aer_grow_diag"], ".3f"), "AER argmax": fmt(r["aer_argmax"], ".3f"),
+                           "τ vs leave-one-out": fmt(r["tau_vs_loo"], "+.2f"),
+                           "same top": dash if r["same_top_as_loo"] is None else f"{100 * r['same_top_as_loo']:.0f}%"}
                           for r in rows])
-    st.dataframe(table, hide_index=True, width="stretch",
-                 column_config={"AER grow-diag": st.column_config.NumberColumn(format="%.3f"),
-                                "AER argmax": st.column_config.NumberColumn(format="%.3f"),
-                                "τ vs leave-one-out": st.column_config.NumberColumn(format="%+.2f"),
-                                "same top": st.column_config.NumberColumn(format="%.0f%%"),
-                                "best layer": st.column_config.TextColumn()})
+    st.dataframe(table, hide_index=True, width="stretch")
     eflomal = next((r["aer"] for r in (ui.models.results_file(ALIGNMENT_RESULTS) or {}).get("rows", [])
                     if r.get("model") == "eflomal" and r.get("rule") == "grow-diag"), None)
     head = next((r.get("best_head") for r in aligned.get("rows", []) if r.get("model") == model
@@ -344,8 +341,8 @@ def method_table(model: str) -> None:
         + "**τ vs leave-one-out**: median Kendall τ per output piece between the method's row (last layer) and "
           "what removing each source piece costs; **same top**: steps where both rank the same piece first"
         + (f", over {explained['rows'][0]['sentences']} Tatoeba test sentences. " if explained else ". ")
-        + ("A dash: not measured" + (f" ({', '.join(missing)}: see the file)" if missing else "") + ". "
-           if table.isna().any().any() else "")
+        + ("A dash: not measured" + (f" ({', '.join(missing)}: see the file)" if missing else "")
+           + ", or leave-one-out against itself. " if (table == dash).any().any() else "")
         + "Published, on their own pair: Kobayashi et al. (2020), German–English, layer 2, norm 25.4 vs weights "
           f"30.3 AER. Written by `{aligned['command']}`"
         + (f" and `{explained['command']}`." if explained else "."))
