@@ -7,6 +7,7 @@ word alignments), s2s.attributions (against attributions) and s2s.counterfactual
 import json
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +34,7 @@ from s2s.alignment import (
 )
 from s2s.attributions import METHODS, agreement
 from s2s.contributions import ALIGN_METHODS, applies, explain_contributions, normalised
+from s2s.contributions import METHODS as CONTRIBUTION_METHODS
 from s2s.corpus_alignment import (
     corpus_head_scores,
     corpus_weights,
@@ -168,13 +170,10 @@ DEFERRED = ("value_zeroing",)
 def one_pass(path: str, text: str, reference: str | None, hub: bool, method: str):
     """contributions_cached for the page: for a hub model all but DEFERRED, joined by `method`'s
     own run when `method` is one of them."""
-    from dataclasses import replace
-
-    from s2s.contributions import METHODS as ONE_PASS
     if not hub:
         return contributions_cached(path, text, reference)
     tr = ui.models.load_path(path)
-    first = tuple(m for m in ONE_PASS if m not in DEFERRED and applies(tr, m))
+    first = tuple(m for m in CONTRIBUTION_METHODS if m not in DEFERRED and applies(tr, m))
     c = contributions_cached(path, text, reference, first)
     if method in DEFERRED and applies(tr, method):
         late = contributions_cached(path, text, reference, (method,))

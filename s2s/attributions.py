@@ -318,9 +318,9 @@ def integrated_gradients(model: Seq2Seq, src: torch.Tensor, tgt: torch.Tensor, s
     A Transformer's first round, most of the work, shares its points across tokens: `steps`
     sentences forward and one backward batched over tokens (_row_gradients), not T x `steps`
     rows. Only the forward is saved: the batched backward still costs about T x `steps`
-    backward passes, the bulk of integrated gradients. Measured on en-fr-transformer, 2 CPU
-    cores, Hansards test pairs 101-106: the first round 1.4x faster, the whole run 1.12x (the
-    split rounds go through captum). `fast_first_round=False` runs the first round through
+    backward passes, the bulk of integrated gradients. An ad-hoc timing, not a benchmark
+    (en-fr-transformer, 2 CPU cores, Hansards test pairs 101-106, both settings alternated):
+    the first round 1.4x faster, the whole run 1.12x (the split rounds go through captum). `fast_first_round=False` runs the first round through
     captum too (the tests compare the two)."""
     from captum.attr import IntegratedGradients  # imported here: it pulls in matplotlib (~0.7 s)
     from captum.attr._utils.approximation_methods import approximation_parameters
