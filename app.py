@@ -19,10 +19,12 @@ st.set_page_config(page_title="Seq2Seq Explorer", page_icon=ICON, layout="wide")
 # Less empty space above the title: on a 1280x720 projector every line counts.
 # (.st-key-plotly_early: the hidden chart of ui.warm.load_plotly_early or ui.warm.preload_chart_scripts, there to
 # load Plotly's script; .st-key-vega_early: the Vega-Lite one of ui.warm.preload_chart_scripts, off-screen: a chart
-# of no width is never drawn)
+# of no width is never drawn; .st-key-s2s_script_*: ui.address.run_script's scripts, of no height)
 st.markdown("<style>.block-container{padding-top:2.2rem} .st-key-plotly_early{display:none} "
-            ".st-key-vega_early{position:absolute;left:-10000px;top:0;width:80px;height:30px;overflow:hidden}</style>",
+            ".st-key-vega_early{position:absolute;left:-10000px;top:0;width:80px;height:30px;overflow:hidden} "
+            "[class*='st-key-s2s_script_']{display:none}</style>",
             unsafe_allow_html=True)
+ui.address.history_replaces_same_page()     # one Back press returns to the page the reader came from
 ui.warm.warm_up()     # once per server, in the background: torch and every model loaded and warmed
 
 pages = [   # the lecture's outline first, then the pages in the lecture's order: gated cells and gradients first
@@ -51,4 +53,5 @@ if ui.show.projector():
 else:
     st.set_page_config(page_title="Seq2Seq Explorer", page_icon=ICON, layout="wide", initial_sidebar_state="auto")
 ui.address.restore_kept()     # the widgets a page asked to keep survive a visit to another page
-page.run()
+with ui.warm.page_run():     # the warm-up steps aside while a page runs
+    page.run()

@@ -26,15 +26,18 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def streamlit_server(env: dict | None = None, timeout: float = 90, with_process: bool = False):
-    """Yield the URL of a fresh `streamlit run app.py` (and its Popen if with_process); stop it afterwards."""
+def streamlit_server(env: dict | None = None, timeout: float = 90, with_process: bool = False,
+                     app: Path | None = None):
+    """Yield the URL of a fresh `streamlit run app.py` (and its Popen if with_process); stop it
+    afterwards. `app`: another checkout of this app to serve (default: this one)."""
+    app = Path(app or ROOT).resolve()
     port = free_port()
     log = tempfile.TemporaryFile()     # a file, not a pipe: a pipe nobody reads would block a chatty server
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+        [sys.executable, "-m", "streamlit", "run", str(app / "app.py"), "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
          "--server.fileWatcherType", "none"],
-        cwd=ROOT, env={**os.environ, **(env or {})}, stdout=log, stderr=subprocess.STDOUT)
+        cwd=app, env={**os.environ, **(env or {})}, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + timeout

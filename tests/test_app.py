@@ -208,12 +208,21 @@ def test_step_slider_and_live_decoding(app, monkeypatch):
         drawn.append(kwargs.get("key"))
         return plotly_chart(fig, *args, **kwargs)
     monkeypatch.setattr(ui.show, "plotly_chart", record)
+    from streamlit.delta_generator import DeltaGenerator
+    sliders, slider = [], DeltaGenerator.slider
+
+    def record_slider(self, label, *args, **kwargs):
+        sliders.append((kwargs.get("key"), kwargs.get("value")))
+        return slider(self, label, *args, **kwargs)
+    monkeypatch.setattr(DeltaGenerator, "slider", record_slider)
     at.button(key="play").click()
     at.run()
     assert not at.exception
     # ▶ Play drives the whole step view: at each of the 4 steps both charts, and the output so far
     frames = [k for k in drawn if k and "_live" in k]
     assert frames == [f"{c}_live{k}" for k in range(4) for c in ("step_attn", "step_top")]
+    # and the step slider with them (#47: it stayed at 1 while the text read "Step 2 of 4")
+    assert [(k, v) for k, v in sliders if k and k.startswith("step_live")] == [(f"step_live{k}", k + 1) for k in range(4)]
     assert _widget(at, "step").value == 4 and "Step **4** of 4 words" in texts(at)     # it ends on the last step
     assert "**So far:** `c` `b` `a` `</s>`" in texts(at)            # the tiny model reverses its input
 
@@ -535,11 +544,48 @@ def test_a_cold_server_has_the_browser_load_plotly_while_the_page_waits(app, mon
 
 
 
+def test_the_warm_up_steps_aside_while_a_page_runs(monkeypatch):
+    """Past the default model, the warm-up waits between its steps while any page runs and for
+    QUIET_S after (the browser draws what the run sent, on the same cores), unless the page
+    itself waits for the warm-up (then both would wait for each other)."""
+    import threading
+    import time
+
+    from ui import warm
+    monkeypatch.setattr(warm, "QUIET_S", 0.3)
+    monkeypatch.setattr(warm, "_last_run_end", 0.0)
+    t = time.perf_counter()
+    warm._step_aside()                                   # nothing runs: at once
+    assert time.perf_counter() - t < 0.1
+    stepped = threading.Event()
+    with warm.page_run():
+        waiter = threading.Thread(target=lambda: (warm._step_aside(), stepped.set()))
+        waiter.start()
+        time.sleep(0.3)
+        assert not stepped.is_set()                      # a page runs: the warm-up waits
+        ended = time.perf_counter()
+    waiter.join(5)
+    assert stepped.is_set() and time.perf_counter() - ended >= 0.25     # and a quiet while after
+    # a page that waits for the warm-up (altair_ready, ...) is not waited for
+    monkeypatch.setattr(warm, "_warm_thread", threading.current_thread())
+    imported = threading.Event()
+    with warm.page_run():
+        page = threading.Thread(target=lambda: warm._after_warm_up(imported, timeout=5))
+        page.start()
+        while not warm._waiting:                         # the page is waiting for the warm-up
+            time.sleep(0.01)
+        t = time.perf_counter()
+        warm._step_aside(timeout=5)
+        assert time.perf_counter() - t < 2
+        imported.set()
+        page.join(5)
+
+
 def test_a_link_to_a_tab_scrolls_the_tabs_into_view(app):
     """Arriving with ?tab=… the page adds a zero-height script that scrolls the tabs to the
     top (the tab's view is below the heatmap); a plain visit adds none."""
     def scrolls(at) -> bool:
-        return any("scrollIntoView" in str(e.proto) for e in at.get("iframe"))
+        return any("scrollIntoView" in str(e.proto) for e in at.get("html"))
     at = app(tab="Beam tree", method="beam")
     assert not at.exception and scrolls(at)
     at.run()                                                   # a later run of the page: no scroll
@@ -554,3 +600,18 @@ def test_the_typed_sentence_and_model_survive_a_visit_to_another_page(app):
     at = away_and_back(at, "pages/gradients.py", "pages/translate.py", clear_query=True)
     assert not at.exception
     assert _widget(at, "text").value == "The cat sleeps." and _widget(at, "model").value == "en-fr-dot"
+
+
+def test_no_page_needs_streamlits_magic():
+    """.streamlit/config.toml turns "magic" off (rewriting each page's syntax tree for it cost
+    0.17 s of its first run): no page writes a bare expression that magic would have shown."""
+    import ast
+    import tomllib
+
+    from streamlit.runtime.scriptrunner.magic import add_magic
+    assert tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())["runner"]["magicEnabled"] is False
+    for path in [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"))]:
+        tree = add_magic(path.read_text(), str(path))
+        shown = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                 and isinstance(n.func.value, ast.Name) and n.func.value.id == "__streamlitmagic__"]
+        assert not shown, f"{path.name} lines {shown}"

@@ -110,6 +110,10 @@ def test_browser_bench_summary_flags_the_actions_over_target():
                              "switch_model": 1100}
     assert out["ms_max"]["translate_greedy"] == 2500 and out["samples"]["cold_start"] == 3
     assert out["over_target"] == ["switch_model"]        # both cold starts have 5 s
+    links = bb.summary({"start_link_bottleneck": [1400, 1600, 1450], "start_link_heads": [1600, 1700, 1500]})
+    assert links["over_target"] == ["start_link_heads"]      # a start link has 1.5 s
+    # two checkouts side by side: the last one's medians over the first's, for what both timed
+    assert bb.compared({"old": {"ms_p50": {"a": 1000, "b": 400}}, "new": {"ms_p50": {"a": 500, "c": 10}}}) == {"a": 0.5}
 
 
 def test_train_step_bench_prints_each_setting_as_json():

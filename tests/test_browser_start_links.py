@@ -292,3 +292,31 @@ def test_every_start_link_lands_on_its_point_readable(app, links, projector):
             print(f"{label}: {time.perf_counter() - start:.1f} s")
     assert not report, f"projector={projector}: {len(report)} of {len(links)} Start links fail:\n" + "\n".join(
         f"- {label}:\n" + "\n".join(f"    · {f}" for f in fails) for label, fails in report.items())
+
+
+def test_one_back_press_returns_to_the_start_page(app, links):
+    """Issue #47: a Start link, then the browser's Back once, is the Start page again. The page
+    writes its address on arriving (and on every change), which Streamlit made a new history
+    entry each time, so Back first went from the page's address to the link's; now an address
+    written on the same page replaces the entry (ui.address.history_replaces_same_page)."""
+    url, b = app
+    failures = []
+    for label, _ in links[:4]:          # a Translate tab, with the address the page rewrites
+        page, arrived = watched_page(b, WIDTH, HEIGHT), None
+        try:
+            page.goto(url + "/")
+            page.wait_for_selector('[data-testid="stMain"] [data-testid="stPageLink"] a', timeout=180_000)
+            settle(page)
+            page.locator('[data-testid="stMain"] [data-testid="stPageLink"] a', has_text=label).first.click()
+            page.wait_for_function("() => location.pathname !== '/'", timeout=60_000)
+            settle(page)
+            arrived = page.url
+            page.go_back()
+            page.wait_for_function("() => location.pathname === '/'", timeout=10_000)
+            page.get_by_role("heading", name="Start here").wait_for(timeout=60_000)
+        except Exception as e:  # noqa: BLE001 (reported with the others)
+            failures.append(f"{label}: from {page.url} (arrived at {arrived}): "
+                            f"{type(e).__name__}")
+        finally:
+            page.close()
+    assert not failures, "one Back press did not return to the Start page:\n" + "\n".join(failures)

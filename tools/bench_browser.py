@@ -1,6 +1,7 @@
-"""How long the app's main actions take in a real browser, as JSON.
+"""How long the app's main actions take in a real browser, as JSON; with --app twice, two commits side by side.
 
     python tools/bench_browser.py [--runs 3] [--presses 3]
+    python tools/bench_browser.py --runs 3 --app OLD --app .      # OLD: e.g. `git worktree add /tmp/old 6205b42`
 
 Each run starts a fresh `streamlit run app.py` on loopback (tests/browser.py) and drives
 Debian's headless Chromium at 1280 x 720, a classroom projector, through what a class does.
@@ -14,23 +15,21 @@ on the page is drawn):
                                until the page has settled (the charts below it drawn too)
     cold_start_heatmap         the same, until the heatmap itself is drawn (the issue's "cold
                                start to the first heatmap"; the page settles after it)
-    start_link_first_heatmap   on another fresh server: the start page drawn and read for 3 s,
-                               then its first Translate & Align link, until that page's heatmap
-                               (what a class sees: the app warms up while the outline is read)
-    start_link_bottleneck      the same with the start page's Bottleneck link, until every chart
-                               of the Bottleneck page is drawn (its Altair charts need Vega, which
-                               the start page has the browser load while the outline is read)
+    start_link_<label>         on another fresh server, every link of the start page in the
+                               outline's order (e.g. start_link_translate_align_step_by_step):
+                               the start page opened in a new tab, drawn (its links there and
+                               every chart drawn) and read for 3 s, then the link, until its
+                               page's run is over and every chart on it is drawn. The first link
+                               meets a server still warming up, as a class's first click does.
     translate_greedy, _beam    a new sentence (never asked before: no cache), Translate
     tab_<name>                 opening each tab of the Translate page (only the open tab runs)
     switch_model               another attention model in the sidebar, until its heatmap shows
     bottleneck_first_open      the Bottleneck page's first visit on this server, from the sidebar
                                as a class opens it, until every chart is drawn
-    bottleneck_translate_both  a new sentence, "Translate with both"
+    bottleneck_translate_both  a new sentence in its "Your own English text" box, "Translate with both"
     cells_first_open           the Cell States page's first visit, from the sidebar
     cells_find_cells           its Find cells tab: every cell ranked, the top traces drawn
     cells_sample               "Sample from the model" with a new seed, until the text is shaded
-    start_link_attribution     the same with the start page's "Alignment › Attention vs attribution"
-                               link (the default model), until the method's map is drawn
     new_tab_start_page         the start page opened in a new browser tab, until it has settled:
                                the floor under every link opened in a new tab
     explain_link_<model>       a link to Alignment & Explanation's "Attention vs attribution" tab
@@ -43,8 +42,13 @@ on the page is drawn):
 `--presses` new sentences (or seeds) per run for the repeated actions; the other actions
 happen once per run. Prints the median and the worst time of each action in ms, and
 `over_target`, the actions whose median misses its target: on an idle machine, cold start
-<= 5 s, an explain link <= 3 s (10 s for the --hub model) and every other action <= 1 s. On a machine busy with other work (a training run)
-the timings measure that contention, not the app.
+<= 5 s, an explain link <= 3 s (10 s for the --hub model), a start link <= 1.5 s and every
+other action <= 1 s. An action that fails (a widget moved, a chart never drawn) is named in
+`failed` with its error and the others go on. With several --app checkouts the runs alternate
+between them (fresh servers of each, in turn, so a machine's drift hits all alike), each
+checkout gets its own summary, and `ratio` gives each action's median in the last checkout
+over the first's. On a machine busy with other work (a training run) the timings measure that
+contention, not the app.
 """
 from __future__ import annotations
 
@@ -64,7 +68,9 @@ from s2s.checkpoint import attention_checkpoints, checkpoint_root, list_checkpoi
 
 TARGET_MS = {"cold_start": 5000, "cold_start_heatmap": 5000,     # every other action: DEFAULT_TARGET_MS
              "explain_link_en-fr-additive": 3000, "explain_link_en-fr-transformer": 3000, "explain_link_hub": 10000,
-             "start_link_attribution": 3000, "new_tab_start_page": 3000}
+             "new_tab_start_page": 3000}
+START_LINK_TARGET_MS = 1500                                     # every start_link_<label>
+TIMEOUT_MS = 120_000          # the longest any one action may take before it counts as failed
 EXPLAIN_MODELS = ["en-fr-additive", "en-fr-transformer"]
 HUB_PAIR = ("She has a big black dog.", "Elle a un gros chien noir.")
 DEFAULT_TARGET_MS = 1000
@@ -101,13 +107,13 @@ CHART_DATA = """key => { const p = document.querySelector(`[class*='st-key-${key
 SHADED_TEXT = "() => { const e = document.querySelector('.s2s-cells'); return e ? e.textContent : null; }"
 
 
-def timed(page, act, done: str, arg=None, timeout_ms: int = 120_000, settle: bool = True) -> float:
+def timed(page, act, done: str, arg=None, settle: bool = True) -> float:
     """ms from `act()` until the JS predicate `done(arg)` holds and (with `settle`) the page has settled."""
     t = time.perf_counter()
     act()
-    page.wait_for_function(done, arg=arg, timeout=timeout_ms)
+    page.wait_for_function(done, arg=arg, timeout=TIMEOUT_MS)
     if settle:
-        page.wait_for_function(SETTLED, timeout=timeout_ms)
+        page.wait_for_function(SETTLED, timeout=TIMEOUT_MS)
     return (time.perf_counter() - t) * 1000
 
 
@@ -119,7 +125,7 @@ def changed(page, snapshot: str, arg=None) -> tuple[str, object]:
 
 def goto(page, url: str) -> None:
     page.goto(url)
-    page.wait_for_selector('[data-testid="stApp"]', timeout=120_000)
+    page.wait_for_selector('[data-testid="stApp"]', timeout=TIMEOUT_MS)
 
 
 def open_from_sidebar(page, title: str) -> None:
@@ -139,18 +145,56 @@ def choose_model(page, name: str) -> None:
     page.get_by_role("option", name=re.compile(rf"^{re.escape(name)}\b")).click()
 
 
-def start_link(b, url: str, read_s: float = 3.0, label: str = "Translate & Align", drawn: str = "heatmap") -> float:
-    """ms from clicking the start page's first link named `label`, `read_s` seconds after the
-    start page is drawn on a fresh server, until that page's chart `drawn` is drawn and the
-    page has settled."""
+# the run a click started is over, and what it drew is drawn: a chart, or Cell States' shaded text
+RAN = """() => { if (!window.__s2sRan) { const app = document.querySelector('[data-testid="stApp"]');
+                   if (app && app.dataset.testScriptState === 'running') window.__s2sRan = true; }
+               return !!window.__s2sRan && (SETTLED)()
+                      && !!document.querySelector('[data-testid="stMain"] .main-svg, '
+                           + '[data-testid="stMain"] [data-testid="stVegaLiteChart"] canvas, .s2s-cells'); }"""
+RAN = RAN.replace("(SETTLED)", "(" + SETTLED + ")")
+WATCH_RUN = """() => { window.__s2sRan = false;        // polled every frame from the click on: a run seen
+  const poll = () => { const app = document.querySelector('[data-testid="stApp"]');
+    if (app && app.dataset.testScriptState === 'running') window.__s2sRan = true;
+    if (!window.__s2sRan) requestAnimationFrame(poll); };
+  requestAnimationFrame(poll); }"""
+
+
+def slug(label: str) -> str:
+    """A start link's label as a JSON key: "Translate & Align › Step by step" -> translate_align_step_by_step."""
+    return re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
+
+
+def start_page(b, url: str):
+    """A new tab on the start page, once it is drawn: its links there (a run that only began,
+    before the rerun through app.py, shows no links and is already "settled") and every chart
+    drawn, the hidden ones that load the chart scripts included."""
     page = b.new_page(viewport=VIEWPORT)
+    goto(page, url)
+    page.locator('[data-testid="stMain"] [data-testid="stPageLink"] a').first.wait_for(timeout=TIMEOUT_MS)
+    page.wait_for_function(SETTLED, timeout=TIMEOUT_MS)
+    return page
+
+
+def start_link_labels(b, url: str) -> list[str]:
+    """The start page's links, in the outline's order."""
+    page = start_page(b, url)
     try:
-        goto(page, url)
-        page.wait_for_selector('[data-testid="stSidebarNav"] a', timeout=120_000)
-        page.wait_for_function(SETTLED, timeout=120_000)
+        return page.eval_on_selector_all(
+            '[data-testid="stMain"] [data-testid="stPageLink"] a',
+            "els => els.map(a => (a.querySelector('[data-testid=stMarkdownContainer]') || a).textContent.trim())")
+    finally:
+        page.close()
+
+
+def start_link(b, url: str, label: str, read_s: float = 3.0) -> float:
+    """ms from clicking the start page's link named `label`, `read_s` seconds after the start
+    page is drawn, until the run it started is over and its page is drawn (RAN)."""
+    page = start_page(b, url)
+    try:
         time.sleep(read_s)
-        link = page.get_by_role("link", name=re.compile("^" + re.escape(label))).first
-        return timed(page, link.click, DRAWN, drawn)
+        link = page.locator('[data-testid="stMain"] [data-testid="stPageLink"] a', has_text=label).first
+        page.evaluate(WATCH_RUN)
+        return timed(page, link.click, RAN, settle=False)
     finally:
         page.close()
 
@@ -172,16 +216,11 @@ def explain_link(b, url: str, model: str, text: str, reference: str | None = Non
         page.close()
 
 
-def one_run(b, url: str, t_spawn: float, presses: int, offset: int, models: list[str], times: dict,
-            failed: list, hub: str | None = None, explain_only: bool = False) -> int:
-    """Every action once (the repeated ones `presses` times) on a fresh server; returns the
-    number of exceptions the pages showed."""
-    def record(name: str, measure) -> None:
-        try:
-            ms = round(measure(), 1)       # before setdefault: a failed action leaves no empty list
-            times.setdefault(name, []).append(ms)
-        except Exception as e:             # one broken action must not hide the others' times
-            failed.append(f"{name}: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
+def one_run(b, url: str, t_spawn: float, presses: int, offset: int, models: list[str], record,
+            hub: str | None = None, explain_only: bool = False) -> int:
+    """Every action once (the repeated ones `presses` times) on a fresh server, each timed by
+    `record(name, measure)`; returns the number of exceptions the pages showed."""
+    heatmap_ms: list[float] = []
 
     page = b.new_page(viewport=VIEWPORT)
     errors = 0
@@ -189,14 +228,16 @@ def one_run(b, url: str, t_spawn: float, presses: int, offset: int, models: list
 
     def cold_start() -> float:
         goto(page, url)                   # the app's own address: whatever page is the default
-        page.wait_for_selector('[data-testid="stSidebarNav"] a', timeout=120_000)
+        page.wait_for_selector('[data-testid="stSidebarNav"] a', timeout=TIMEOUT_MS)
         goto(page, url + "/translate")
-        page.wait_for_function(DRAWN, arg="heatmap", timeout=120_000)
-        times.setdefault("cold_start_heatmap", []).append(round((time.perf_counter() - t_spawn) * 1000, 1))
-        page.wait_for_function(SETTLED, timeout=120_000)
+        page.wait_for_function(DRAWN, arg="heatmap", timeout=TIMEOUT_MS)
+        heatmap_ms.append((time.perf_counter() - t_spawn) * 1000)
+        page.wait_for_function(SETTLED, timeout=TIMEOUT_MS)
         return (time.perf_counter() - t_spawn) * 1000
 
     record("cold_start", cold_start)
+    if heatmap_ms:
+        record("cold_start_heatmap", lambda: heatmap_ms[0])
     if explain_only:
         errors = len(exceptions(page))
         page.close()
@@ -224,7 +265,10 @@ def one_run(b, url: str, t_spawn: float, presses: int, offset: int, models: list
     for _ in range(presses):
         def both() -> float:
             text, _ = next(sentence)
-            page.get_by_role("textbox", name="English text").fill(text)
+            box = page.get_by_role("textbox", name="English text")
+            if not box.is_visible():       # the form sits in a closed expander
+                page.get_by_text("Your own English text", exact=False).first.click()
+            box.fill(text, timeout=TIMEOUT_MS)
             done, arg = changed(page, CHART_DATA, "lp_")
             return timed(page, lambda: page.get_by_role("button", name="Translate with both").click(), done, arg)
         record("bottleneck_translate_both", both)
@@ -236,7 +280,7 @@ def one_run(b, url: str, t_spawn: float, presses: int, offset: int, models: list
         record("cells_find_cells", lambda: timed(page, lambda: page.get_by_role("tab", name="Find cells").click(),
                                                  DRAWN, "top_traces"))
         page.get_by_role("tab", name="Colored text").click()
-        page.wait_for_function(f"() => ({SHADED_TEXT})() !== null", timeout=120_000)
+        page.wait_for_function(f"() => ({SHADED_TEXT})() !== null", timeout=TIMEOUT_MS)
         page.get_by_role("radio", name="Sample from the model").click()
         page.get_by_role("button", name="Sample").wait_for(timeout=60_000)
         for k in range(presses):
@@ -274,52 +318,83 @@ def explain_links(b, url: str, models: list[str], hub: str | None, sentence, rec
         record("explain_link_hub", lambda: explain_link(b, url, hub, *HUB_PAIR))
 
 
+def target_ms(action: str) -> int:
+    return START_LINK_TARGET_MS if action.startswith("start_link_") else TARGET_MS.get(action, DEFAULT_TARGET_MS)
+
+
 def summary(times: dict[str, list[float]]) -> dict:
     """Median and worst per action, and the actions whose median misses its target."""
     times = {k: v for k, v in times.items() if v}
     p50 = {k: round(statistics.median(v), 1) for k, v in times.items()}
     return {"ms_p50": p50, "ms_max": {k: max(v) for k, v in times.items()},
             "samples": {k: len(v) for k, v in times.items()},
-            "targets_ms": {**TARGET_MS, "every other action": DEFAULT_TARGET_MS},
-            "over_target": sorted(k for k, v in p50.items() if v > TARGET_MS.get(k, DEFAULT_TARGET_MS))}
+            "targets_ms": {**TARGET_MS, "start_link_*": START_LINK_TARGET_MS, "every other action": DEFAULT_TARGET_MS},
+            "over_target": sorted(k for k, v in p50.items() if v > target_ms(k))}
 
 
-def main() -> int:
+def compared(summaries: dict[str, dict]) -> dict[str, float]:
+    """Each action's median in the last checkout over the first's (both measured)."""
+    first, last = (s["ms_p50"] for s in (list(summaries.values())[0], list(summaries.values())[-1]))
+    return {k: round(last[k] / first[k], 2) for k in last if k in first and first[k] > 0}
+
+
+def start_links(b, url: str, record) -> None:
+    """Every start link, in the outline's order, on this (fresh) server."""
+    for label in start_link_labels(b, url):
+        record("start_link_" + slug(label), lambda: start_link(b, url, label))
+
+
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--runs", type=int, default=3, help="fresh servers, one cold start each")
+    p.add_argument("--runs", type=int, default=3, help="fresh servers, one cold start each (per checkout)")
     p.add_argument("--presses", type=int, default=3, help="new sentences (or seeds) per run for repeated actions")
     p.add_argument("--hub", metavar="DIR", help="a Hugging Face model folder the servers list (S2S_HUB_MODELS): "
                                                  "its explain link is timed too (e.g. the opus-mt-shaped Marian of "
                                                  "tests/hub_models.py)")
     p.add_argument("--explain-only", action="store_true",
-                   help="per run only the cold start, the explain links and the start page's attribution link")
-    a = p.parse_args()
+                   help="per run only the cold start, the explain links and the start page's links")
+    p.add_argument("--app", type=Path, action="append", metavar="DIR",
+                   help="a checkout of this app to serve (default: this one); give it twice or more to compare "
+                        "commits: runs alternate between them and `ratio` is the last one's medians over the first's")
+    a = p.parse_args(argv)
     hub = str(Path(a.hub).resolve()) if a.hub else None
     env = {"S2S_HUB_MODELS": hub} if hub else None
+    apps = [str(d.resolve()) for d in (a.app or [ROOT])]
     models = [i.name for i in attention_checkpoints(checkpoint_root())]
     default = "en-fr-additive"                        # the page opens on it (ui.models.DEFAULT_MODEL) when present
     models = sorted(models, key=lambda n: n != default)
-    times: dict[str, list[float]] = {}
-    failed: list[str] = []
+    times: dict[str, dict[str, list[float]]] = {app: {} for app in apps}
+    failed: dict[str, list[str]] = {app: [] for app in apps}
     errors = 0
     with browser() as b:
         for run in range(a.runs):
-            t_spawn = time.perf_counter()
-            with streamlit_server(env) as url:
-                errors += one_run(b, url, t_spawn, a.presses, run * (2 * a.presses + 2), models, times, failed, hub,
-                                  a.explain_only)
-            links = [("start_link_first_heatmap", "Translate & Align", "heatmap"),
-                     ("start_link_bottleneck", "Bottleneck", "lp_"),
-                     ("start_link_attribution", "Alignment › Attention vs attribution", "point_attribution")]
-            for name, label, drawn in (links[2:] if a.explain_only else links):
-                with streamlit_server() as url:
-                    try:
-                        times.setdefault(name, []).append(round(start_link(b, url, label=label, drawn=drawn), 1))
-                    except Exception as e:
-                        failed.append(f"{name}: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
-    print(json.dumps({**summary(times), "runs": a.runs, "viewport": f"{VIEWPORT['width']}x{VIEWPORT['height']}",
-                      "exceptions": errors, "failed": failed}))
-    return 0 if not errors and not failed else 1
+            for app in apps:       # alternating: a machine's drift hits every checkout alike
+                errors += bench_one(b, app, run, a.presses, models, times[app], failed[app], hub, env, a.explain_only)
+    summaries = {app: {**summary(times[app]), "failed": failed[app]} for app in apps}
+    common = {"runs": a.runs, "viewport": f"{VIEWPORT['width']}x{VIEWPORT['height']}", "exceptions": errors}
+    if len(apps) == 1:
+        print(json.dumps({**summaries[apps[0]], **common}))
+    else:
+        print(json.dumps({"apps": summaries, "ratio": compared(summaries), **common}))
+    return 0 if not errors and not any(failed.values()) else 1
+
+
+def bench_one(b, app: str, run: int, presses: int, models: list[str], times: dict, failed: list,
+              hub: str | None, env: dict | None, explain_only: bool) -> int:
+    """One run of checkout `app`: a fresh server for the actions, another for the start links."""
+    def record(name: str, measure) -> None:
+        try:
+            ms = round(measure(), 1)       # before setdefault: a failed action leaves no empty list
+            times.setdefault(name, []).append(ms)
+        except Exception as e:             # one broken action must not hide the others' times
+            failed.append(f"{name}: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
+
+    t_spawn = time.perf_counter()
+    with streamlit_server(env, app=app) as url:
+        errors = one_run(b, url, t_spawn, presses, run * (2 * presses + 2), models, record, hub, explain_only)
+    with streamlit_server(app=app) as url:
+        start_links(b, url, record)
+    return errors
 
 
 if __name__ == "__main__":

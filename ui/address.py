@@ -63,20 +63,47 @@ def arrival_query(page: str) -> dict[str, str]:
     return st.session_state.pop("_arrival_query", {})
 
 
+def run_script(js: str, name: str) -> None:
+    """Run `js` (a constant of ours, never user text) in the page itself, in an element of no
+    height (app.py's style hides .st-key-s2s_script_<name>). Streamlit runs an element's script
+    when the element is first drawn, and again only when the script's text changes."""
+    with st.container(key="s2s_script_" + name):
+        st.html(f"<script>{js}</script>", unsafe_allow_javascript=True)
+
+
+# Streamlit's page adds a browser history entry for every change of the query string, so after
+# a link the first Back press only went from the page's address to the link's (#47). An address
+# the app writes without the user going anywhere replaces the current entry instead: a history
+# entry is added only when the path, the page, changes (a link, the sidebar).
+HISTORY_REPLACES_SAME_PAGE = """
+if (!window.history.__s2sReplaces) {
+  const push = window.history.pushState.bind(window.history);
+  const replace = window.history.replaceState.bind(window.history);
+  window.history.pushState = (state, title, url) => {
+    const to = url === undefined || url === null ? null : new URL(String(url), window.location.href);
+    return (to && to.pathname === window.location.pathname ? replace : push)(state, title, url);
+  };
+  window.history.__s2sReplaces = true;
+}"""
+
+
+def history_replaces_same_page() -> None:
+    """Once per browser tab (app.py calls it on every run): see HISTORY_REPLACES_SAME_PAGE."""
+    run_script(HISTORY_REPLACES_SAME_PAGE, "history")
+
+
 def scroll_into_view(selector: str) -> None:
     """Scroll the page so that the first element matching the CSS `selector` (a constant,
     never user text) sits just below the app's header, once this run has been drawn: a link
     to a tab below the fold would otherwise open with the tab out of sight. The header (about
     60 px, drawn over the page) would hide a tab bar scrolled to the window's very top, so
-    the element keeps a scroll margin of the header's height. Streamlit has no call for
-    this; a script in a zero-height component iframe (same origin) scrolls its parent.
+    the element keeps a scroll margin of the header's height.
 
     It waits for the run to end however long it takes (an explanation under load took over
     the 10 s an earlier version waited, and the page stayed unscrolled), then scrolls again
     while the charts above settle, so long as the reader has not scrolled away meanwhile."""
-    import streamlit.components.v1 as components
-    components.html(f"""<script>
-const doc = window.parent.document, selector = {json.dumps(selector)}, began = Date.now();
+    run_script(f"""
+const doc = document, selector = {json.dumps(selector)}, began = Date.now();
 function scroll() {{
   const app = doc.querySelector('[data-testid="stApp"]'), el = doc.querySelector(selector);
   if (el && app && app.dataset.testScriptState === 'notRunning') {{
@@ -98,7 +125,7 @@ function scroll() {{
   }} else if (Date.now() - began < 600000) setTimeout(scroll, 150);    // a run of up to 10 minutes
 }}
 scroll();
-</script>""", height=0)
+""", "scroll")
 
 
 # ------------------------------------------------------------------ reading a link

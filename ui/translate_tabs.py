@@ -112,7 +112,8 @@ def step_by_step(tr: Translator, d: Decoding, words: bool, model: str, text: str
     play = c_play.button("▶ Play decoding", key="play", width="stretch",
                          help="Walk this view through every step, attention and next tokens together")
     delay = c_delay.slider("Seconds per step", 0.0, 1.5, step=0.1, key="delay")
-    t = c_step.slider(f"Step ({unit}s)", 1, n, key="step") - 1 if n > 1 else 0
+    step_slot = c_step.empty()       # ▶ Play moves a copy of the slider here, step by step
+    t = step_slot.slider(f"Step ({unit}s)", 1, n, key="step") - 1 if n > 1 else 0
     with point("step"):
         line, so_far = st.empty(), st.empty()
         c1, c2 = st.columns(2)
@@ -150,6 +151,7 @@ def step_by_step(tr: Translator, d: Decoding, words: bool, model: str, text: str
 
     if play and n > 1:
         for k in range(n):
+            step_slot.slider(f"Step ({unit}s)", 1, n, value=k + 1, key=f"step_live{k}", disabled=True)
             draw(k, live=f"_live{k}")
             time.sleep(delay)
         S["_step_after_play"] = n     # the slider is drawn already: it moves on the rerun

@@ -8,18 +8,28 @@ page's links need it; meanwhile the browser is told to fetch the charts' scripts
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
+import time
 
 import streamlit as st
 
 from s2s.checkpoint import CheckpointError
 from ui import models
+from ui.show import MAIN_PX
 
 _warm_lock, _warm_thread = threading.Lock(), None
 _default_warm = threading.Event()     # set once warm_up has torch, the default model and its first decode
 _plotly_imported = threading.Event()  # set once warm_up has imported plotly (and pandas)
 _altair_ready = threading.Event()     # set once warm_up has imported altair and built a chart (the Bottleneck's)
+# Page runs in progress, and how many of them wait for the warm-up (_after_warm_up): past the
+# default model the warm-up steps aside while a page runs, so a click is not slowed down by
+# loading models it does not need (on 2 cores a Start link took 1.7 s beside it, 1.0 s without)
+_runs = threading.Condition()
+_running = _waiting = 0
+_last_run_end = 0.0      # time.monotonic() when a page run last ended
+QUIET_S = 2.0            # and after it, while the browser draws what the run sent
 
 
 def warm_up() -> threading.Thread | None:
@@ -44,7 +54,46 @@ def _after_warm_up(imported: threading.Event, timeout: float = 30) -> bool:
     """Whether a page may use what the warm-up imports: at once when no warm-up runs, else
     once it has `imported` them (at most `timeout` s on). Two threads importing one package
     (plotly, pandas, altair) at once can see each other's half-imported modules."""
-    return _warm_thread is None or imported.wait(timeout=timeout)
+    global _waiting
+    if _warm_thread is None or imported.is_set():
+        return True
+    with _runs:                  # a page that waits for the warm-up must not be waited for by it
+        _waiting += 1
+        _runs.notify_all()
+    try:
+        return imported.wait(timeout=timeout)
+    finally:
+        with _runs:
+            _waiting -= 1
+
+
+@contextlib.contextmanager
+def page_run():
+    """app.py runs each page inside this: while any page runs (and is not itself waiting for
+    the warm-up), the warm-up, once the default model is ready, waits between its steps."""
+    global _running
+    with _runs:
+        _running += 1
+    try:
+        yield
+    finally:
+        with _runs:
+            global _last_run_end
+            _running -= 1
+            _last_run_end = time.monotonic()
+            _runs.notify_all()
+
+
+def _step_aside(timeout: float = 60) -> None:
+    """Wait (at most `timeout` s) until no page has run for QUIET_S s (the browser draws what
+    a run sent on the same 2 cores), unless every running page waits for the warm-up."""
+    end = time.monotonic() + timeout
+    with _runs:
+        while time.monotonic() < end:
+            if _running <= _waiting and (_running or time.monotonic() - _last_run_end >= QUIET_S):
+                return
+            _runs.wait(timeout=max(0.05, min(end, _last_run_end + QUIET_S) - time.monotonic()) if not _running
+                       else end - time.monotonic())
 
 
 def altair_ready(timeout: float = 30) -> None:
@@ -126,6 +175,21 @@ def _warm_models() -> None:
         except (CheckpointError, InputError, OSError):   # the page that opens it says what is wrong
             pass
 
+    def first_chart(name: str) -> None:
+        """What a page's first run does once per process besides the model: import the pages'
+        modules and build a heatmap as a page shows it (plotly loads its validators on first
+        use): 0.3 s of the first Translate & Align link's run here."""
+        import s2s.evaluate  # noqa: F401
+        import s2s.export  # noqa: F401
+        import ui.translate_tabs  # noqa: F401
+        try:
+            d = s2s.decode.greedy(models.load_model(name), "Hello.")
+        except (CheckpointError, InputError, OSError):
+            return
+        for projector, width in MAIN_PX.items() if d.attention is not None else ():
+            s2s.figures.for_screen(s2s.figures.attention_heatmap(d.source_tokens, d.target_tokens, d.attention),
+                                   projector, width).to_json()
+
     # In the order the Start page's links need them: Translate's default model, then the
     # Bottleneck page's first screen (its models, their greedy decodings of the joined
     # examples, outputs only and nothing timed, and its Altair charts), then the models only a
@@ -133,19 +197,26 @@ def _warm_models() -> None:
     names = [i.name for i in infos]
     if models.DEFAULT_MODEL in names:
         warm(models.DEFAULT_MODEL)
+        first_chart(models.DEFAULT_MODEL)
     _default_warm.set()
+    open('/tmp/runlog','a').write(f'warm default {__import__("time").time()%1000:.3f}\n')
     for name in bottleneck:
         if name != models.DEFAULT_MODEL:
+            _step_aside()
             warm(name)
         for k in range(1, STRESS_DEFAULT + 1):
+            _step_aside()
             try:
                 models.greedy_decoding(models.model_path(name), joined_example(k)[0])
             except (CheckpointError, InputError, OSError):
                 break
+    _step_aside()
     # importing altair and building a first chart (its schema validators) took half a second
     # of the Bottleneck page's first run
     pandas.DataFrame({"model": ["a"], "x": [0], "y": [0]}).pipe(s2s.figures.length_chart, "x", "y").to_dict()
     _altair_ready.set()
     for name in names:
         if name != models.DEFAULT_MODEL and name not in bottleneck:
+            _step_aside()
             warm(name)
+    open('/tmp/runlog','a').write(f'warm end {__import__("time").time()%1000:.3f}\n')
