@@ -304,3 +304,4 @@ def load_hub(spec: str | Path, device: torch.device | str | None = None, source_
     tr_config = {"name": label, "kind": "translation", "description": description, "hub": str(spec),
                  "parameters": n_params, "model": cfg.to_dict()}
     return Translator(label, Path(name) if local else Path(HUB_PREFIX + name), model, tok, tr_config, {})
+

@@ -347,3 +347,22 @@ def test_beam_search_keeps_no_ruled_out_hypothesis(hub):
     first = [n for n in d.beam_tree if n["step"] == 0]
     assert [n["token"] for n in first] == ["__fr__"]                   # the forced code alone, no -inf junk
     assert all(np.isfinite(n["log_prob"]) for n in d.beam_tree)
+
+
+def test_fetch_downloads_and_checks_the_operators_models_before_class(hub_models, tmp_path):
+    """python -m s2s.fetch (docs/teaching.md): every model S2S_HUB_MODELS lists is loaded (a hub
+    name downloaded into the cache first) and made to translate; each failure is one line,
+    and the exit status says whether the server is ready to run offline."""
+    listed = f"{hub_models['marian']},{tmp_path / 'missing'},hf:Helsinki-NLP/opus-mt-en-fr-not-cached"
+    r = run_cli("s2s.fetch", "--json", env_extra={"S2S_HUB_MODELS": listed})     # HF_HUB_OFFLINE=1 (run_cli)
+    assert r.returncode == 1, r.stderr
+    rows = {row["model"]: row for row in json.loads(r.stdout)["models"]}
+    assert list(rows) == listed.split(",")
+    ok = rows[str(hub_models["marian"])]
+    assert ok["ok"] and "marian" in ok["description"] and isinstance(ok["translation"], str)
+    assert not rows[str(tmp_path / "missing")]["ok"] and "does not exist" in rows[str(tmp_path / "missing")]["error"]
+    assert "cannot be reached" in rows["hf:Helsinki-NLP/opus-mt-en-fr-not-cached"]["error"]
+    r = run_cli("s2s.fetch", str(hub_models["t5"]))                    # named on the command line: all fine
+    assert r.returncode == 0 and r.stdout.startswith("ok ") and len(r.stdout.strip().splitlines()) == 1
+    r = run_cli("s2s.fetch", env_extra={"S2S_HUB_MODELS": ""})          # nothing to fetch: says so
+    assert r.returncode == 2 and "lists none" in r.stderr
