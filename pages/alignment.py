@@ -32,10 +32,7 @@ from s2s.alignment import (
     shifted,
     word_attention,
 )
-from s2s.attributions import METHODS, agreement
-from s2s.contributions import ALIGN_METHODS, applies, explain_contributions, normalised
-from s2s.contributions import METHODS as CONTRIBUTION_METHODS
-from s2s.corpus_alignment import (
+from s2s.alignment.corpus import (
     corpus_head_scores,
     corpus_weights,
     parse_pharaoh_file,
@@ -44,6 +41,9 @@ from s2s.corpus_alignment import (
     upload_corpus,
     weights_links,
 )
+from s2s.attributions import METHODS, agreement
+from s2s.contributions import ALIGN_METHODS, applies, explain_contributions, normalised
+from s2s.contributions import METHODS as CONTRIBUTION_METHODS
 from s2s.counterfactual import EPSILON, KINDS, counterfactual
 from s2s.export import file_stem, matrix_json, plotly_config
 from s2s.figures import (
@@ -106,12 +106,13 @@ ADDRESS = {"model": ("align_model", str), "tab": ("alignment_tab", ui.address.ch
            "text": ("explain_text", str), "reference": ("explain_reference", str), "step": ("cf_step", int),
            "method": ("explain_method", ui.address.choice(list(ALIGN_METHODS))), "layer": ("explain_layer", int),
            "kind": ("cf_kind", ui.address.choice(KINDS)), "eps": ("cf_eps", float),
-           "corpus": ("corpus_source", ui.address.choice(["example", "upload"])), "corpus_rule": ("corpus_rule", ui.address.choice(RULES)),
+           "corpus": ("corpus_source", ui.address.choice(["example", "upload", "paste"])), "corpus_rule": ("corpus_rule", ui.address.choice(RULES)),
            "corpus_head": ("corpus_head", str), "corpus_pair": ("corpus_pair", int)}
 ADDRESS_OF_TAB = {TABS[0]: ["pairs", "pair", "en", "fr", "rule"],
                   TABS[1]: ["text", "reference", "method", "layer", "step", "kind", "eps"],
                   TABS[2]: ["corpus", "corpus_rule", "corpus_head", "corpus_pair"]}
-CORPUS_SOURCES = {"example": "Example: the 37 Hansards trial pairs and their gold", "upload": "Upload a file"}
+CORPUS_SOURCES = {"example": "Example: the 37 Hansards trial pairs and their gold", "upload": "Upload a file",
+                  "paste": "Paste a few pairs"}
 # a link scrolls the tab bar just below the header (~64-104 px at 1280 x 720): the gold figure, the
 # tab's first element beside the choices (from ~136 px), has what is left of 720 px
 GOLD_PX = 576
@@ -389,6 +390,25 @@ def uploaded_corpus() -> tuple[list, list | None, str] | None:
     return pairs, gold, Path(up.name).stem
 
 
+def pasted_corpus() -> tuple[list, None, str] | None:
+    """The pairs pasted in the box (a tab, as a spreadsheet's two columns paste, or ` ||| `
+    between the sides), within the same limits as a file; an error shown (and None) otherwise."""
+    text = st.text_area("Pairs: English, a tab (or ` ||| `), French; a pair a line", key="corpus_text", height=120,
+                        placeholder="The cat sleeps.\tLe chat dort.\nI like tea. ||| J'aime le thé.",
+                        help="Two columns copied from a spreadsheet paste with a tab between them; a typed tab "
+                             "moves to the next field, so type ` ||| ` instead.")
+    if not text.strip():
+        st.info("Paste pairs in the box, a pair a line.")
+        return None
+    lines = [line.replace(" ||| ", "\t") if "\t" not in line else line for line in text.strip("\n").split("\n")]
+    try:
+        pairs = upload_corpus("\n".join(lines).encode("utf-8"), "the pasted text")
+    except InputError as e:
+        st.error(str(e))
+        return None
+    return pairs, None, "pasted-pairs"
+
+
 def corpus_view(name: str, path: str, transformer: bool) -> None:
     """Your corpus: links for every pair of a file, a download, a sentence browser and, with
     gold links, AER (also per layer x head for a Transformer)."""
@@ -400,11 +420,14 @@ def corpus_view(name: str, path: str, transformer: bool) -> None:
                                                                         for r, h in RULE_HELP.items()))
         if source == "upload":
             got = uploaded_corpus()
+        elif source == "paste":
+            got = pasted_corpus()
         else:
             gold = gold_pairs(str(TRIAL), "trial")
             got = [(g.english, g.french) for g in gold], gold, "hansards-trial"
-        st.caption(f"Limits here: {MAX_CORPUS_PAIRS:,} pairs and {MAX_CORPUS_BYTES // 1000:,} KB a file. "
-                   "The command line has none (docs/alignment.md).")
+        st.caption(f"Limits here: {MAX_CORPUS_PAIRS:,} pairs and {MAX_CORPUS_BYTES // 1000:,} KB, a file or a paste "
+                   "(the uploader's own 1 MB is the smallest limit Streamlit can set). The command line has none: "
+                   "docs/corpus-alignment.md.")
     if got is None:
         return
     pairs, gold, stem = got
@@ -502,10 +525,13 @@ by_name = {m.name: m for m in models}
 S = st.session_state
 # kept while their tab is closed, and while the reader visits another page
 ui.address.keep_across_pages("align_model", "alignment_tab", "gold_source", "gold_pair", "rule", "typed_en", "typed_fr",
-                             "explain_text", "explain_reference", "explain_method", "explain_layer", "cf_step", "cf_kind", "cf_eps", "corpus_source",
+                             "explain_text", "explain_reference", "explain_method", "explain_layer", "cf_step", "cf_kind", "cf_eps", "corpus_source", "corpus_text",
                              "corpus_rule", "corpus_head", "corpus_pair")
 if S.get("align_model") not in by_name:
+    asked = S.get("align_model")
     S["align_model"] = ui.models.DEFAULT_MODEL if ui.models.DEFAULT_MODEL in by_name else models[0].name
+    if isinstance(asked, str) and asked:          # a link named it
+        ui.models.not_offered(asked, S["align_model"])
 with st.sidebar:
     st.markdown("### Model")
     name = st.selectbox("Attention model", list(by_name), key="align_model",

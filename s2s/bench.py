@@ -82,7 +82,7 @@ import torch
 from .attributions import explain
 from .charlm import sample_text
 from .checkpoint import CheckpointError, Translator, checkpoint_root, list_checkpoints, load_charlm, load_translator
-from .decode import Decoding, beam_search, encode_source, forced, greedy, greedy_batch
+from .decode import Decoding, beam_search, encode_source, forced, greedy, greedy_batch, length_limit, positions
 from .figures import attention_heatmap
 from .gradients import DEMO_DEFAULTS, DEMO_RANGES, gradient_flow, untrained_flow
 from .model import Seq2Seq
@@ -124,21 +124,25 @@ def kb(obj) -> float:
 
 def longest_decoding(tr):
     """The biggest Decoding the limits allow: MAX_SOURCE_TOKENS pieces in (whole words of
-    the bench sentences), MAX_DECODE_LEN pieces out (teacher-forced, so it cannot stop early)."""
+    the bench sentences), MAX_DECODE_LEN pieces out (teacher-forced, so it cannot stop early);
+    both within a hub model's positions."""
     words = " ".join(SENTENCES).split()
+    most_in = min(MAX_SOURCE_TOKENS, positions(tr) - 2) if positions(tr) else MAX_SOURCE_TOKENS  # + </s>, a code
     n = 1
     while n < len(words) * 8 and len(tr.tokenizer.encode(" ".join(words[i % len(words)] for i in range(n + 1)))) \
-            < MAX_SOURCE_TOKENS:
+            < most_in:
         n += 1
     text = " ".join(words[i % len(words)] for i in range(n))
-    return forced(tr, text, reference_ids=[tr.tokenizer.encode("a")[-1]] * (MAX_DECODE_LEN - 1) + [tr.tokenizer.eos_id])
+    most_out = min(MAX_DECODE_LEN, positions(tr) - 1) if positions(tr) else MAX_DECODE_LEN
+    return forced(tr, text, reference_ids=[tr.tokenizer.encode("a")[-1]] * (most_out - 1) + [tr.tokenizer.eos_id])
 
 
 def against_generate(tr: Translator, d: Decoding, runs: int) -> dict:
     """A hub model's decoding by decode.py (attention captured, every step recorded) against
     transformers' own generate() at the same settings, on the same sentence, in this run:
     greedy with as many new tokens as ours wrote, and beam search of width 5 with our length
-    limit (2 x source + 10 pieces). Ratios over 1 are our cost of recording what the views show."""
+    limit (2 x source + 10 pieces, within the model's positions). Ratios over 1 are our cost of
+    recording what the views show."""
     ids = torch.tensor([encode_source(tr, SENTENCE_20)], device=tr.device)
     mask = torch.ones_like(ids)
     hf = tr.model.hf
@@ -154,7 +158,7 @@ def against_generate(tr: Translator, d: Decoding, runs: int) -> dict:
            "generate_greedy_ms_p50": timed_ms(lambda: gen(num_beams=1, do_sample=False, max_new_tokens=n_new,
                                                           min_new_tokens=n_new), runs),
            "generate_beam5_ms_p50": timed_ms(lambda: gen(num_beams=5, do_sample=False,
-                                                         max_new_tokens=min(2 * ids.size(1) + 10, MAX_DECODE_LEN)),
+                                                         max_new_tokens=length_limit(tr, ids.size(1), None)),
                                              runs)}
     out["greedy_vs_generate"] = round(timed_ms(lambda: greedy(tr, SENTENCE_20, max_len=n_new), runs)
                                       / out["generate_greedy_ms_p50"], 2)
@@ -373,7 +377,7 @@ def main(argv=None) -> int:
     general = Path(a.align_model)
     if (Path(a.align_gold) / "test.wa").is_file() and general.is_dir():     # corpus alignment, batched
         from .alignment import read_gold
-        from .corpus_alignment import align_corpus
+        from .alignment.corpus import align_corpus
         pairs = [(g.english, g.french) for g in read_gold(a.align_gold, "test")]
         g_tr = load_translator(general)
         out["align_model"] = general.name

@@ -129,7 +129,7 @@ def load_charlm(path: str | Path, device: torch.device | str | None = None) -> L
     return LanguageModel(config.get("name", path.name), path, model, config, metrics)
 
 
-KINDS = {"translation": "a translation model", "charlm": "a character-level language model"}
+CHECKPOINT_KINDS = {"translation": "a translation model", "charlm": "a character-level language model"}
 
 
 def _read_config(path: Path, kind: str, config_cls=None):
@@ -140,7 +140,7 @@ def _read_config(path: Path, kind: str, config_cls=None):
         raise CheckpointError(f"{what}: folder {path} does not exist")
     config = read_json(path / "config.json", what)
     if config.get("kind", "translation") != kind:
-        raise CheckpointError(f"{what}: not {KINDS[kind]} (kind {config.get('kind')!r})")
+        raise CheckpointError(f"{what}: not {CHECKPOINT_KINDS[kind]} (kind {config.get('kind')!r})")
     try:
         if config_cls is None:
             arch = config["model"].get("arch", "rnn")

@@ -392,13 +392,25 @@ def encode_source(tr: Translator, text: str) -> list[int]:
     if n > MAX_SOURCE_TOKENS:
         raise InputError(f"The text is {n} subword pieces long; the limit is {MAX_SOURCE_TOKENS}. "
                          "Try a shorter passage.")
-    return tr.tokenizer.source_ids(text)
+    ids = tr.tokenizer.source_ids(text)
+    if 0 < positions(tr) < len(ids):
+        raise InputError(f"The text is {len(ids)} pieces long; {tr.name} reads at most {positions(tr)} "
+                         "(its position embeddings). Try a shorter passage.")
+    return ids
 
 
-def _max_len(n_src: int, max_len: int | None) -> int:
-    if max_len is None:
-        return min(2 * n_src + 10, MAX_DECODE_LEN)
-    return check_range("Max length", max_len, 1, MAX_DECODE_LEN)
+def positions(tr: Translator) -> int:
+    """How many positions the model's encoder and decoder have (a hub model's
+    max_position_embeddings); 0 where there is no such limit (ours, T5's relative positions)."""
+    return getattr(tr.model.cfg, "max_positions", 0) or 0
+
+
+def length_limit(tr: Translator, n_src: int, max_len: int | None) -> int:
+    """The length limit of a search: 2 x source + 10 pieces (or `max_len`), at most
+    MAX_DECODE_LEN, and within the decoder's positions (the start token takes one)."""
+    limit = min(2 * n_src + 10, MAX_DECODE_LEN) if max_len is None else check_range("Max length", max_len, 1,
+                                                                                  MAX_DECODE_LEN)
+    return min(limit, positions(tr) - 1) if positions(tr) > 1 else limit
 
 
 def _encode(tr: Translator, src_ids: list[int]):
@@ -499,7 +511,7 @@ def _stack(rows: list[torch.Tensor]) -> np.ndarray:
 def greedy(tr: Translator, text: str, max_len: int | None = None, on_step=None, no_repeat: int = 0) -> Decoding:
     settings = DecodeSettings("greedy", max_len=max_len, no_repeat=no_repeat).checked()
     src = encode_source(tr, text)
-    return _left_to_right(tr, src, lambda j, scores: int(scores.argmax()), _max_len(len(src), max_len), on_step,
+    return _left_to_right(tr, src, lambda j, scores: int(scores.argmax()), length_limit(tr, len(src), max_len), on_step,
                           settings.processors(tr))
 
 
@@ -514,7 +526,7 @@ def sample(tr: Translator, text: str, temperature: float = 1.0, top_k: int = 0, 
     def choose(j, scores):     # softmax of the processed scores: (logits / T) restricted to the top k
         return int(torch.multinomial(F.softmax(scores.float(), -1).cpu(), 1, generator=gen))
 
-    return _left_to_right(tr, src, choose, _max_len(len(src), max_len), on_step, settings.processors(tr))
+    return _left_to_right(tr, src, choose, length_limit(tr, len(src), max_len), on_step, settings.processors(tr))
 
 
 def forced(tr: Translator, text: str, reference: str | None = None, reference_ids: Sequence[int] | None = None,
@@ -566,7 +578,7 @@ def beam_search(tr: Translator, text: str, width: int = 5, n_best: int | None = 
     n_best = width if n_best is None else n_best
     model, tok = tr.model, tr.tokenizer
     src_ids = encode_source(tr, text)
-    max_len = _max_len(len(src_ids), max_len)
+    max_len = length_limit(tr, len(src_ids), max_len)
     memory1, state = _encode(tr, src_ids)
     feed = model.initial_feed(1)
     memory = memory1
@@ -644,7 +656,7 @@ def forced_batch_attention(tr: Translator, sources: Sequence[Sequence[int]], tar
     Sources and targets are padded to the longest: source padding is masked out of attention,
     and target padding comes after every real token, where nothing real reads it (a recurrent
     decoder's rows just run on; a Transformer's self-attention is causal). The same numbers as
-    forced() one pair at a time, up to float rounding (s2s.corpus_alignment's batches)."""
+    forced() one pair at a time, up to float rounding (s2s.alignment.corpus's batches)."""
     model, tok = tr.model, tr.tokenizer
     B, S, T = len(sources), max(map(len, sources)), max(map(len, targets))
     src = torch.full((B, S), tok.pad_id, dtype=torch.long)
@@ -697,7 +709,7 @@ def greedy_batch_stopped(tr: Translator, texts: Sequence[str], batch_size: int =
         feed = model.initial_feed(len(idx))
         y = torch.full((len(idx),), tok.bos_id, dtype=torch.long, device=tr.device)
         done = torch.zeros(len(idx), dtype=torch.bool, device=tr.device)
-        limits = [_max_len(len(srcs[i]), max_len) for i in idx]     # each sentence's own, as in greedy
+        limits = [length_limit(tr, len(srcs[i]), max_len) for i in idx]     # each sentence's own, as in greedy
         last_step = torch.tensor(limits, device=tr.device) - 1
         ids = []
         for j in range(max(limits)):
@@ -771,7 +783,7 @@ def _beam_batch(tr: Translator, srcs: list[list[int]], width: int, alpha: float,
         src[r, :len(s)] = torch.tensor(s)
     memory0, state = model.encode(src.to(dev), torch.tensor([len(s) for s in srcs]))
     memory, feed = memory0, model.initial_feed(B)
-    limits = [_max_len(len(s), max_len) for s in srcs]
+    limits = [length_limit(tr, len(s), max_len) for s in srcs]
     sent = list(range(B))                               # the sentence of each block of rows
     score = torch.zeros(B, 1, device=dev)               # (n, k) log-prob sums of the live prefixes
     y = torch.full((B,), tok.bos_id, dtype=torch.long, device=dev)

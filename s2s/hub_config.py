@@ -18,6 +18,7 @@ class HubConfig:
     vocab_size: int
     head_dim: int = 0           # d_k of each head (T5's d_kv; else d_model / heads)
     languages: str = ""         # "en→fr" where the model or its options say so
+    max_positions: int = 0      # max_position_embeddings: the longest source or output it reads; 0: no limit (T5)
     arch: str = "transformer"   # every hub encoder-decoder is one
     attention: str = "scaled-dot"
     copy: bool = False
@@ -45,4 +46,5 @@ def describe_config(config) -> HubConfig:
     d, heads = first("d_model", "hidden_size"), first("decoder_attention_heads", "num_heads", "num_attention_heads")
     return HubConfig(model_type=getattr(config, "model_type", "?"), d_model=d, heads=heads,
                      encoder_layers=enc, decoder_layers=first("decoder_layers", "num_decoder_layers", default=enc),
-                     vocab_size=first("vocab_size"), head_dim=first("d_kv", "head_dim", default=d // max(heads, 1)))
+                     vocab_size=first("vocab_size"), head_dim=first("d_kv", "head_dim", default=d // max(heads, 1)),
+                     max_positions=first("max_position_embeddings"))

@@ -317,7 +317,7 @@ def test_the_example_corpus_scores_and_downloads_as_the_command_line(env, tmp_pa
     table = downloads["hansards-trial_reverser_grow-diag_pairs.csv"].splitlines()
     assert table[0] == "pair,English,French,links,AER,precision,recall" and len(table) == 1 + len(gold)
     assert "37 of 37 lines aligned by reverser (grow-diag)" in texts(at)
-    assert "500 pairs and 200 KB a file" in texts(at)
+    assert "500 pairs and 200 KB, a file or a paste" in texts(at)
 
 
 def upload(at, pairs: bytes, gold: bytes | None = None, name="mine.tsv"):
@@ -349,6 +349,21 @@ def test_an_uploaded_corpus_with_gold_leaves_bad_lines_empty_and_browses_pairs(e
     assert "Line 2 could not be aligned" in " ".join(w.value for w in at.warning)
 
 
+def test_pasted_pairs_are_aligned_as_the_same_file_would_be(env, downloads):
+    """#47: a box for a few pairs, beside the upload: a tab (two spreadsheet columns pasted) or
+    ` ||| ` between the sides, the same links as the file of the same lines, the same limits."""
+    at = upload(corpus_page(align_model="reverser", corpus_rule="argmax"), PAIRS)
+    from_file = downloads["mine_reverser_argmax_links.txt"]
+    at.radio(key="corpus_source").set_value("paste").run()
+    assert not at.exception and "Paste pairs in the box" in " ".join(i.value for i in at.info)
+    at.text_area(key="corpus_text").set_value("a b c d ||| d c b a\nno tab on this line\nc a f\tf a c\n").run()
+    assert not at.exception, at.exception
+    assert "2 of 3 lines aligned by reverser (argmax); 1 could not be" in texts(at)
+    assert downloads["pasted-pairs_reverser_argmax_links.txt"] == from_file
+    at.text_area(key="corpus_text").set_value("a\tb\n" * 501).run()
+    assert "has 501 lines; the limit here is 500 pairs" in " ".join(e.value for e in at.error)
+
+
 @pytest.mark.parametrize("pairs,gold,message", [
     (b"a\tb\n" * 60_000, None, "the limit here is 200 KB"),
     (b"a b\tb a\n" * 501, None, "has 501 lines; the limit here is 500 pairs"),
@@ -367,7 +382,7 @@ def test_an_upload_over_the_limits_or_not_in_the_format_is_a_message(env, pairs,
 
 def test_a_transformers_corpus_is_scored_per_layer_and_head(tiny_transformer, tmp_path, monkeypatch, downloads):
     from s2s.alignment import best_head
-    from s2s.corpus_alignment import corpus_head_scores, corpus_weights, parse_corpus, parse_pharaoh_file, pharaoh_gold
+    from s2s.alignment.corpus import corpus_head_scores, corpus_weights, parse_corpus, parse_pharaoh_file, pharaoh_gold
     root = tmp_path / "zoo"
     shutil.copytree(tiny_transformer, root / "transformer")
     monkeypatch.setenv("S2S_CHECKPOINTS", str(root))

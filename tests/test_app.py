@@ -141,6 +141,17 @@ def test_bad_link_values_are_ignored_with_a_note(app):
     assert _widget(at, "beam").value == 5
 
 
+def test_a_link_to_a_model_this_server_does_not_offer_says_so(app):
+    """#45: a link naming a model the operator does not offer shows the default, and says in
+    one line which model was asked for (before, it fell back with no word)."""
+    at = app(model="hf:facebook/nllb-200-3.3B", text="a b")
+    assert not at.exception
+    note = [w.value for w in at.warning if "does not offer" in w.value]
+    assert len(note) == 1 and "`hf:facebook/nllb-200-3.3B`" in note[0] and _widget(at, "model").value in note[0]
+    assert ">b a<" in translation(at)
+    assert not [w for w in app(text="a b").warning if "does not offer" in w.value]
+
+
 @pytest.mark.parametrize("text,message", [("", "empty"), ("\x00\x07\u200b", "empty"), ("a b " * 240, "limit")])
 def test_bad_input_gets_a_message(app, text, message):
     at = submit(app(), text=text)

@@ -1,4 +1,4 @@
-"""Corpus alignment (s2s.corpus_alignment through `python -m s2s.alignment --input`): the
+"""Corpus alignment (s2s.alignment.corpus through `python -m s2s.alignment --input`): the
 Pharaoh format, batched attention against one pair at a time, the shift rule, scoring, bad
 lines, heads, and torchrun's split of the file."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 
 from conftest import ROOT
 from s2s import alignment as A
-from s2s import corpus_alignment as C
+from s2s.alignment import corpus as C
 from s2s.checkpoint import load_translator
 from s2s.decode import forced, forced_batch_attention
 from s2s.text import InputError

@@ -16,6 +16,7 @@ from s2s import decode as D
 from s2s.checkpoint import CheckpointError, load_translator
 from s2s.hub import any_model_allowed, describe_config, display_name, offered_models
 from s2s.piece_words import merge_to_words, word_spans
+from s2s.text import InputError
 
 TEXT = "the cat sat on the mat ."
 REFERENCE = "le chat est assis sur le tapis ."
@@ -366,3 +367,23 @@ def test_fetch_downloads_and_checks_the_operators_models_before_class(hub_models
     assert r.returncode == 0 and r.stdout.startswith("ok ") and len(r.stdout.strip().splitlines()) == 1
     r = run_cli("s2s.fetch", env_extra={"S2S_HUB_MODELS": ""})          # nothing to fetch: says so
     assert r.returncode == 2 and "lists none" in r.stderr
+
+
+def test_every_length_limit_respects_the_models_positions(tmp_path):
+    """#45: a Marian model with 128 positions (max_position_embeddings): our searches stop
+    within them (the start token takes one), a longer source is refused in one line, and
+    `s2s.bench --model` no longer ends in a traceback from generate() asked for more new tokens
+    than the model has positions."""
+    from hub_models import SIZES, marian
+    folder = marian(tmp_path / "short", dict(SIZES, max_position_embeddings=128))
+    tr = load_translator(folder)
+    assert D.positions(tr) == 128 and tr.model.cfg.max_positions == 128
+    assert D.length_limit(tr, 81, None) == 127 and D.length_limit(tr, 10, None) == 30
+    assert D.length_limit(tr, 10, 200) == 127
+    assert len(D.greedy(tr, TEXT, max_len=200).target_ids) <= 127
+    with pytest.raises(InputError, match="reads at most 128"):
+        D.encode_source(tr, " ".join(["neural networks learn useful representations"] * 6))    # 162 pieces
+    r = run_cli("s2s.bench", "--model", str(folder), "--checkpoints", str(tmp_path / "none"), "--runs", "1",
+                "--batch-sentences", "2", "--json")
+    assert r.returncode == 0, r.stderr[-1500:]
+    assert json.loads(r.stdout)["beam5_vs_generate"] > 0

@@ -245,3 +245,16 @@ def test_the_projector_switch_is_in_the_sidebar_and_the_address(env):
     assert lay["xaxis"]["tickfont"]["size"] == 14 and lay["xaxis"]["tickfont"]["color"] == "#2F2D2B"
     bad = follow("translate", {**query, "projector": "maybe"})       # neither on nor off: ignored
     assert not bad.exception and bad.session_state.get("projector", False) is False
+
+
+@pytest.mark.skipif(not (ROOT / "checkpoints" / "en-fr-transformer" / "config.json").is_file(),
+                    reason="the doc lists the links of the shipped models' outline")
+def test_the_teaching_doc_gives_every_start_link_as_an_address_with_the_projector_on():
+    """docs/teaching.md's table of the lecture as addresses is the Start page's own links
+    (with projector=on), so a slide made from it opens what the Start page opens."""
+    doc = (ROOT / "docs" / "teaching.md").read_text()
+    at = start()
+    for p in at.get("page_link"):
+        q = p.proto.query_string
+        address = f"/{p.proto.page}?" + (q + "&" if q else "") + "projector=on"
+        assert f"`{address}`" in doc, (p.proto.label, address)

@@ -213,6 +213,14 @@ def _add_model(key: str) -> None:
         st.session_state[key] = spec
 
 
+def not_offered(asked: str, shown: str, where=None) -> None:
+    """One line where a link named a model this server does not offer (the page shows `shown`);
+    in the main column (`where`, a slot of it) even from the sidebar, which a projector folds."""
+    from ui.show import code_span
+    (where or st).warning(f"The link asks for the model {code_span(asked[:80])}, which this server does not offer "
+               f"(its operator lists the models); showing {code_span(shown)} instead.")
+
+
 def model_picker(key: str = "model", usable: list[CheckpointInfo] | None = None, label: str = "Translation model",
                  help: str | None = None) -> str | None:
     """Sidebar select box over the translation checkpoints and the operator's hub models
@@ -220,6 +228,7 @@ def model_picker(key: str = "model", usable: list[CheckpointInfo] | None = None,
     if usable is None:
         usable = [i for i in translation_models() + hub_models() if i.error is None]
     broken = [i for i in list(checkpoints_in(str(checkpoint_root()))) + hub_models() if i.error]
+    note = st.empty()           # the main column's: a link's model this server does not offer
     with st.sidebar:
         st.markdown("### Model")
         if not usable:
@@ -227,7 +236,10 @@ def model_picker(key: str = "model", usable: list[CheckpointInfo] | None = None,
             return None
         names = [i.name for i in usable]
         if st.session_state.get(key) not in names:
+            asked = st.session_state.get(key)
             st.session_state[key] = DEFAULT_MODEL if DEFAULT_MODEL in names else names[0]
+            if isinstance(asked, str) and asked:       # a link named it
+                not_offered(asked, st.session_state[key], note)
         by_name = {i.name: i for i in usable}
         name = st.selectbox(label, names, key=key, format_func=lambda n: model_label(by_name[n]),
                             help=help or picker_help(usable))

@@ -26,7 +26,6 @@ batch is the same computation as in a single process, so the file written is the
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -36,26 +35,13 @@ from typing import Sequence
 
 import numpy as np
 
-from .alignment import (
-    RULE_PARAMS,
-    GoldError,
-    GoldPair,
-    Link,
-    Scores,
-    best_head,
-    head_scores,
-    links,
-    read_gold,
-    score,
-    shifted,
-    to_words,
-    word_attention,
-    word_inputs,
-)
-from .checkpoint import CheckpointError, Translator, load_translator
-from .decode import forced_batch_attention
-from .hub import model_options
-from .text import MAX_CORPUS_BYTES, MAX_CORPUS_PAIRS, MAX_DECODE_LEN, MAX_SOURCE_TOKENS, InputError
+from ..checkpoint import CheckpointError, Translator, load_translator
+from ..decode import forced_batch_attention
+from ..text import MAX_CORPUS_BYTES, MAX_CORPUS_PAIRS, MAX_DECODE_LEN, MAX_SOURCE_TOKENS, InputError
+from .gold import GoldError, GoldPair, Link, read_gold
+from .rules import RULE_PARAMS, links, shifted
+from .scores import Scores, best_head, head_scores, score
+from .words import to_words, word_attention, word_inputs
 
 Pair = tuple[tuple[str, ...], tuple[str, ...]]
 BATCH_SIZE = 32
@@ -299,40 +285,45 @@ def _distributed() -> tuple[int, int]:
     return dist.get_rank(), world
 
 
-def main(a: argparse.Namespace) -> int:
-    """--input: write the links of every pair to --output; with --gold, print the scores."""
+def align_file(model: str, input: str, output: str | None, *, rule: str, gold: str | None = None,
+               split: str = "test", layer: int | None = None, head: int | None = None, choose_on: str | None = None,
+               choose_split: str = "trial", batch_size: int = BATCH_SIZE, as_json: bool = False,
+               model_options: dict | None = None) -> int:
+    """python -m s2s.alignment --input: write the links of every pair of `input` to `output`;
+    with `gold`, print the scores. `layer`/`head` (from 1) or `choose_on` pick a Transformer's
+    head; `model_options`: a hub model's languages and prefix. Returns the exit status."""
     rank, world = _distributed()
     try:
-        if a.output is None:
+        if output is None:
             raise InputError("give --output LINKS.txt for the links of --input")
-        if a.batch_size < 1:
-            raise InputError(f"--batch-size must be at least 1, not {a.batch_size}")
-        pairs = read_corpus(a.input)
+        if batch_size < 1:
+            raise InputError(f"--batch-size must be at least 1, not {batch_size}")
+        pairs = read_corpus(input)
         if not pairs:
-            raise InputError(f"{a.input} is empty")
-        tr = load_translator(a.model, **model_options(a))
+            raise InputError(f"{input} is empty")
+        tr = load_translator(model, **(model_options or {}))
         if tr.model.cfg.attention == "none":
             raise InputError(f"{tr.name} has no attention to read (a fixed-vector model)")
-        gold = gold_for(a.gold, a.split, pairs) if a.gold else None
-        head, chosen = None, None
-        if a.choose_on is not None or a.layer is not None or a.head is not None:
+        gold_pairs = gold_for(gold, split, pairs) if gold else None
+        picked, chosen = None, None
+        if choose_on is not None or layer is not None or head is not None:
             if tr.arch != "transformer":
                 raise InputError(f"{tr.name} is a recurrent model: it has one attention, not layers x heads")
             L, H = tr.model.cfg.decoder_layers, tr.model.cfg.heads
-            if a.choose_on is not None:
-                head, aer = choose_head(tr, read_gold(a.choose_on, a.choose_split), a.rule)
-                chosen = {"layer": head[0] + 1, "head": head[1] + 1, "aer": round(aer, 4), "on": a.choose_split}
+            if choose_on is not None:
+                picked, aer = choose_head(tr, read_gold(choose_on, choose_split), rule)
+                chosen = {"layer": picked[0] + 1, "head": picked[1] + 1, "aer": round(aer, 4), "on": choose_split}
             else:
-                if a.layer is None or a.head is None:
+                if layer is None or head is None:
                     raise InputError("give both --layer and --head (from 1), or --choose-on GOLD_DIR")
-                if not (1 <= a.layer <= L and 1 <= a.head <= H):
-                    raise InputError(f"{tr.name} has layers 1-{L} and heads 1-{H}; got layer {a.layer} head {a.head}")
-                head = (a.layer - 1, a.head - 1)
+                if not (1 <= layer <= L and 1 <= head <= H):
+                    raise InputError(f"{tr.name} has layers 1-{L} and heads 1-{H}; got layer {layer} head {head}")
+                picked = (layer - 1, head - 1)
     except (CheckpointError, InputError, GoldError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     t = time.perf_counter()
-    mine = align_corpus(tr, pairs, a.rule, head, a.batch_size, rank, world, progress=rank == 0)
+    mine = align_corpus(tr, pairs, rule, picked, batch_size, rank, world, progress=rank == 0)
     if world > 1:
         import torch.distributed as dist
         every = [None] * world
@@ -343,29 +334,29 @@ def main(a: argparse.Namespace) -> int:
         mine = {k: v for part in every for k, v in part.items()}
     seconds = time.perf_counter() - t
     found = [mine.get(i) for i in range(len(pairs))]
-    Path(a.output).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.output).write_text(pharaoh_lines(found), encoding="utf-8")
+    Path(output).parent.mkdir(parents=True, exist_ok=True)
+    Path(output).write_text(pharaoh_lines(found), encoding="utf-8")
     skipped = sum(f is None for f in found)
     done = len(pairs) - skipped
     print(f"aligned {done} pairs in {seconds:.1f} s ({done / max(seconds, 1e-9):.1f} pairs/s, {world} process"
           f"{'es' if world > 1 else ''}); {skipped} line{'s' if skipped != 1 else ''} could not be aligned "
           "(empty lines in the output)", file=sys.stderr)
-    report = {"model": tr.name, "rule": a.rule, "pairs": len(pairs), "aligned": done, "skipped": skipped,
-              "head": chosen or (None if head is None else {"layer": head[0] + 1, "head": head[1] + 1}),
-              "pairs_per_s": round(done / max(seconds, 1e-9), 1), "output": str(a.output)}
-    if gold is not None:
-        s = score([f if f is not None else set() for f in found], gold)
+    report = {"model": tr.name, "rule": rule, "pairs": len(pairs), "aligned": done, "skipped": skipped,
+              "head": chosen or (None if picked is None else {"layer": picked[0] + 1, "head": picked[1] + 1}),
+              "pairs_per_s": round(done / max(seconds, 1e-9), 1), "output": str(output)}
+    if gold_pairs is not None:
+        s = score([f if f is not None else set() for f in found], gold_pairs)
         report.update(aer=round(s.aer, 4), precision=round(s.precision, 4), recall=round(s.recall, 4),
                       links=s.links, sure=s.sure)
-    if a.json:
+    if as_json:
         print(json.dumps(report))
-    elif gold is not None:
-        print(f"{tr.name}  {a.rule}  AER {report['aer']:.3f}  precision {report['precision']:.3f}  "
-              f"recall {report['recall']:.3f}  ({len(gold)} pairs, {report['links']} links, {report['sure']} sure)")
+    elif gold_pairs is not None:
+        print(f"{tr.name}  {rule}  AER {report['aer']:.3f}  precision {report['precision']:.3f}  "
+              f"recall {report['recall']:.3f}  ({len(gold_pairs)} pairs, {report['links']} links, {report['sure']} sure)")
     return 0
 
 
 __all__ = ["format_pharaoh", "parse_pharaoh", "read_pharaoh", "read_corpus", "parse_corpus", "word_weights",
            "corpus_weights", "weights_links", "pharaoh_lines",
            "corpus_head_scores", "upload_corpus", "parse_pharaoh_file",
-           "align_batch", "align_corpus", "choose_head", "batches", "gold_for", "pharaoh_gold"]
+           "align_batch", "align_corpus", "choose_head", "batches", "gold_for", "pharaoh_gold", "align_file"]
