@@ -19,10 +19,13 @@ st.set_page_config(page_title="Seq2Seq Explorer", page_icon=ICON, layout="wide")
 # Less empty space above the title: on a 1280x720 projector every line counts.
 # (.st-key-plotly_early: the hidden chart of ui.warm.load_plotly_early or ui.warm.preload_chart_scripts, there to
 # load Plotly's script; .st-key-vega_early: the Vega-Lite one of ui.warm.preload_chart_scripts, off-screen: a chart
-# of no width is never drawn; .st-key-s2s_script_*: ui.address.run_script's scripts, of no height)
+# of no width is never drawn; .st-key-s2s_script_*: ui.address.run_script's scripts, and .st-key-stale_note:
+# ui.address.note_stale_results's note, shown while a form's controls changed: their wrappers hidden, since
+# a wrapper of no height still takes the column's gap)
 st.markdown("<style>.block-container{padding-top:2.2rem} .st-key-plotly_early{display:none} "
             ".st-key-vega_early{position:absolute;left:-10000px;top:0;width:80px;height:30px;overflow:hidden} "
-            "[class*='st-key-s2s_script_']{display:none}</style>",
+            "div:has(> [class*='st-key-s2s_script_']), div:has(> .st-key-stale_note){display:none} "
+            ".s2s-stale div:has(> .st-key-stale_note){display:flex}</style>",
             unsafe_allow_html=True)
 ui.address.history_replaces_same_page()     # one Back press returns to the page the reader came from
 ui.warm.warm_up()     # once per server, in the background: torch and every model loaded and warmed
@@ -47,9 +50,14 @@ st.sidebar.toggle("Projector", key="projector",
                        "Kept in the page's address (projector=on).")
 if ui.show.projector():
     st.set_page_config(page_title="Seq2Seq Explorer", page_icon=ICON, layout="wide", initial_sidebar_state="collapsed")
-    # a table drawn 1.25x as large, in 80% of its column's width: 100% once zoomed
+    # a table drawn 1.25x as large, in 80% of its column's width: 100% once zoomed; the main
+    # column's text, captions and widget labels enlarged in proportion to the charts' labels
     st.markdown("<style>[data-testid='stDataFrame'], [data-testid='stTable'] {zoom: 1.25; width: 80% !important; "
-                "max-width: 80% !important}</style>", unsafe_allow_html=True)
+                "max-width: 80% !important} "
+                "[data-testid='stMain'] [data-testid='stMarkdownContainer'] :is(p, li) {font-size: 1.1rem} "
+                "[data-testid='stMain'] [data-testid='stCaptionContainer'] :is(p, li) {font-size: 1rem} "
+                "[data-testid='stMain'] [data-testid='stWidgetLabel'] p {font-size: 1.05rem}</style>",
+                unsafe_allow_html=True)
 else:
     st.set_page_config(page_title="Seq2Seq Explorer", page_icon=ICON, layout="wide", initial_sidebar_state="auto")
 ui.address.restore_kept()     # the widgets a page asked to keep survive a visit to another page

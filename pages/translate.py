@@ -165,6 +165,7 @@ with st.form("input", border=False):
                              "already holds gets probability 0, so a decoder that has lost its place cannot loop "
                              "(Paulus et al. 2018). 4 is a safe choice; 0 shows what the model does on its own.")
     c3.form_submit_button("Translate", type="primary", width="stretch")
+ui.address.note_stale_results("⚠ The text or the decoding changed since this result: press **Translate** to see theirs.")
 
 # Decoding imports torch. On a cold server the warm-up is still importing it, and this line
 # waits: the form above is already in the browser, which loads its widgets' code meanwhile,
@@ -297,7 +298,11 @@ with tabs[0]:
         ui.translate_tabs.step_by_step(tr, d, words, name, S.text)
 with tabs[1]:
     if tabs[1].open:
-        ui.translate_tabs.beam_tree(d, S.method, name, S.text)
+        greedy_d = None
+        if S.method == "beam" and d.nbest and d.nbest[0].coverage is not None:     # the same settings, greedy
+            greedy_d, _ = ui.translate_tabs.decode_cached(ui.models.model_path(name), S.text,
+                                                          settings_of(**dict(settings, method="greedy")))
+        ui.translate_tabs.beam_tree(d, S.method, name, S.text, greedy_d)
 with tabs[2]:
     if tabs[2].open:
         ui.translate_tabs.forced_decoding(tr, d, words, name, S.text, S.method, METHODS[S.method])

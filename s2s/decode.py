@@ -139,9 +139,21 @@ class Hypothesis:
     log_prob: float
     score: float        # log_prob / length penalty: what beam search ranks by
     node: int = -1      # its last token in Decoding.beam_tree
+    coverage: float | None = None   # source_coverage of its attention; None without attention
 
 
 BEAM_ALPHA = 0.6     # the length penalty's exponent beam search uses unless told otherwise
+
+
+def source_coverage(attention: np.ndarray | torch.Tensor, reached: float = 0.5) -> float:
+    """The share of the source pieces (</s>, the last column, left out) that an output's
+    attention reached: piece i counts once its attention summed over the output steps,
+    Σ_j α_ji, is at least `reached` (the coverage vector of Tu et al. 2016). An output that
+    stops half-way through its source, as beam search's short hypotheses do, covers less."""
+    a = np.asarray(attention.float().cpu() if isinstance(attention, torch.Tensor) else attention, dtype=np.float64)
+    if a.ndim != 2 or a.shape[1] < 2:
+        return 1.0
+    return float((a[:, :-1].sum(0) >= reached).mean())
 
 
 def length_penalty(length: int, alpha: float) -> float:
@@ -630,8 +642,19 @@ def beam_search(tr: Translator, text: str, width: int = 5, n_best: int | None = 
     else:
         finished.extend(live)   # max_len reached: unfinished hypotheses compete too
     ranked = sorted(finished, key=lambda h: h[2] / length_penalty(len(h[0]), alpha), reverse=True)
-    nbest = [Hypothesis(tok.decode(ids), tok.pieces(ids), lp, lp / length_penalty(len(ids), alpha), node)
-             for ids, node, lp in ranked[:n_best]]
+
+    def coverage(node: int) -> float | None:
+        """source_coverage of the attention along a hypothesis's path in the tree."""
+        rows = []
+        while node >= 0:
+            step = steps[tree[node][0]]
+            if step.alpha is None:
+                return None
+            rows.append(step.alpha[node_row[node]])
+            node = tree[node][3]
+        return source_coverage(torch.stack(rows))
+    nbest = [Hypothesis(tok.decode(ids), tok.pieces(ids), lp, lp / length_penalty(len(ids), alpha), node,
+                        coverage(node)) for ids, node, lp in ranked[:n_best]]
     path, node = [], ranked[0][1]
     while node >= 0:              # walk the best hypothesis back to the root
         path.append(node)

@@ -1,16 +1,23 @@
 """Print the model tables of docs/models.md from the checkpoints' metrics.json files.
 
-    python -m s2s.report
+    python -m s2s.report [--checkpoints DIR]
 """
 from __future__ import annotations
+
+import argparse
+from typing import Sequence
 
 from .checkpoint import list_checkpoints
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m s2s.report", description=__doc__.splitlines()[0])
+    p.add_argument("--checkpoints", metavar="DIR", help="the checkpoints folder (default: checkpoints/, or "
+                                                        "$S2S_CHECKPOINTS)")
+    a = p.parse_args(argv)
     print("| model | test BLEU | chrF | 3 joined BLEU | kept | perplexity | names kept | numbers kept | loops | train min |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    checkpoints = list_checkpoints()        # every metrics.json, read once for all the tables
+    checkpoints = list_checkpoints(a.checkpoints)        # every metrics.json, read once for all the tables
     translation = [c for c in checkpoints if c.kind == "translation" and "test" in c.metrics.get("test", {})]
     for c in translation:
         m, t = c.metrics, c.metrics["test"]

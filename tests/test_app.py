@@ -112,6 +112,8 @@ def test_beam_search_shows_nbest_and_tree(app):
     at = open_tab(at, "Beam tree")                          # the n-best list with scores, above the tree
     table = at.dataframe[0].value
     assert list(table["rank"]) == [1, 2, 3] and table["translation"][0] == "c b a"
+    assert table["source covered"][0].endswith("%")           # #47: how much of the source each one read
+    assert not [w for w in at.warning if "best beam" in w.value]   # as much as greedy: nothing to say
     assert chart(at, "beam_tree") is not None
     greedy = open_tab(submit(app(), text="a b c"), "Beam tree")      # no tree: the hint names the radio where it is
     assert chart(greedy, "beam_tree") is None

@@ -77,6 +77,43 @@ def test_type_a_sentence_and_see_the_heatmap(server, chrome, tmp_path):
         assert "Clear cache" not in menu and "Rerun" not in menu and "Developer" not in menu
 
 
+def test_the_projector_enlarges_the_pages_text_not_only_its_charts(server, chrome):
+    """#47: with the Projector on, the main column's captions and text grow with the charts'
+    labels (they stayed 14 px while the ticks went to 18)."""
+    sizes = {}
+    for projector in ("off", "on"):
+        page = open_app(chrome, server, 1280, 720, path=f"/translate?projector={projector}")
+        settle(page)
+        sizes[projector] = page.evaluate("""() => {
+          const px = sel => { const e = document.querySelector(sel); return e ? parseFloat(getComputedStyle(e).fontSize) : null; };
+          return {caption: px('[data-testid="stMain"] [data-testid="stCaptionContainer"] p'),
+                  label: px('[data-testid="stMain"] [data-testid="stWidgetLabel"] p')}; }""")
+        page.close()
+    assert sizes["on"]["caption"] >= 16 and sizes["on"]["caption"] > sizes["off"]["caption"], sizes
+    if sizes["on"]["label"] is not None:
+        assert sizes["on"]["label"] >= 16.5, sizes
+
+
+def test_a_result_that_no_longer_matches_the_controls_says_so_until_translate(server, chrome):
+    """#47: choosing Beam search (or typing new text) leaves the last result on screen; a
+    one-line note says so until Translate is pressed, and is gone on a fresh result."""
+    page = open_app(chrome, server, 1280, 720)
+    note = page.locator(".st-key-stale_note")
+    translate_in_page(page, "I went to the lecture." if SHIPPED else "a b c", "lecture." if SHIPPED else "c")
+    settle(page)
+    assert not note.is_visible()
+    page.get_by_text("Beam search", exact=True).click()
+    note.wait_for(state="visible", timeout=5_000)
+    assert "press Translate" in note.inner_text()
+    page.get_by_text("Greedy", exact=True).click()          # back as it was: the result matches again
+    note.wait_for(state="hidden", timeout=5_000)
+    page.get_by_role("textbox", name="English text").fill("a b" if not SHIPPED else "We ate dinner.")
+    note.wait_for(state="visible", timeout=5_000)
+    page.get_by_role("button", name="Translate", exact=True).click()
+    note.wait_for(state="hidden", timeout=60_000)
+    assert exceptions(page) == []
+
+
 @pytest.mark.parametrize("width,height", [(1280, 720), (1400, 1000)])
 def test_translation_and_heatmap_are_on_the_first_screen(server, chrome, tmp_path, width, height):
     """On a projector (1280 x 720, default zoom), after Translate the translation and the

@@ -241,7 +241,7 @@ def test_finetune_grows_the_vocabulary_and_continues_the_history(tiny_additive, 
     # the tables of docs/models.md: names, numbers and loops per model, and before -> after
     monkeypatch.setenv("S2S_CHECKPOINTS", str(tmp_path))
     capsys.readouterr()
-    report.main()
+    report.main([])
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if line.startswith("| `tuned` | ") and "→" not in line)
     assert "| 100.0% | 100.0% |" in row

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from s2s.data import make_batch
-from s2s.decode import DecodeSettings, beam_search, decode, forced, greedy, greedy_batch, sample
+from s2s.decode import DecodeSettings, beam_search, decode, forced, greedy, greedy_batch, sample, source_coverage
 from s2s.model import sequence_loss
 from s2s.text import InputError
 from s2s.tokenizer import BOS
@@ -170,3 +170,22 @@ def test_a_search_error_is_judged_by_what_the_search_maximises(tiny_additive):
     assert not is_search_error(out, short, "beam") and is_search_error(out, short, "greedy")
     assert is_search_error(out, scored(f, -0.5), "beam")                       # higher by both: an error
     assert not is_search_error(out, scored(f, -0.5), "sample")                 # sampling searches nothing
+
+
+def test_source_coverage_counts_the_pieces_attention_reached():
+    """#47: Σ_j α_ji ≥ 0.5 per source piece, </s> (the last column) left out."""
+    a = np.array([[0.9, 0.05, 0.0, 0.05],      # 3 pieces + </s>; rows are output steps
+                  [0.1, 0.30, 0.0, 0.60]])
+    assert source_coverage(a) == pytest.approx(1 / 3)        # only the first piece: 1.0; the second 0.35
+    assert source_coverage(np.eye(4)) == 1.0                 # each piece attended once, fully
+    assert source_coverage(np.array([[0.0, 1.0]])) == 0.0    # all on </s>
+
+
+def test_each_beam_hypothesis_carries_its_source_coverage(tiny_additive):
+    """The best hypothesis's coverage is that of the attention beam search returns for it, and
+    every n-best hypothesis has one in [0, 1]."""
+    from s2s.checkpoint import load_translator
+    tr = load_translator(tiny_additive)
+    d = beam_search(tr, "a b c d e", width=4, n_best=3)
+    assert d.nbest[0].coverage == pytest.approx(source_coverage(d.attention))
+    assert all(0.0 <= h.coverage <= 1.0 for h in d.nbest)

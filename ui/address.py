@@ -92,6 +92,39 @@ def history_replaces_same_page() -> None:
     run_script(HISTORY_REPLACES_SAME_PAGE, "history")
 
 
+# A form's result is computed when its button is pressed; until then a changed control (another
+# decoding method, new text) leaves on screen a result that no longer matches it. The browser
+# notes each form's controls when a run ends, and while they differ it adds the class
+# s2s-stale to the page, which shows each .st-key-stale_note (app.py's style) (#47).
+STALE_AFTER_FORM_CHANGE = """
+if (!window.__s2sStale) {
+  window.__s2sStale = true;
+  const state = () => [...document.querySelectorAll('[data-testid="stForm"]')].map(f =>
+    [...f.querySelectorAll('input, textarea, [role="slider"]')].map(e =>
+      e.getAttribute('role') === 'slider' ? e.getAttribute('aria-valuenow')
+        : (e.type === 'radio' || e.type === 'checkbox') ? String(e.checked) : e.value).join('\u0001')).join('\u0002');
+  let noted = null;
+  const check = () => document.body.classList.toggle('s2s-stale', noted !== null && state() !== noted);
+  const ended = () => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    if (app && app.dataset.testScriptState === 'notRunning') { noted = state(); check(); }
+  };
+  new MutationObserver(ended).observe(document.body, {attributes: true, subtree: true,
+                                                       attributeFilter: ['data-test-script-state']});
+  for (const kind of ['input', 'change', 'click', 'keyup'])
+    document.addEventListener(kind, () => setTimeout(check, 0), true);
+  ended();
+}"""
+
+
+def note_stale_results(text: str) -> None:
+    """Where this is called, a one-line note (`text`) that shows only while a form's controls
+    differ from what they were when the result below was computed (STALE_AFTER_FORM_CHANGE)."""
+    with st.container(key="stale_note"):
+        st.caption(text)
+    run_script(STALE_AFTER_FORM_CHANGE, "stale")
+
+
 def scroll_into_view(selector: str) -> None:
     """Scroll the page so that the first element matching the CSS `selector` (a constant,
     never user text) sits just below the app's header, once this run has been drawn: a link

@@ -22,7 +22,16 @@ import ui.show
 from s2s import figures
 from s2s.attention import SCORES, scaling_statistics
 from s2s.checkpoint import Translator
-from s2s.decode import DecodeSettings, Decoding, attention_heads, decode, encode_source, forced, is_search_error
+from s2s.decode import (
+    DecodeSettings,
+    Decoding,
+    attention_heads,
+    decode,
+    encode_source,
+    forced,
+    is_search_error,
+    source_coverage,
+)
 from s2s.evaluate import bleu_breakdown
 from s2s.piece_words import HEAD_KINDS, HEADS_VIEWS, argmax_alignment, mean_entropy, merge_to_words, word_spans
 from s2s.text import MAX_CHARS, InputError
@@ -159,19 +168,28 @@ def step_by_step(tr: Translator, d: Decoding, words: bool, model: str, text: str
     draw(t)
 
 
-def beam_tree(d: Decoding, method: str, model: str, text: str) -> None:
-    """Beam search's n-best list with scores, then every hypothesis the beam kept (`method`
-    is the page's decoding method)."""
+def beam_tree(d: Decoding, method: str, model: str, text: str, greedy_d: Decoding | None = None) -> None:
+    """Beam search's n-best list with scores and how much of the source each one's attention
+    covered, then every hypothesis the beam kept (`method` is the page's decoding method;
+    `greedy_d`, greedy decoding of the same text, whose coverage the best beam is held to)."""
     if method != "beam":
         st.info("Choose **Beam search** (beside Greedy, under the text) and press Translate to see its tree; "
                 "its width is under Decoding settings.")
         return
     io_line(text, f"the {len(d.nbest)} best of the beam:" if d.nbest else d.translation)
     projector = ui.show.projector()
+    greedy_cover = None if greedy_d is None or greedy_d.attention is None else source_coverage(greedy_d.attention)
+    best_cover = d.nbest[0].coverage if d.nbest else None
+    if best_cover is not None and greedy_cover is not None and best_cover < greedy_cover - 1e-9:
+        st.warning(f"The best beam's attention reached {best_cover:.0%} of the source pieces; greedy's reached "
+                   f"{greedy_cover:.0%} (\"{greedy_d.translation}\"). Beam search favours high-probability, often "
+                   "shorter outputs: a hypothesis that stops early can outscore one that translates everything.")
     with point("beam"):
         if d.nbest:
             st.dataframe(pd.DataFrame([{"rank": i + 1, "translation": h.translation, "log p": round(h.log_prob, 3),
-                                        "score (log p / lp)": round(h.score, 3)} for i, h in enumerate(d.nbest)]),
+                                        "score (log p / lp)": round(h.score, 3),
+                                        "source covered": "—" if h.coverage is None else f"{h.coverage:.0%}"}
+                                       for i, h in enumerate(d.nbest)]),
                          hide_index=True, width="stretch", key="nbest")
         # the first screen's room below the table (1280 x 720): the ranks stand closer on a
         # projector, whose tables are larger
@@ -182,7 +200,8 @@ def beam_tree(d: Decoding, method: str, model: str, text: str) -> None:
     st.caption("Every hypothesis the beam kept at every step. Bold paths are the final n-best, the darkest "
                "is the winner; red dots are finished hypotheses (they emitted </s>). A finished hypothesis leaves the "
                "beam, which refills to its width, so a step can show more dots than the width. Scores are "
-               "log p / ((5+|y|)/6)^0.6, so longer outputs are not penalised for their length alone.")
+               "log p / ((5+|y|)/6)^0.6, so longer outputs are not penalised for their length alone. *Source "
+               "covered*: the share of source pieces whose attention, summed over the hypothesis's steps, reached 0.5.")
 
 
 def forced_decoding(tr: Translator, d: Decoding, words: bool, model: str, text: str, method: str,
