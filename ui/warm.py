@@ -169,24 +169,21 @@ def _warm_models() -> None:
     default = models.bottleneck_default(infos)
     bottleneck = measured_models(infos, default) if default else []
 
-    def warm(name: str) -> None:
+    def warm(name: str):
+        """The model loaded and its first decoding (None if it cannot load: its page says why)."""
         try:
-            s2s.decode.greedy(models.load_model(name), "Hello.")
-        except (CheckpointError, InputError, OSError):   # the page that opens it says what is wrong
-            pass
+            return s2s.decode.greedy(models.load_model(name), "Hello.")
+        except (CheckpointError, InputError, OSError):
+            return None
 
-    def first_chart(name: str) -> None:
+    def first_chart(d) -> None:
         """What a page's first run does once per process besides the model: import the pages'
-        modules and build a heatmap as a page shows it (plotly loads its validators on first
-        use): 0.3 s of the first Translate & Align link's run here."""
+        modules and build a heatmap (of the decoding `d`) as a page shows it (plotly loads its
+        validators on first use): 0.3 s of the first Translate & Align link's run here."""
         import s2s.evaluate  # noqa: F401
         import s2s.export  # noqa: F401
         import ui.translate_tabs  # noqa: F401
-        try:
-            d = s2s.decode.greedy(models.load_model(name), "Hello.")
-        except (CheckpointError, InputError, OSError):
-            return
-        for projector, width in MAIN_PX.items() if d.attention is not None else ():
+        for projector, width in MAIN_PX.items() if d is not None and d.attention is not None else ():
             s2s.figures.for_screen(s2s.figures.attention_heatmap(d.source_tokens, d.target_tokens, d.attention),
                                    projector, width).to_json()
 
@@ -196,8 +193,7 @@ def _warm_models() -> None:
     # switch or Compare attention asks for. A link pressed before the end then waits for less.
     names = [i.name for i in infos]
     if models.DEFAULT_MODEL in names:
-        warm(models.DEFAULT_MODEL)
-        first_chart(models.DEFAULT_MODEL)
+        first_chart(warm(models.DEFAULT_MODEL))
     _default_warm.set()
     open('/tmp/runlog','a').write(f'warm default {__import__("time").time()%1000:.3f}\n')
     for name in bottleneck:

@@ -72,16 +72,20 @@ def parse_pharaoh(line: str, where: str = "") -> tuple[set[Link], set[Link]]:
     return sure, possible
 
 
-def read_pharaoh(path: str | Path) -> list[tuple[set[Link], set[Link]]]:
-    """One (sure, possible) pair of link sets per line of a Pharaoh file."""
+def _read_bytes(path: str | Path) -> bytes:
+    """A file's bytes, or an InputError that says why they cannot be read."""
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        return path.read_bytes()
     except FileNotFoundError:
         raise InputError(f"{path} does not exist") from None
     except OSError as e:
         raise InputError(f"cannot read {path}: {e.strerror}") from None
-    return parse_pharaoh_file(raw, path.name)
+
+
+def read_pharaoh(path: str | Path) -> list[tuple[set[Link], set[Link]]]:
+    """One (sure, possible) pair of link sets per line of a Pharaoh file."""
+    return parse_pharaoh_file(_read_bytes(path), Path(path).name)
 
 
 def parse_pharaoh_file(raw: bytes, name: str) -> list[tuple[set[Link], set[Link]]]:
@@ -97,14 +101,7 @@ def read_corpus(path: str | Path) -> list[Pair | None]:
     """`English<TAB>French` lines -> (English words, French words) each, or None for a line
     that cannot be aligned (no tab, an empty side, not UTF-8). Every line counts, blank ones too,
     so the output has as many lines as the input."""
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{path} does not exist") from None
-    except OSError as e:
-        raise InputError(f"cannot read {path}: {e.strerror}") from None
-    return parse_corpus(raw)
+    return parse_corpus(_read_bytes(path))
 
 
 def parse_corpus(raw: bytes) -> list[Pair | None]:
