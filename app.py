@@ -50,10 +50,10 @@ st.sidebar.toggle("Projector", key="projector",
                        "Kept in the page's address (projector=on).")
 if ui.show.projector():
     st.set_page_config(page_title="Seq2Seq Explorer", page_icon=ICON, layout="wide", initial_sidebar_state="collapsed")
-    # a table drawn 1.25x as large, in 80% of its column's width: 100% once zoomed; the main
-    # column's text, captions and widget labels enlarged in proportion to the charts' labels
-    st.markdown("<style>[data-testid='stDataFrame'], [data-testid='stTable'] {zoom: 1.25; width: 80% !important; "
-                "max-width: 80% !important} "
+    # the main column's text, tables (static ones: ui.show.table), captions, widget labels and
+    # what is typed into a box enlarged in proportion to the charts' labels
+    st.markdown("<style>[data-testid='stMain'] [data-testid='stTable'] :is(th, td) {font-size: 1.1rem} "
+                "[data-testid='stMain'] :is(input, textarea) {font-size: 1.1rem} "
                 "[data-testid='stMain'] [data-testid='stMarkdownContainer'] :is(p, li) {font-size: 1.1rem} "
                 "[data-testid='stMain'] [data-testid='stCaptionContainer'] :is(p, li) {font-size: 1rem} "
                 "[data-testid='stMain'] [data-testid='stWidgetLabel'] p {font-size: 1.05rem}</style>",

@@ -38,7 +38,8 @@ HELD_OUT_FILES = [ROOT / "examples" / "test_long.tsv", ROOT / "data" / "tatoeba"
 
 
 def greedy_cached(model: str, text: str) -> Decoding:
-    return ui.models.greedy_decoding(ui.models.model_path(model), text)     # once per server; warm_up fills the first screen's
+    # once per server; warm_up fills the first screen's
+    return ui.models.greedy_decoding(ui.models.model_path(model), text)
 
 
 def explain(text: str):
@@ -64,7 +65,8 @@ NONE = fixed[0]                    # the fixed-vector model
 # kept while the reader visits another page, as the other pages' choices are
 ui.address.keep_across_pages("bn_model", "bn_text", "bn_ref", "bn_k", "bn_n", "bn_held_out", "bn_views", "bn_hub")
 # what the address holds: a copied link reproduces the view
-ADDRESS = {"model": ("bn_model", ui.address.choice(attention_models)), "text": ("bn_text", str), "reference": ("bn_ref", str),
+ADDRESS = {"model": ("bn_model", ui.address.choice(attention_models)), "text": ("bn_text", str),
+           "reference": ("bn_ref", str),
            "sentences": ("bn_k", ui.address.number_in(1, len(STRESS_PAIRS))),
            "contexts": ("bn_views", lambda raw: ui.address.choice(["on", "off"])(raw) == "on"),
            "time": ("bn_hub", lambda raw: raw.split(","))}      # hub models the cost view adds (only offered ones kept)
@@ -162,10 +164,12 @@ with c1:
                   "bin": f"{b['min_words']}-{b['max_words']}"} for b in bins if b["bleu"] is not None]
     if rows:
         chart = length_chart(pd.DataFrame(rows), "words", "BLEU", x_title="source sentence length (words)",
-                             y_title="BLEU (beam 5)" if not recomputed else "BLEU", colors=COLORS, projector=ui.show.projector())
+                             y_title="BLEU (beam 5)" if not recomputed else "BLEU", colors=COLORS,
+                             projector=ui.show.projector())
         st.altair_chart(chart, key="bleu_by_length")
-        ui.show.vega_downloads(chart, pd.DataFrame(rows), file_stem("bleu-by-length", *measured,
-                                                                    "greedy" if recomputed else "beam5"), "bleu_by_length")
+        ui.show.vega_downloads(chart, pd.DataFrame(rows),
+                               file_stem("bleu-by-length", *measured, "greedy" if recomputed else "beam5"),
+                               "bleu_by_length")
         # one source a caption: the recomputed figures replace the shipped ones, so only they are named
         st.caption(f"Recomputed here with greedy decoding, on {st.session_state.get('bn_recomputed_on')}."
                    if recomputed else
@@ -224,7 +228,8 @@ def attention_verdict(name: str, rows: list) -> str:
         return f"{html.escape(name)} was not measured."
     first, last = rows[0], rows[-1]
     said = (f"{html.escape(name)}'s chrF: {first.chrf:.0f} at one sentence ({first.source_words} words)"
-            + (f", {last.chrf:.0f} at {last.sentences} sentences ({last.source_words} words)." if len(rows) > 1 else "."))
+            + (f", {last.chrf:.0f} at {last.sentences} sentences ({last.source_words} words)."
+               if len(rows) > 1 else "."))
     broke = first_failure(rows)
     if broke:
         return said + (f" By the same test it breaks down too, at <b>{broke} sentences</b>: attention delays the "
@@ -258,7 +263,8 @@ with c1:
     fail_words = len(joined_example(fail)[0].split()) if fail else None
     chart = length_chart(df.drop(columns="_row"), "source_words", "chrf", x_title="input length (words)",
                          y_title="chrF vs our reference", highlight_x=fail_words,
-                         highlight_label=f"none breaks down at {fail} sentences" if fail else "", colors=COLORS, projector=ui.show.projector())
+                         highlight_label=f"none breaks down at {fail} sentences" if fail else "", colors=COLORS,
+                         projector=ui.show.projector())
     st.altair_chart(chart, key="stress_chart")
     ui.show.vega_downloads(chart, df.drop(columns="_row"), file_stem("chrf-by-input-length", *measured), "stress_chart")
     src, ref = joined_example(k_max)
@@ -304,7 +310,8 @@ def decoder_view(views: dict[str, Decoding]) -> None:
     for sim_col, path_col, (m, d) in zip(sims, paths, views.items()):
         sim = cosine_similarity(d.contexts, d.encoder_states)
         ui.show.plotly_chart(matrix_heatmap(d.source_tokens, d.target_tokens, sim, value_name="cos(c_j, h_i)",
-                                            zmin=-1, zmax=1, colorscale="RdBu_r", title=f"{m}: context vs encoder states",
+                                            zmin=-1, zmax=1, colorscale="RdBu_r",
+                                            title=f"{m}: context vs encoder states",
                                             height=260 + 18 * len(d.target_tokens)),
                              share=1 / len(views), where=sim_col, key=f"sim_{m}",
                              config=ui.show.camera(f"sim_{m}", text[:40]))
@@ -340,13 +347,19 @@ with c1:
     # the contention with whatever else the server was doing
     # the Hugging Face models the operator offers for English->French may join, each only when
     # chosen: one of them can take far longer to time than all the lesson's models together
-    hub_fr = [i.name for i in ui.models.hub_models() if i.error is None and translates_english_to_french(i.name, i.model)]
+    hub_fr = [i.name for i in ui.models.hub_models()
+              if i.error is None and translates_english_to_french(i.name, i.model)]
     if st.session_state.get("bn_hub") and not set(st.session_state["bn_hub"]) <= set(hub_fr):
-        st.session_state["bn_hub"] = [h for h in st.session_state["bn_hub"] if h in hub_fr]   # no longer offered
+        dropped = [h for h in st.session_state["bn_hub"] if h not in hub_fr]
+        st.session_state["bn_hub"] = [h for h in st.session_state["bn_hub"] if h in hub_fr]   # not offered here
+        for h in dropped:       # a link's time=: say which, rather than drop it with no word
+            st.warning(f"The link asks to time {ui.show.code_span(h[:80])}, which this server does not offer "
+                       "(its operator lists the models); it is left out.")
     chosen = st.multiselect("Also time (Hugging Face)", hub_fr, key="bn_hub", format_func=display_name,
                             help="Models this server offers for English→French: the same six examples, forced to "
                                  "the same references, in each model's own pieces.") if hub_fr else []
-    chosen = [h for h in chosen if ui.models.get_model(h) is not None]      # one that cannot load says so; the rest go on
+    # one that cannot load says so; the rest go on
+    chosen = [h for h in chosen if ui.models.get_model(h) is not None]
     timed = measured + [display_name(h) for h in chosen]
     paths = [ui.models.model_path(m) for m in measured] + chosen
     cost_colors = model_colors({m: infos[m].family for m in measured} | {display_name(h): None for h in chosen})
@@ -370,7 +383,8 @@ with c1:
                    "model produces the same tokens; the fastest of 3 runs.")
     if rows:
         chart = length_chart(pd.DataFrame(rows), "m·t", "ms", x_title="m · t (source pieces × output pieces)",
-                             y_title="decode time (ms, forced, batch 1)", colors=cost_colors, projector=ui.show.projector())
+                             y_title="decode time (ms, forced, batch 1)", colors=cost_colors,
+                             projector=ui.show.projector())
         st.altair_chart(chart, key="cost_chart")
         ui.show.vega_downloads(chart, pd.DataFrame(rows), file_stem("decode-time", *timed), "cost_chart")
         if chosen:
@@ -380,11 +394,13 @@ with c1:
         st.warning(f"Cannot time the joined examples: {failed}")
     else:
         st.caption(f"Not measured yet on this server: *Time the models* decodes the six joined examples with "
-                   f"{', '.join(f'`{m}`' for m in timed)} (a few seconds{', longer for a large model' if chosen else ''}), "
+                   f"{', '.join(f'`{m}`' for m in timed)} (a few seconds"
+                   f"{', longer for a large model' if chosen else ''}), "
                    "then the chart stays for everyone.")
     if views:
         d = views[other]
-        st.markdown(f"For the text under *Side by side*, read by `{other}`: m = {len(d.source_tokens)} source pieces, t = {len(d.target_tokens)} output "
+        st.markdown(f"For the text under *Side by side*, read by `{other}`: m = {len(d.source_tokens)} source pieces, "
+                    f"t = {len(d.target_tokens)} output "
                     f"pieces, so the attention model computes **{len(d.source_tokens) * len(d.target_tokens):,} "
                     "attention weights**; the `none` model computes none.")
     if len(measured) > 2 and views:

@@ -44,9 +44,9 @@ GATE_NOTE = ("**Reading the gates.** The forget gate f multiplies the old memory
              "resets at a new line or a closing quote does so through f. The input gate i decides how much of the "
              "candidate g is written; the output gate o how much of tanh(c) the rest of the network sees.")
 GRU_GATE_NOTE = ("**Reading the gates.** A GRU has no separate memory: h_t = (1 − z) ⊙ h_(t−1) + z ⊙ h̃. "
-                 "**z ≈ 0** keeps the state as it was (the gradient passes back through 1 − z, as through an LSTM's f); "
-                 "**z ≈ 1** overwrites it with the candidate h̃. The reset gate r decides how much of h_(t−1) the "
-                 "candidate is computed from.")
+                 "**z ≈ 0** keeps the state as it was (the gradient passes back through 1 − z, as through an "
+                 "LSTM's f); **z ≈ 1** overwrites it with the candidate h̃. The reset gate r decides how much of "
+                 "h_(t−1) the candidate is computed from.")
 NO_GATES = ("An Elman RNN has no gates: h_t = tanh(W x_t + U h_(t−1)) rewrites its whole state at every character, and "
             "nothing decides what to keep. That is why its gradient vanishes over long distances: see the "
             "Gates & Gradients page.")
@@ -125,9 +125,10 @@ ui.address.keep_across_pages("charlm", "cells_tab", *KEPT)
 models = ui.models.charlm_models()
 tab_names = ["Colored text", "Find cells", "Gates", "Translation models"]
 # what the address holds: a copied link reproduces the view (a typed passage stays out: too long)
-ADDRESS = {"model": ("charlm", ui.address.choice([m.name for m in models])), "tab": ("cells_tab", ui.address.choice(tab_names)),
-           "layer": ("layer", ui.address.number_in(0, 64)), "cell": ("cell", ui.address.number_in(0, 4096)), "signal": ("signal", str),
-           "feature": ("feature", str), "regex": ("regex", str)}
+ADDRESS = {"model": ("charlm", ui.address.choice([m.name for m in models])),
+           "tab": ("cells_tab", ui.address.choice(tab_names)),
+           "layer": ("layer", ui.address.number_in(0, 64)), "cell": ("cell", ui.address.number_in(0, 4096)),
+           "signal": ("signal", str), "feature": ("feature", str), "regex": ("regex", str)}
 # a link may name the tab (?tab=Find+cells) and the rest; read before the model box is drawn
 arrival = ui.address.arrival_query("cells")
 for note in ui.address.read_address(arrival, ADDRESS):
@@ -242,7 +243,8 @@ else:
     with tabs["Colored text"]:
         if tabs["Colored text"].open and traces is not None:
             c1, c2, c3 = st.columns([1, 1, 2])
-            c1.number_input("Layer", 0, L - 1, key="layer", help="0 reads the characters; higher layers read the one below")
+            c1.number_input("Layer", 0, L - 1, key="layer",
+                            help="0 reads the characters; higher layers read the one below")
             c2.number_input("Cell", 0, H - 1, key="cell")
             signals = traces[0].SIGNALS         # what this cell type has (an LSTM's c and gates, a GRU's z and r, ...)
             if S.get("signal") not in signals:
@@ -252,7 +254,8 @@ else:
             lo = -1.0 if signal in ("cell", "hidden", "candidate") else 0.0
             with st.container(key="point_colored"):    # what the Start topic promises (its first lines on screen)
                 st.html(colored_text_html(shown, values, lo=lo, hi=1.0, value_name=signals[signal].split(",")[0]))
-            st.caption("Blue: negative, red: positive (gates: white 0 to blue 1). Hover a character for the exact value.")
+            st.caption("Blue: negative, red: positive (gates: white 0 to blue 1). "
+                       "Hover a character for the exact value.")
 
     # -------------------------------------------------------------- find cells
     with tabs["Find cells"]:
@@ -285,9 +288,10 @@ else:
                 # a typed pattern as a code span: shown as typed, never read as Markdown (* _ [ ] and backslashes)
                 shown_feature = f"matches {ui.show.code_span(pattern)}" if feature == CUSTOM else f"*{feature_label}*"
                 st.caption(f"Every cell of every layer ranked by |r|, the correlation of {memory} with {shown_feature} "
-                           f"over these {len(text):,} characters. Correlation is a lead, not an explanation: look at the trace.")
-                st.dataframe(pd.DataFrame([{"layer": s.layer, "cell": s.cell, "r": round(s.r, 3)} for s in ranked]),
-                             hide_index=True, height=220)
+                           f"over these {len(text):,} characters. "
+                           "Correlation is a lead, not an explanation: look at the trace.")
+                ui.show.table(pd.DataFrame([{"layer": s.layer, "cell": s.cell, "r": round(s.r, 3)} for s in ranked]),
+                              height=220)
                 fig = cell_traces_figure(
                     shown, {f"layer {s.layer} cell {s.cell} (r={s.r:+.2f})":
                             signal_of(traces[s.layer])[:, s.cell].numpy() for s in ranked[:3]},
@@ -311,15 +315,18 @@ else:
                 cols = st.columns(L)
                 for layer, col in enumerate(cols):
                     ui.show.plotly_chart(saturation_scatter(gate_saturation(traces[layer]), title=f"layer {layer}"),
-                                     key=f"sat{layer}", config=ui.show.camera(f"sat{layer}", lm_name), where=col, share=0.5)
-                st.caption("Each dot is one gate of one cell: how often it is nearly closed (< 0.1) against nearly open "
-                           "(> 0.9) over this text, as in the paper's Fig. 3. Near the top: gates almost always open; near "
-                           "the right: almost always closed; on the dotted diagonal: always saturated one way or the "
-                           "other, a switch.")
+                                         key=f"sat{layer}", config=ui.show.camera(f"sat{layer}", lm_name),
+                                         where=col, share=0.5)
+                st.caption("Each dot is one gate of one cell: how often it is nearly closed (< 0.1) against nearly "
+                           "open (> 0.9) over this text, as in the paper's Fig. 3. Near the top: gates almost always "
+                           "open; near the right: almost always closed; on the dotted diagonal: always saturated one "
+                           "way or the other, a switch.")
                 tr = traces[int(S.layer)]
-                ui.show.plotly_chart(cell_traces_figure(shown, {g.replace("_", " "): getattr(tr, g)[:, int(S.cell)].numpy()
-                                                           for g in gates},
-                                                   y_title="gate value", y_range=(-0.02, 1.02)), key="gate_traces", config=ui.show.camera("gate_traces", lm_name))
+                ui.show.plotly_chart(cell_traces_figure(shown, {g.replace("_", " "):
+                                                                getattr(tr, g)[:, int(S.cell)].numpy()
+                                                                for g in gates},
+                                                        y_title="gate value", y_range=(-0.02, 1.02)),
+                                     key="gate_traces", config=ui.show.camera("gate_traces", lm_name))
                 st.caption(f"Gates of layer {int(S.layer)} cell {int(S.cell)} (choose it on the Colored text tab).")
                 st.markdown(GATE_NOTE if "forget_gate" in gates else GRU_GATE_NOTE)
 
@@ -327,15 +334,18 @@ else:
 with tabs["Translation models"]:
     if tabs["Translation models"].open:
         st.caption("The recurrent translation models are LSTMs too: their encoder reads the source both ways, and "
-                   "the decoder writes the output. Their cell states, traced with the same equations, for one sentence.")
+                   "the decoder writes the output. Their cell states, traced with the same equations, "
+                   "for one sentence.")
         # only models with an LSTM (read from their configs): a Transformer has no cell state
-        usable = [i.name for i in ui.models.translation_models() if i.error is None and i.arch == "rnn" and i.cell == "lstm"]
+        usable = [i.name for i in ui.models.translation_models()
+                  if i.error is None and i.arch == "rnn" and i.cell == "lstm"]
         if not usable:
             st.info("No translation model in `checkpoints/`.")
         else:
             with st.form("translation_cells"):
                 c1, c2, c3 = st.columns([2, 4, 1.5], vertical_alignment="bottom")    # the button label fits
-                tname = c1.selectbox("Model", usable, index=usable.index(ui.models.DEFAULT_MODEL) if ui.models.DEFAULT_MODEL in usable else 0)
+                tname = c1.selectbox("Model", usable, index=usable.index(ui.models.DEFAULT_MODEL)
+                                     if ui.models.DEFAULT_MODEL in usable else 0)
                 sentence = c2.text_input("English sentence", value="I went to the lecture.")
                 c3.form_submit_button("Trace sentence", type="primary")
             try:
@@ -348,22 +358,29 @@ with tabs["Translation models"]:
                                        key="translation_cell")
                 for direction, states, key in (("forward", fwd, "enc_fwd"), ("backward", bwd, "enc_bwd")):
                     ui.show.plotly_chart(state_heatmap(d.source_tokens, states,
-                                                  f"encoder, {direction} direction: tanh(c) per source piece",
-                                                  highlight=int(pick)), key=key, config=ui.show.camera(key, tname, sentence[:40]))
+                                                       f"encoder, {direction} direction: tanh(c) per source piece",
+                                                       highlight=int(pick)),
+                                         key=key, config=ui.show.camera(key, tname, sentence[:40]))
                     for r in resets[direction]:
-                        st.caption(f"A nearly white column: at {ui.show.code_span(d.source_tokens[r.step])} the {direction} "
+                        st.caption(f"A nearly white column: at {ui.show.code_span(d.source_tokens[r.step])} "
+                                   f"the {direction} "
                                    f"direction wipes its memory (mean |tanh c| = {r.memory:.2f}). Its forget gate "
                                    f"(f = {r.forget:.2f}) and input gate (i = {r.input:.2f}) are both nearly closed, "
                                    "so `c_t = f * c_(t-1) + i * g` is close to 0: a reset the model learned.")
                 if d.cells is not None:
                     ui.show.plotly_chart(state_heatmap(d.target_tokens, np.tanh(d.cells),
-                                                  f"decoder: tanh(c) per output piece ({d.translation[:60]})",
-                                                  x_title="output piece", highlight=int(pick)), key="dec", config=ui.show.camera("dec", tname, sentence[:40]))
+                                                       f"decoder: tanh(c) per output piece ({d.translation[:60]})",
+                                                       x_title="output piece", highlight=int(pick)),
+                                         key="dec", config=ui.show.camera("dec", tname, sentence[:40]))
                 c1, c2 = st.columns(2)
-                ui.show.plotly_chart(token_bars(d.source_tokens, fwd[:, int(pick)], f"encoder cell {int(pick)}, forward: "
-                                           "tanh(c)", value_range=(-1, 1)), key="pick_fwd", config=ui.show.camera("pick_fwd", tname, sentence[:40]), where=c1, share=0.5)
-                ui.show.plotly_chart(token_bars(d.source_tokens, bwd[:, int(pick)], f"encoder cell {int(pick)}, backward: "
-                                           "tanh(c)", value_range=(-1, 1)), key="pick_bwd", config=ui.show.camera("pick_bwd", tname, sentence[:40]), where=c2, share=0.5)
+                ui.show.plotly_chart(token_bars(d.source_tokens, fwd[:, int(pick)],
+                                                f"encoder cell {int(pick)}, forward: tanh(c)", value_range=(-1, 1)),
+                                     key="pick_fwd", config=ui.show.camera("pick_fwd", tname, sentence[:40]),
+                                     where=c1, share=0.5)
+                ui.show.plotly_chart(token_bars(d.source_tokens, bwd[:, int(pick)],
+                                                f"encoder cell {int(pick)}, backward: tanh(c)", value_range=(-1, 1)),
+                                     key="pick_bwd", config=ui.show.camera("pick_bwd", tname, sentence[:40]),
+                                     where=c2, share=0.5)
 
 ui.address.set_address(ui.address.address_of(ADDRESS, ["model", "tab"] + (
     ["layer", "cell", "signal", "feature", "regex"] if S.get("cells_tab") != "Translation models" else [])))

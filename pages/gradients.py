@@ -29,12 +29,16 @@ SHORT_CELL_NAMES = {"rnn": "RNN", "gru": "GRU", "lstm": "LSTM"}     # in the cor
 TABS = ["Live: untrained cells", "Trained models", "LSTM memory", "Remembering across a gap", "Bits per character"]
 FAR = 50          # the distance the captions compare at: far enough to show vanishing, within the shortest text
 EQUATIONS = {
-    "rnn": r"\text{RNN: } h_t = \tanh(W x_t + U h_{t-1}) \;\Rightarrow\; \frac{\partial h_t}{\partial h_{t-1}} = \mathrm{diag}(1 - h_t^2)\, U",
+    "rnn": r"\text{RNN: } h_t = \tanh(W x_t + U h_{t-1}) \;\Rightarrow\; "
+           r"\frac{\partial h_t}{\partial h_{t-1}} = \mathrm{diag}(1 - h_t^2)\, U",
     # the dashed lines are the first term alone; the solid ones are the whole derivative
-    "lstm": r"\text{LSTM: } c_t = f_t \odot c_{t-1} + i_t \odot g_t \;\Rightarrow\; \frac{\partial c_t}{\partial c_{t-1}} = "
+    "lstm": r"\text{LSTM: } c_t = f_t \odot c_{t-1} + i_t \odot g_t \;\Rightarrow\; "
+            r"\frac{\partial c_t}{\partial c_{t-1}} = "
             r"\underbrace{\mathrm{diag}(f_t)}_{\text{memory path}} + \underbrace{\dots}_{\text{through } h_{t-1}}",
-    "gru": r"\text{GRU: } h_t = (1 - z_t) \odot h_{t-1} + z_t \odot \tilde h_t \;\Rightarrow\; \frac{\partial h_t}{\partial h_{t-1}} = "
-           r"\underbrace{\mathrm{diag}(1 - z_t)}_{\text{memory path}} + \underbrace{\dots}_{\text{through } z_t,\, \tilde h_t}",
+    "gru": r"\text{GRU: } h_t = (1 - z_t) \odot h_{t-1} + z_t \odot \tilde h_t \;\Rightarrow\; "
+           r"\frac{\partial h_t}{\partial h_{t-1}} = "
+           r"\underbrace{\mathrm{diag}(1 - z_t)}_{\text{memory path}} + "
+           r"\underbrace{\dots}_{\text{through } z_t,\, \tilde h_t}",
 }
 
 
@@ -75,7 +79,8 @@ ui.address.keep_across_pages("gradients_tab", "radius", "forget_bias", "hidden",
                              "passage_typed", "max_distance")
 HIDDEN_SIZES = [8, 16, 32, 64, 128, 256]          # the live demonstration's slider, and what a link may name
 # what the address holds: a copied link reproduces the view
-ADDRESS = {"tab": ("gradients_tab", ui.address.choice(TABS)), "radius": ("radius", ui.address.number_in(*DEMO_RANGES["radius"], float)),
+ADDRESS = {"tab": ("gradients_tab", ui.address.choice(TABS)),
+           "radius": ("radius", ui.address.number_in(*DEMO_RANGES["radius"], float)),
            "forget_bias": ("forget_bias", ui.address.number_in(*DEMO_RANGES["forget_bias"], float)),
            "hidden": ("hidden", lambda raw: int(ui.address.choice([str(h) for h in HIDDEN_SIZES])(raw))),
            "length": ("length", ui.address.number_in(*DEMO_RANGES["length"])), "corpus": ("corpus", str),
@@ -147,7 +152,8 @@ def passage_picker(with_distance: bool = False) -> tuple[str | None, list, int]:
     """The passage, the corpus's models and K, shared by the two tabs that measure trained models."""
     c1, c2, c3 = st.columns([4, 5, 3])     # at 1280 px: the corpus box's text and all three passages fit
     K = c3.slider("How far back, K (characters)", 10, 200, 200, 10, key="max_distance") if with_distance else 200
-    corpus = c1.selectbox("Models trained on", corpus_names, key="corpus", on_change=lambda: S.pop("passage_source", None),
+    corpus = c1.selectbox("Models trained on", corpus_names, key="corpus",
+                          on_change=lambda: S.pop("passage_source", None),
                           format_func=lambda c: f"{CORPUS_NAMES.get(c.split('/')[0], c)}: "     # short: fits the box
                                                 + ", ".join(SHORT_CELL_NAMES.get(i.cell, i.cell) for i in corpora[c]))
     source = c2.segmented_control("Passage (examples: the test part, never trained on)", list(EXAMPLES) + ["Your text"],
@@ -170,7 +176,8 @@ def passage_picker(with_distance: bool = False) -> tuple[str | None, list, int]:
 with tabs[1]:
     if tabs[1].open:
         if not models:
-            st.info("No character-level model in `checkpoints/`: train them with `bash training/train_charlms.sh` (see the README).")
+            st.info("No character-level model in `checkpoints/`: "
+                    "train them with `bash training/train_charlms.sh` (see the README).")
         else:
             text, group, K = passage_picker(with_distance=True)
             if text is not None:
@@ -178,10 +185,12 @@ with tabs[1]:
                     st.warning(f"This passage has {len(text):,} characters; looking {K} back needs at least {K + 2:,}. "
                                "Paste a longer one or lower K.")
                 else:
-                    flows = {f"{CELL_NAMES.get(i.cell, i.cell)} ({i.name})": flow_cached(ui.models.model_path(i.name), text, K)
+                    flows = {f"{CELL_NAMES.get(i.cell, i.cell)} ({i.name})":
+                             flow_cached(ui.models.model_path(i.name), text, K)
                              for i in group}
                     ui.show.plotly_chart(gradient_flow_figure(flows, "Trained models: the gradient of one prediction, "
-                                                                "k characters back"), key="trained_flow", config=ui.show.camera("trained_flow"))
+                                                                     "k characters back"),
+                                         key="trained_flow", config=ui.show.camera("trained_flow"))
                     k = min(FAR, K)
                     n_pos = next(iter(flows.values())).positions
                     st.caption(f"g(k) = mean over {n_pos} position{'s' if n_pos != 1 else ''} t of "
@@ -206,31 +215,35 @@ with tabs[2]:
             elif text is not None:
                 flow = flow_cached(ui.models.model_path(lstm.name), text, 200)
                 lives = flow.half_lives()
-                ui.show.plotly_chart(memory_span_figure(lives, 200, f"How long each cell of {lstm.name}'s top layer keeps "
-                                                               "half its memory"), key="half_lives", config=ui.show.camera("half_lives"))
+                ui.show.plotly_chart(memory_span_figure(lives, 200, f"How long each cell of {lstm.name}'s top layer "
+                                                                    "keeps half its memory"),
+                                     key="half_lives", config=ui.show.camera("half_lives"))
                 # the counts follow the chart's bars (0, 1, 2–4 | … | 50–99, 100–200 | beyond), so a class can
                 # add them up from the chart
                 st.caption(f"Along the memory path ∂c_t/∂c_(t−k) = ∏ f, averaged over {flow.positions} positions of "
-                           f"this passage: {int((lives <= 4).sum())} of {len(lives)} cells keep half their memory for 4 "
-                           f"characters or fewer (the first three bars), {int((lives >= 50).sum())} for 50 or more, "
-                           f"{int((lives > 200).sum())} beyond 200.")
+                           f"this passage: {int((lives <= 4).sum())} of {len(lives)} cells keep half their memory "
+                           f"for 4 characters or fewer (the first three bars), {int((lives >= 50).sum())} for 50 or "
+                           f"more, {int((lives > 200).sum())} beyond 200.")
 
 # ------------------------------------------------------------------ the gap experiment
 with tabs[3]:
     if tabs[3].open:
         experiment = ui.models.results_file(GAP_RESULTS)
         if experiment is None:
-            st.info("No results yet: run `python -m s2s.memory_gap --gaps 5 10 20 50 100 --out results/memory_gap.json`.")
+            st.info("No results yet: "
+                    "run `python -m s2s.memory_gap --gaps 5 10 20 50 100 --out results/memory_gap.json`.")
         else:
             ui.show.plotly_chart(memory_gap_figure(experiment), key="gap", config=ui.show.camera("gap"))
             rows = experiment["results"]
             held = []
             for cell in dict.fromkeys(r["cell"] for r in rows):
                 good = [r["gap"] for r in rows if r["cell"] == cell and r["accuracy"] >= 0.9]
-                held.append(f"{CELL_NAMES.get(cell, cell)}: " + (f"up to a gap of {max(good)}" if good else "at no gap"))
+                held.append(f"{CELL_NAMES.get(cell, cell)}: "
+                            + (f"up to a gap of {max(good)}" if good else "at no gap"))
             st.caption("Read a symbol, then a gap of distractors, then say the symbol. ≥ 90% right on held-out "
                        "sequences — " + "; ".join(held) + f". {experiment.get('task', '')}")
-            st.caption("Reproduce: `" + experiment.get("command", "python -m s2s.memory_gap --gaps 5 10 20 50 100") + "`")
+            st.caption("Reproduce: `"
+                       + experiment.get("command", "python -m s2s.memory_gap --gaps 5 10 20 50 100") + "`")
 
 # ------------------------------------------------------------------ bits per character
 with tabs[4]:
@@ -245,11 +258,10 @@ with tabs[4]:
             st.info("No character-level model in `checkpoints/`.")
         else:
             # one number of decimals for every figure (a metrics file may hold 1.625 beside 1.6253)
-            st.dataframe(pd.DataFrame(rows), hide_index=True,
-                         column_config={c: st.column_config.NumberColumn(format="%.3f")
-                                        for c in ("test bits/char", "validation bits/char")})
+            ui.show.table(pd.DataFrame(rows), formats={c: "%.3f" for c in ("test bits/char", "validation bits/char")})
             st.caption("Lower is better: the mean −log₂ p of each next character of the test part (the end of the "
                        "file, never trained on). Models on one corpus share the text, the size (2 layers × 256), the "
                        "steps and the schedule; only the cell differs.")
 
-ui.address.set_address(ui.address.address_of(ADDRESS, ["tab", "radius", "forget_bias", "hidden", "length", "corpus", "distance"]))
+ui.address.set_address(ui.address.address_of(ADDRESS, ["tab", "radius", "forget_bias", "hidden", "length", "corpus",
+                                                      "distance"]))

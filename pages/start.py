@@ -51,7 +51,8 @@ OUTLINE = [
           "n-gram counts.",
           # a human reference that differs from the model's "Je suis allé au cours hier.": word order and
           # case, so p_1 ... p_4 all differ and the shorter output pays a brevity penalty
-          (translate("Forced decoding", "I went to the lecture yesterday.", reference="Hier, je suis allé au cours."),)),
+          (translate("Forced decoding", "I went to the lecture yesterday.",
+                     reference="Hier, je suis allé au cours."),)),
     Topic("The bottleneck",
           "A fixed vector beside attention on the same input: BLEU by length, a stress test, what the decoder reads.",
           (Link("pages/bottleneck.py", "Bottleneck", {}, ":material/compress:"),)),

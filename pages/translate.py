@@ -17,6 +17,7 @@ ui.warm.load_plotly_early()      # before the imports below: on a cold server th
 
 import json  # noqa: E402
 import time  # noqa: E402
+from dataclasses import replace  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -24,7 +25,7 @@ from s2s.export import file_stem, matrix_csv, matrix_json, plotly_html, position
 from s2s.figures import attention_heatmap, model_diagram  # noqa: E402
 from s2s.hub import display_name, translates_english_to_french  # noqa: E402
 from s2s.piece_words import HEAD_KINDS, HEADS_VIEWS  # noqa: E402
-from s2s.text import MAX_BEAM, MAX_CHARS, MAX_DECODE_LEN, MAX_NO_REPEAT, InputError  # noqa: E402
+from s2s.text import MAX_BEAM, MAX_CHARS, MAX_DECODE_LEN, MAX_NO_REPEAT, InputError, split_sentences  # noqa: E402
 
 COURSE_SENTENCE = "The agreement on the European Economic Area was signed in August 1992."
 COPY_SENTENCE = "Ngozi and Mateus are waiting for the bus."     # names in no training pair: copied
@@ -41,6 +42,7 @@ EXAMPLE_LABELS = {COPY_SENTENCE: COPY_SENTENCE + "  (two names no training pair 
                                  "them, each French name attending to its English one)",
                   COURSE_SENTENCE: COURSE_SENTENCE + "  (the lecture's slide; a failure case: \"European Economic "
                                    "Area\" is in none of the 159,086 Tatoeba training pairs)"}
+LONG_SENTENCES = 2      # above this many sentences the page advises translating one at a time
 METHODS = {"greedy": "Greedy", "beam": "Beam search", "sample": "Sampling"}
 TABS = ["Step by step", "Beam tree", "Forced decoding", "Compare attention", "Alignment lines", "Heads",
         "Attention emerges"]
@@ -54,15 +56,12 @@ SETTINGS_READ = {"greedy": ("method", "maxlen", "norepeat"), "beam": ("method", 
                  "sample": ("method", "temp", "topk", "seed", "maxlen")}
 
 
-def settings_of(method: str, beam: int, nbest: int, temp: float, topk: int, seed: int, maxlen: int,
-                norepeat: int = 0) -> DecodeSettings:
-    """The page's widgets as one DecodeSettings (the options a method does not read stay at
-    their defaults, so that they do not split the cache)."""
-    if method == "beam":
-        return DecodeSettings("beam", width=beam, n_best=min(nbest, beam), max_len=maxlen, no_repeat=norepeat)
-    if method == "sample":
-        return DecodeSettings("sample", temperature=temp, top_k=topk, seed=seed, max_len=maxlen)
-    return DecodeSettings("greedy", max_len=maxlen, no_repeat=norepeat)
+def settings_of(method: str, width: int, n_best: int, temperature: float, top_k: int, seed: int, max_len: int,
+                no_repeat: int = 0) -> DecodeSettings:
+    """The page's widgets as one DecodeSettings, by its names (the options a method does not
+    read stay at their defaults, so that they do not split the cache)."""
+    return DecodeSettings(method, width, n_best, max_len=max_len, no_repeat=no_repeat, temperature=temperature,
+                          top_k=top_k, seed=seed).canonical()
 
 
 def head_label(layer: int, head: int | None, layers: int, heads: int) -> str:
@@ -126,7 +125,7 @@ heading.title("Translate & Align", help="Type an English sentence and watch an e
 # Streamlit forgets the state of a widget that a run does not draw: a closed tab's widgets, the
 # words/pieces control when a warning below stops the page, and every one of them while the
 # reader is on another page. Keep their values for the run that draws them again.
-ui.address.keep_across_pages("model", *DEFAULTS, "delay", "probe")
+ui.address.keep_across_pages("model", *DEFAULTS, "delay", "probe", "by_sentence")
 arrival = ui.address.arrival_query("translate")
 for note in ui.address.state_from_query(arrival, DEFAULTS, RANGES, CHOICES):
     st.info(note)
@@ -134,8 +133,11 @@ for note in ui.address.state_from_query(arrival, DEFAULTS, RANGES, CHOICES):
 for key, state in (("layer", "tf_layer"), ("heads_layer", "heads_layer"), ("heads_head", "heads_head")):
     if arrival.get(key, "").isdigit():
         st.session_state[state] = int(arrival[key]) - 1
+if "sentences" in arrival:      # ?sentences=each: a paragraph translated sentence by sentence
+    st.session_state["by_sentence"] = arrival["sentences"] == "each"
 if "head" in arrival:
-    st.session_state["tf_head"] = None if arrival["head"] == "mean" or not arrival["head"].isdigit() else int(arrival["head"]) - 1
+    st.session_state["tf_head"] = (None if arrival["head"] == "mean" or not arrival["head"].isdigit()
+                                   else int(arrival["head"]) - 1)
 if arrival.get("heads") in HEAD_KINDS:
     st.session_state["heads_kind"] = arrival["heads"]
 if arrival.get("heads_view") in HEADS_VIEWS:
@@ -165,7 +167,8 @@ with st.form("input", border=False):
                              "already holds gets probability 0, so a decoder that has lost its place cannot loop "
                              "(Paulus et al. 2018). 4 is a safe choice; 0 shows what the model does on its own.")
     c3.form_submit_button("Translate", type="primary", width="stretch")
-ui.address.note_stale_results("⚠ The text or the decoding changed since this result: press **Translate** to see theirs.")
+ui.address.note_stale_results("⚠ The text or the decoding changed since this result: "
+                              "press **Translate** to see theirs.")
 
 # Decoding imports torch. On a cold server the warm-up is still importing it, and this line
 # waits: the form above is already in the browser, which loads its widgets' code meanwhile,
@@ -180,22 +183,39 @@ if tr is None:
 
 S = st.session_state
 settings = dict(method=S.method, beam=S.beam, nbest=S.nbest, temp=float(S.temp), topk=int(S.topk),
-                seed=int(S.seed), maxlen=S.maxlen, norepeat=int(S.norepeat))
+                seed=int(S.seed), maxlen=S.maxlen, norepeat=int(S.norepeat))     # the address's names
+n_sentences = len(split_sentences(S.text or ""))
+decoding = settings_of(S.method, S.beam, S.nbest, float(S.temp), int(S.topk), int(S.seed), S.maxlen, int(S.norepeat))
 # The address follows every choice that changes what is shown, on every run (not only when
 # Translate is pressed), so a copied link reproduces the view: the model, the text, the
 # decoding, words or pieces, the tab, the reference, and a Transformer's layer and head.
 ui.address.set_address({"model": name, "text": S.text, "view": S.get("view"), "tab": S.get("tab", TABS[0]),
                         **settings, "reference": S.get("reference") or None,
                         "layer": None if S.get("tf_layer") is None else S.tf_layer + 1,
-                        "head": None if "tf_layer" not in S else ("mean" if S.get("tf_head") is None else S.tf_head + 1),
+                        "head": (None if "tf_layer" not in S
+                                 else ("mean" if S.get("tf_head") is None else S.tf_head + 1)),
                         "heads": S.get("heads_kind"),
                         "heads_view": S.get("heads_view") if S.get("heads_kind", "cross") == "cross" else None,
                         "heads_layer": None if S.get("heads_layer") is None else S.heads_layer + 1,
-                        "heads_head": None if S.get("heads_head") is None else S.heads_head + 1})
+                        "heads_head": None if S.get("heads_head") is None else S.heads_head + 1,
+                        "sentences": "each" if S.get("by_sentence") and n_sentences > LONG_SENTENCES else None})
 if S.get("view") not in CHOICES["view"]:      # None once its selected option is clicked again
     S.view = DEFAULTS["view"]
+# A paragraph: the models learned from pairs of one or two sentences (Tatoeba), and read at
+# once one can lose its place; say so, and offer to translate it a sentence at a time
+by_sentence = False
+if n_sentences > LONG_SENTENCES:
+    advice, switch = st.columns([3, 1.2], vertical_alignment="center")
+    by_sentence = switch.toggle("Sentence by sentence", key="by_sentence",
+                                help="Translate each sentence on its own and join the results: the heatmap's "
+                                     "blocks on its diagonal are the sentences")
+    advice.caption(f"Your text has {n_sentences} sentences. These models learned from pairs of one or two "
+                   "sentences; a longer text read at once can lose its place (words repeated or dropped). "
+                   + ("Each sentence is translated on its own: its output attends to its own source only, the "
+                      "blocks on the heatmap's diagonal." if by_sentence else
+                      "*Sentence by sentence* translates one at a time."))
 try:
-    d, ms = ui.translate_tabs.decode_cached(ui.models.model_path(name), S.text, settings_of(**settings))
+    d, ms = ui.translate_tabs.decode_cached(ui.models.model_path(name), S.text, decoding, by_sentence)
 except InputError as e:
     st.warning(str(e))
     st.stop()
@@ -220,8 +240,10 @@ words = view_box.segmented_control("Show tokens as", ["words", "pieces"], key="v
 # ▶ Play redraws the heatmap below one output step at a time: on the first screen, where the
 # class is looking (the Step by step tab replays it too, further down)
 play = d.attention is not None and play_box.button(
-    "▶ Play", key="play_main", width="stretch", help="Replay the decoder filling in the heatmap, one output piece a step "
-                                             "(seconds per step: the Step by step tab)")
+    "▶ Play", key="play_main", width="stretch", disabled=by_sentence,
+    help="Replay the decoder filling in the heatmap, one output piece a step "
+         "(seconds per step: the Step by step tab)" + ("; one decoding at a time, so not sentence by sentence"
+                                                       if by_sentence else ""))
 if S.method == "sample" and S.temp > 1.0:
     st.caption(f"Sampling at temperature {S.temp:.2f} > 1 flattens softmax(logits / T): unlikely pieces are drawn "
                "more often than the model's own probabilities say, so odd words are expected. T < 1 sharpens.")
@@ -240,7 +262,8 @@ if tr.train_words and (unseen := unseen_words(S.text, tr.train_words)):    # out
     n = len(unseen)
     note, try_box = st.columns([3, 1.3], vertical_alignment="center") if others else (st.container(), None)
     note.caption(f"{n} word{'s' if n > 1 else ''} of your text never occur{'s' if n == 1 else ''} in the English of "
-                 f"this model's {tr.train_pairs:,} training pairs: " + " ".join(ui.show.code_span(w) for w in unseen[:12])
+                 f"this model's {tr.train_pairs:,} training pairs: "
+                 + " ".join(ui.show.code_span(w) for w in unseen[:12])
                  + (" …" if n > 12 else "") + ". It can only copy or guess "
                  + ("them" if n > 1 else "it") + ", so expect odd output around "
                  + ("them." if n > 1 else "it."))
@@ -266,6 +289,7 @@ else:
                             format_func=lambda h: f"mean of {H}" if h is None else f"{h + 1}")
         shown, title = attention_of(d, layer, head), "cross-attention, " + head_label(layer, head, L, H)
     slot = st.empty()       # the heatmap, untitled (the Layer and Head boxes say which); ▶ Play animates it
+    under = st.container()  # under it: which of its labels did not fit, if any
     if d.cross_attention is not None:
         st.caption(f"A Transformer has {L} layers × {H} heads of cross-attention. The mean of the last layer's heads "
                    + ("is the matrix the other views show" if hub else
@@ -275,14 +299,17 @@ else:
     final = attention_heatmap(src, tgt, a)
     if play:
         def show_step(j: int, partial: Decoding) -> None:
-            ps, pt, pa = ui.translate_tabs.view_of(partial, words, attention_of(partial, *((layer, head) if title else (None, None))))
+            ps, pt, pa = ui.translate_tabs.view_of(partial, words,
+                                                   attention_of(partial, *((layer, head) if title else (None, None))))
             blank = max(0, len(tgt) - len(pt))      # rows still to come: empty, so the matrix fills in row by row
             pa = np.vstack([pa, np.full((blank, pa.shape[1]), np.nan)])
             ui.show.plotly_chart(attention_heatmap(ps, pt + [""] * blank, pa, height=final.layout.height),
-                              key=f"main_live{j}", config=ui.show.camera(f"main_live{j}", name, S.text[:40]), where=slot)
+                              key=f"main_live{j}", config=ui.show.camera(f"main_live{j}", name, S.text[:40]),
+                              where=slot)
             time.sleep(S.get("delay", 0.4))
         forced(tr, S.text, reference_ids=d.target_ids, on_step=show_step)
     ui.show.plotly_chart(final, key="heatmap", config=ui.show.camera("attention", name, S.text[:40]), where=slot)
+    ui.show.thinned_note(final, under)
     export_row(d, name, S.text, settings, words, src, tgt, a, title, final)
 
 # Only the open tab runs (on_change="rerun"): a class of 30 re-running every tab's decodes
@@ -300,15 +327,15 @@ with tabs[1]:
     if tabs[1].open:
         greedy_d = None
         if S.method == "beam" and d.nbest and d.nbest[0].coverage is not None:     # the same settings, greedy
-            greedy_d, _ = ui.translate_tabs.decode_cached(ui.models.model_path(name), S.text,
-                                                          settings_of(**dict(settings, method="greedy")))
+            greedy = replace(decoding, method="greedy").canonical()
+            greedy_d, _ = ui.translate_tabs.decode_cached(ui.models.model_path(name), S.text, greedy, by_sentence)
         ui.translate_tabs.beam_tree(d, S.method, name, S.text, greedy_d)
 with tabs[2]:
     if tabs[2].open:
         ui.translate_tabs.forced_decoding(tr, d, words, name, S.text, S.method, METHODS[S.method])
 with tabs[3]:
     if tabs[3].open:
-        ui.translate_tabs.compare_attention(words, name, S.text, settings_of("greedy", 1, 1, 1.0, 0, 0, S.maxlen))
+        ui.translate_tabs.compare_attention(words, name, S.text, DecodeSettings("greedy", max_len=S.maxlen))
 with tabs[4]:
     if tabs[4].open:
         ui.translate_tabs.alignment_lines(d, words, name, S.text, shown, title)

@@ -113,6 +113,18 @@ def attend(scorer: Scorer, keys: torch.Tensor, memory: torch.Tensor, bias: torch
     return torch.bmm(alpha.unsqueeze(1), memory).squeeze(1), alpha
 
 
+def head_or_mean(weights, layer: int | None = None, head: int | None = None):
+    """(layers, heads, T, S) attention weights -> (T, S): head `head` of layer `layer` (None: the
+    last layer), or with no head that layer's mean over heads, alpha_ji = 1/H sum_h alpha^h_ji
+    (still a distribution per row): what a Transformer's views and aligners read when told
+    neither. A (T, S) matrix (one attention, a recurrent model's) is returned as it is. NumPy
+    arrays and tensors alike."""
+    if weights.ndim == 2:
+        return weights
+    w = weights[-1 if layer is None else layer]
+    return w.mean(0) if head is None else w[head]
+
+
 def scaling_statistics(dims: list[int], n_keys: int = 20, samples: int = 2000, seed: int = 0) -> dict:
     """Why scaled dot-product attention divides by sqrt(d): measured on random vectors.
 

@@ -43,7 +43,8 @@ import torch.nn.functional as F
 
 from .checkpoint import Translator
 from .decode import encode_source, forced, greedy
-from .model import Memory, Seq2Seq
+from .interface import Memory
+from .model import Seq2Seq
 from .text import InputError, check_range, clean_text
 from .tokenizer import BOS, UNK
 from .transformer import Transformer
@@ -320,8 +321,8 @@ def integrated_gradients(model: Seq2Seq, src: torch.Tensor, tgt: torch.Tensor, s
     rows. Only the forward is saved: the batched backward still costs about T x `steps`
     backward passes, the bulk of integrated gradients. An ad-hoc timing, not a benchmark
     (en-fr-transformer, 2 CPU cores, Hansards test pairs 101-106, both settings alternated):
-    the first round 1.4x faster, the whole run 1.12x (the split rounds go through captum). `fast_first_round=False` runs the first round through
-    captum too (the tests compare the two)."""
+    the first round 1.4x faster, the whole run 1.12x (the split rounds go through captum).
+    `fast_first_round=False` runs the first round through captum too (the tests compare the two)."""
     from captum.attr import IntegratedGradients  # imported here: it pulls in matplotlib (~0.7 s)
     from captum.attr._utils.approximation_methods import approximation_parameters
     ig = IntegratedGradients(lambda emb, rows_last: row_log_probs(model, emb, src, tgt, rows_last))

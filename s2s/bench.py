@@ -29,8 +29,8 @@ grad_x_input_ms, gradient x input of the same pair, median of 3.
 peak_rss_mb: the process's peak resident memory.
 With a Hugging Face model (--model hf:NAME or a save_pretrained folder): generate_greedy_ms_p50 and
 generate_beam5_ms_p50, transformers' own generate() on the same sentence at the same settings,
-and greedy_vs_generate / beam5_vs_generate, decode.py's times (attention captured) over them. threads: torch's intra-op threads (all
-cores by default; the app uses one per request, see ui/models.py).
+and greedy_vs_generate / beam5_vs_generate, s2s.decode's times (attention captured) over them.
+threads: torch's intra-op threads (all cores by default; the app uses one per request, see ui/models.py).
 What the Translate page adds per press: heatmap_ms_p50, building the attention heatmap of the
 20-word sentence (s2s.figures); cached_result_kb, that decoding as the page caches it
 (Decoding.without_states, pickled) and result_with_states_kb, the whole Decoding;
@@ -138,7 +138,7 @@ def longest_decoding(tr):
 
 
 def against_generate(tr: Translator, d: Decoding, runs: int) -> dict:
-    """A hub model's decoding by decode.py (attention captured, every step recorded) against
+    """A hub model's decoding by s2s.decode (attention captured, every step recorded) against
     transformers' own generate() at the same settings, on the same sentence, in this run:
     greedy with as many new tokens as ours wrote, and beam search of width 5 with our length
     limit (2 x source + 10 pieces, within the model's positions). Ratios over 1 are our cost of
@@ -297,7 +297,8 @@ def main(argv=None) -> int:
     p.add_argument("--checkpoints", default=str(checkpoint_root()), help="folder whose checkpoints load_s loads")
     p.add_argument("--runs", type=int, default=50)
     p.add_argument("--batch-sentences", type=int, default=1000)
-    p.add_argument("--align-gold", default=str(Path(__file__).resolve().parents[2] / "shared/data/hansards-en-fr-align"),
+    p.add_argument("--align-gold",
+                   default=str(Path(__file__).resolve().parents[2] / "shared/data/hansards-en-fr-align"),
                    help="gold folder whose 447 test pairs align_pairs_per_s aligns (skipped where it is absent)")
     p.add_argument("--align-model", default=str(checkpoint_root() / "en-fr-general"),
                    help="the model align_pairs_per_s times")

@@ -24,7 +24,8 @@ STRESS_PAIRS = [
     ("My brother bought a red car last week.", "Mon frère a acheté une voiture rouge la semaine dernière."),
     ("The children are playing in the garden.", "Les enfants jouent dans le jardin."),
     ("I would like a cup of coffee, please.", "Je voudrais une tasse de café, s'il vous plaît."),
-    ("We ate dinner at a small restaurant near the river.", "Nous avons dîné dans un petit restaurant près de la rivière."),
+    ("We ate dinner at a small restaurant near the river.",
+     "Nous avons dîné dans un petit restaurant près de la rivière."),
     ("She reads a book every evening before going to bed.", "Elle lit un livre chaque soir avant d'aller se coucher."),
     ("Tom forgot his keys at the office again.", "Tom a encore oublié ses clés au bureau."),
 ]

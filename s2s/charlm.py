@@ -14,7 +14,7 @@ character outside it (the model never saw one, so it reads it as an unknown symb
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -22,15 +22,16 @@ from torch import nn
 
 from .elman import ElmanTrace, trace_elman
 from .gru import GRUTrace, trace_gru
+from .interface import ConfigBase
 from .lstm import LayerTrace, trace_lstm
 from .text import MAX_PASSAGE_CHARS, MAX_SAMPLE_CHARS, TEMPERATURE_RANGE, InputError, check_range
 
-UNKNOWN = "\ufffd"
-CELLS = {"lstm": nn.LSTM, "gru": nn.GRU, "rnn": nn.RNN}   # nn.RNN is Elman's, tanh by default   # how characters outside the vocabulary are shown
+UNKNOWN = "\ufffd"   # how characters outside the vocabulary are shown
+CELLS = {"lstm": nn.LSTM, "gru": nn.GRU, "rnn": nn.RNN}   # nn.RNN is Elman's, tanh by default
 
 
 @dataclass
-class CharLMConfig:
+class CharLMConfig(ConfigBase):
     chars: str                 # the vocabulary, in index order from 1
     emb_dim: int = 64
     hidden: int = 256
@@ -49,14 +50,6 @@ class CharLMConfig:
     @property
     def vocab_size(self) -> int:
         return len(self.chars) + 1
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "CharLMConfig":
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in known})
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 class CharLM(nn.Module):

@@ -56,8 +56,8 @@ def arch_classes(arch: str) -> tuple[type, type]:
     return ModelConfig, Seq2Seq
 
 
-def save_checkpoint(model: Seq2Seq | Transformer | CharLM, tokenizer_file: str | Path | None, out_dir: str | Path, name: str,
-                    description: str, metrics: dict | None = None) -> Path:
+def save_checkpoint(model: Seq2Seq | Transformer | CharLM, tokenizer_file: str | Path | None, out_dir: str | Path,
+                    name: str, description: str, metrics: dict | None = None) -> Path:
     import torch
     from safetensors.torch import save_file
 

@@ -158,7 +158,8 @@ def _sites(model) -> tuple[list[Site], list[Site], list[Site]]:
     if isinstance(model, Transformer):
         enc = [Site(l.self_attn.w_q, l.self_attn.w_v, l.self_attn.w_o, l.norm_self) for l in model.encoder]
         dec = [Site(l.self_attn.w_q, l.self_attn.w_v, l.self_attn.w_o, l.norm_self) for l in model.decoder]
-        cross = [Site(l.cross_attn.w_q, l.cross_attn.w_v, l.cross_attn.w_o, l.norm_cross, l, _pre_ffn(l.norm_ffn, l.ffn))
+        cross = [Site(l.cross_attn.w_q, l.cross_attn.w_v, l.cross_attn.w_o, l.norm_cross, l,
+                      _pre_ffn(l.norm_ffn, l.ffn))
                  for l in model.decoder]
         return enc, dec, cross
     hf = getattr(model, "hf", None)
@@ -272,7 +273,8 @@ def trace(model, src: torch.Tensor, tgt: torch.Tensor) -> Trace:
         # post-LN: the query reads the residual itself, and the norm comes after the sum
         pre = q_in.shape == norm_out.shape and torch.allclose(q_in.float(), norm_out.float(), atol=1e-5)
         o = s.o
-        blocks[kind].append(Block(values, w, o.weight.detach().float(), None if o.bias is None else o.bias.detach().float(),
+        blocks[kind].append(Block(values, w, o.weight.detach().float(),
+                                  None if o.bias is None else o.bias.detach().float(),
                                   (norm_in if pre else q_in)[0].float(), o_out[0].float(),
                                   None if pre else s.norm, None if pre else norm_out[0].float()))
         if kind == "c":

@@ -31,7 +31,8 @@ import torch.nn.functional as F
 
 from .attributions import check_model, source_ids, target_ids
 from .checkpoint import Translator
-from .model import Memory, Seq2Seq, State, Step
+from .interface import Memory, State, Step
+from .model import Seq2Seq
 from .text import MAX_DECODE_LEN, InputError, check_range
 from .tokenizer import BOS, EOS
 
@@ -237,7 +238,7 @@ def counterfactual(tr: Translator, text: str, step: int, kind: str, reference: s
         st = step_with_attention(model, run, steps, torch.stack([run.alpha[step], a]))
         logp = F.log_softmax(st.logits.float(), dim=-1)
     p_before, p_after = logp[0].exp(), logp[1].exp()
-    max_steps = min(2 * src.size(1) + 10, MAX_DECODE_LEN) - step     # decode.py's length limit
+    max_steps = min(2 * src.size(1) + 10, MAX_DECODE_LEN) - step     # s2s.decode's length limit
     cont = []
     for row in (0, 1):
         state = tuple(s[row:row + 1] for s in st.state)

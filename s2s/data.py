@@ -199,7 +199,8 @@ def _count_number(run: str, text: str) -> int:
 
 def shared_numbers(pair: Pair) -> list[str]:
     """The digit runs that occur as often in the French as in the English (at least once)."""
-    return [r for r in dict.fromkeys(_NUMBER.findall(pair[0])) if _count_number(r, pair[0]) == _count_number(r, pair[1])]
+    return [r for r in dict.fromkeys(_NUMBER.findall(pair[0]))
+            if _count_number(r, pair[0]) == _count_number(r, pair[1])]
 
 
 # English number words and their French translations: a pair that uses exactly one of them,

@@ -31,7 +31,7 @@ import torch
 from .charlm import bits_per_char
 from .checkpoint import CheckpointError, Translator, load_charlm, load_translator
 from .data import CopyLine, Pair, kept_verbatim, read_copy_test, read_pairs, token_batches
-from .decode import beam_search_batch, greedy_batch, greedy_batch_stopped
+from .decode import DecodeSettings, beam_search_batch, greedy_batch, greedy_batch_stopped
 from .hub import MODEL_HELP, add_model_options, model_options
 from .model import sequence_loss
 from .text import MAX_NO_REPEAT, InputError, check_range
@@ -57,7 +57,8 @@ def bleu_breakdown(hypothesis: str, reference: str) -> dict:
     from sacrebleu.metrics import BLEU
     b4 = BLEU(max_ngram_order=4, effective_order=True).sentence_score(hypothesis, [reference])
     b2 = BLEU(max_ngram_order=2, effective_order=True).sentence_score(hypothesis, [reference])
-    return {"matches": list(b4.counts), "totals": list(b4.totals), "precisions": [m / t if t else None for m, t in zip(b4.counts, b4.totals)],
+    return {"matches": list(b4.counts), "totals": list(b4.totals),
+            "precisions": [m / t if t else None for m, t in zip(b4.counts, b4.totals)],
             "bp": b4.bp, "hyp_len": b4.sys_len, "ref_len": b4.ref_len, "bleu4": b4.score, "bleu2": b2.score,
             "chrf": float(sacrebleu.sentence_chrf(hypothesis, [reference]).score)}
 
@@ -72,11 +73,12 @@ def translate_all(tr: Translator, sources: Sequence[str], beam: int = 1,
     search is `beam_search(tr, s, beam, n_best=1)` for each source, a batch at a time),
     blocking repeated n-grams of size `no_repeat` if it is > 0."""
     if beam <= 1:
-        out = greedy_batch(tr, sources, no_repeat=no_repeat)
+        out = greedy_batch(tr, sources, DecodeSettings(no_repeat=no_repeat))
         if progress:
             progress(len(sources), len(sources))
         return out
-    return [d.translation for d in beam_search_batch(tr, sources, width=beam, progress=progress, no_repeat=no_repeat)]
+    return [d.translation for d in beam_search_batch(tr, sources, DecodeSettings("beam", beam, no_repeat=no_repeat),
+                                                     progress=progress)]
 
 
 def by_length(sources: Sequence[str], hyps: Sequence[str], refs: Sequence[str]) -> list[dict]:
@@ -161,10 +163,10 @@ def loop_rate(tr: Translator, sources: Sequence[str], beam: int = 1, no_repeat: 
     hypothesis by log p / lp(|y|): a beam ends early when `beam` hypotheses have finished);
     with `no_repeat` > 0, blocking repeated n-grams of that size."""
     if beam == 1:
-        stopped = greedy_batch_stopped(tr, sources, no_repeat=no_repeat)[1]
+        stopped = greedy_batch_stopped(tr, sources, DecodeSettings(no_repeat=no_repeat))[1]
     else:
         stopped = [d.target_tokens[-1:] == ["</s>"]
-                   for d in beam_search_batch(tr, sources, width=beam, no_repeat=no_repeat)]
+                   for d in beam_search_batch(tr, sources, DecodeSettings("beam", beam, no_repeat=no_repeat))]
     loops = sum(not s for s in stopped)
     out = {"loops": loops, "n": len(sources), "share": round(loops / len(sources), 4) if sources else None,
            "beam": beam}
@@ -179,14 +181,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_model_options(p)
     p.add_argument("--test", help="TSV of source<TAB>reference pairs")
     p.add_argument("--text-file", help="plain text, for character-level models (bits per character)")
-    p.add_argument("--copy-test", help="kind<TAB>english<TAB>french<TAB>tokens TSV: the share of names and numbers kept")
+    p.add_argument("--copy-test",
+                   help="kind<TAB>english<TAB>french<TAB>tokens TSV: the share of names and numbers kept")
     p.add_argument("--loops", action="store_true",
                    help="with --test: the share of 20-60-word sources whose decoding (greedy, or --beam N) runs to the "
                         "length limit")
     p.add_argument("--beam", type=int, default=1, help="beam width (1 = greedy, batched)")
     p.add_argument("--no-repeat", type=int, default=0, metavar="N",
                    help="block any n-gram of N tokens from occurring twice in a translation (0 = off)")
-    p.add_argument("--limit", type=int, default=0, help="only the first N pairs, or characters with --text-file (0 = all)")
+    p.add_argument("--limit", type=int, default=0,
+                   help="only the first N pairs, or characters with --text-file (0 = all)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     a = p.parse_args(argv)
     try:
@@ -248,7 +252,8 @@ def _evaluate_copy(a) -> int:
     else:
         pct = lambda x: "–" if x is None else f"{100 * x:.1f}%"   # noqa: E731
         print(f"names kept {pct(result['names_kept'])} of {result['names']}  "
-              f"numbers kept {pct(result['numbers_kept'])} of {result['numbers']}  ({result['n']} lines, beam {a.beam})")
+              f"numbers kept {pct(result['numbers_kept'])} of {result['numbers']}  "
+              f"({result['n']} lines, beam {a.beam})")
     return 0
 
 

@@ -39,6 +39,7 @@ from .attributions import IG_SPLITS, IG_STEPS, IG_TOLERANCE, METHODS, SHORT, agr
 from .checkpoint import CheckpointError, Translator, load_translator
 from .contributions import ALIGN_METHODS, ATTRIBUTIONS, NOT_APPLICABLE, applies, explain_contributions
 from .counterfactual import EPSILON, KINDS, counterfactual, permutation_survival, trace
+from .hub import MODEL_HELP
 from .model import Seq2Seq
 from .text import InputError, OneLineErrorParser, check_range
 
@@ -158,7 +159,7 @@ def summarize_methods(tr: Translator, pairs: Sequence[tuple[str, str]]) -> dict:
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = OneLineErrorParser(prog="python -m s2s.explain", description=__doc__.splitlines()[0])
-    p.add_argument("--model", help="checkpoint folder with attention, e.g. checkpoints/en-fr-additive")
+    p.add_argument("--model", help="a model with attention: " + MODEL_HELP)
     p.add_argument("--reference", metavar="TEXT", help="explain this French translation (default: the greedy one)")
     p.add_argument("--ig-steps", type=int, default=IG_STEPS, help=f"integrated-gradients points (default {IG_STEPS})")
     p.add_argument("--counterfactual", type=int, metavar="STEP",
@@ -174,8 +175,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--models", help="with --table: the checkpoints folder (default checkpoints/)")
     p.add_argument("--method", action="append", choices=[*ALIGN_METHODS, "all"], metavar="METHOD",
                    help="instead of the comparison with attention: this method's matrices, one per decoder layer "
-                        f"where it has layers, and the source share (ALTI+, rollout); one of {', '.join(ALIGN_METHODS)} "
-                        "or all; may be given more than once")
+                        "where it has layers, and the source share (ALTI+, rollout); "
+                        f"one of {', '.join(ALIGN_METHODS)} or all; may be given more than once")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("text", nargs="*", help="the English text (after --, if it starts with a dash)")
     a = p.parse_args(argv)
@@ -317,7 +318,8 @@ def _write_table(a: argparse.Namespace, argv: Sequence[str] | None) -> int:
     for r in rows:
         print(f"{r['model']:<20} median tau " + "  ".join(f"{SHORT[m]} {r['kendall_tau'][m]['median']:+.2f}"
                                                        for m in METHODS)
-              + ("" if r["permutation_survival"] is None else f"  permutation survival {r['permutation_survival']:.3f}"))
+              + ("" if r["permutation_survival"] is None
+                 else f"  permutation survival {r['permutation_survival']:.3f}"))
     return 0
 
 

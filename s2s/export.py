@@ -125,4 +125,5 @@ def matrix_json(matrix, row_tokens, column_tokens) -> dict:
             "values": np.round(np.asarray(matrix, dtype=float), 6).tolist()}
 
 
-__all__ = ["plotly_data", "positions", "matrix_csv", "matrix_json", "file_stem", "plotly_config", "plotly_html", "vega_svg", "vega_png", "vega_html"]
+__all__ = ["plotly_data", "positions", "matrix_csv", "matrix_json", "file_stem", "plotly_config", "plotly_html",
+           "vega_svg", "vega_png", "vega_html"]

@@ -119,7 +119,8 @@ def gradient_flow(model: CharLM, text: str, max_distance: int = 200, positions: 
     with torch.no_grad():
         inputs = model.embed(ids) if cfg.layers == 1 else traces[-2].hidden.to(device)    # what the top layer reads
     rnn, layer = model.rnn, cfg.layers - 1
-    weights = {"lstm": LSTMWeights.of_layer, "gru": GRUWeights.of_layer, "rnn": ElmanWeights.of_layer}[cfg.cell](rnn, layer)
+    weights = {"lstm": LSTMWeights.of_layer, "gru": GRUWeights.of_layer,
+               "rnn": ElmanWeights.of_layer}[cfg.cell](rnn, layer)
     step = layer_step(cfg.cell, weights)
 
     ends = torch.linspace(K, len(text) - 2, min(positions, len(text) - 1 - K)).round().long().unique().to(device)

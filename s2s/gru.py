@@ -42,7 +42,8 @@ class GRUWeights:
         return cls(*(getattr(gru, f"{n}_l{layer}").detach() for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")))
 
 
-def gru_step(x: torch.Tensor, h: torch.Tensor, w: GRUWeights) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+def gru_step(x: torch.Tensor, h: torch.Tensor,
+             w: GRUWeights) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """One step for a batch, x (B, input) and h (B, H) -> (h_t, z_t, r_t, h~_t), z in the lecture's
     sense. Differentiable in x and h (the gradient-flow measurements go through it)."""
     gx = F.linear(x, w.w_ih, w.b_ih).chunk(3, dim=-1)
@@ -76,7 +77,8 @@ def run_gru_layer(w: GRUWeights, xs: torch.Tensor) -> torch.Tensor:
     """h_1..h_T of one layer over xs (T, input) from a zero state, by PyTorch's fused kernel."""
     gru = nn.GRU(xs.size(1), w.hidden).to(xs.device, xs.dtype)
     with torch.no_grad():
-        for name, t in zip(("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"), (w.w_ih, w.w_hh, w.b_ih, w.b_hh)):
+        for name, t in zip(("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"),
+                           (w.w_ih, w.w_hh, w.b_ih, w.b_hh)):
             getattr(gru, name).copy_(t)
         return gru(xs.unsqueeze(1))[0][:, 0]
 

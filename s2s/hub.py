@@ -1,8 +1,8 @@
-"""Hugging Face encoder-decoders (Marian / opus-mt, NLLB, M2M100, mBART, T5, BART) as models of decode.py.
+"""Hugging Face encoder-decoders (Marian / opus-mt, NLLB, M2M100, mBART, T5, BART) as models of s2s.decode.
 
 A `transformers` AutoModelForSeq2SeqLM is wrapped in `HubSeq2Seq`, which speaks the shipped
 models' decoding interface (encode, initial_feed, decode_step, forced_steps), so greedy, beam
-search, sampling and forced decoding in decode.py drive it one step at a time with its own
+search, sampling and forced decoding in s2s.decode drive it one step at a time with its own
 key/value cache, and return the same Decoding: tokens, log-probs, and every layer and head of
 its attention. `generate()` is never the decoder; it is only the reference the tests and
 `python -m s2s.bench` compare with.
@@ -207,7 +207,8 @@ def load_config(spec: str | Path):
         config = AutoConfig.from_pretrained(name, trust_remote_code=False)
     except Exception as e:       # OSError, ValueError, huggingface-hub's HTTP errors: all one line
         raise HubError(_explain(e, name, local)) from None
-    if not getattr(config, "is_encoder_decoder", False) or config.model_type not in MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES:
+    if (not getattr(config, "is_encoder_decoder", False)
+            or config.model_type not in MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES):
         raise HubError(f"{name}: not an encoder-decoder that translates (model type {config.model_type!r}); "
                        "this app shows sequence-to-sequence models such as Marian, NLLB, M2M100, mBART, T5 or BART")
     return config
@@ -257,7 +258,8 @@ def load_hub(spec: str | Path, device: torch.device | str | None = None, source_
     try:
         hf_tok = AutoTokenizer.from_pretrained(name, trust_remote_code=False)
     except Exception as e:
-        raise HubError(f"{name}: its tokenizer cannot be loaded ({str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__})") from None
+        raise HubError(f"{name}: its tokenizer cannot be loaded "
+                       f"({str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__})") from None
     device = torch.device(device) if device is not None else default_device()
     if dtype is None:
         dtype = torch.float32 if device.type != "cuda" else (
@@ -284,7 +286,8 @@ def load_hub(spec: str | Path, device: torch.device | str | None = None, source_
     task = (getattr(config, "task_specific_params", None) or {}).get("translation_en_to_fr", {})
     codes = [_language_id(hf_tok, c) for c in (src_lang, tgt_lang) if c]
     if hf_tok.unk_token_id is not None and hf_tok.unk_token_id in codes:
-        raise HubError(f"{name}: the tokenizer has no language code {(src_lang if codes[0] == hf_tok.unk_token_id else tgt_lang)!r}")
+        raise HubError(f"{name}: the tokenizer has no language code "
+                       f"{(src_lang if codes[0] == hf_tok.unk_token_id else tgt_lang)!r}")
     tok = HubTokenizer(hf_tok, start, eos, pad if pad is not None else eos,
                        prefix=task.get("prefix", "") if prefix is None else prefix,
                        source_lang=src_lang, target_lang=tgt_lang, hidden=codes)

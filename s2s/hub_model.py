@@ -1,6 +1,6 @@
-"""The adapter that makes a transformers encoder-decoder a model of decode.py (loading: hub.py).
+"""The adapter that makes a transformers encoder-decoder a model of s2s.decode (loading: hub.py).
 
-decode.py's loops call encode once, then decode_step once per output token, exactly as for
+s2s.decode's loops call encode once, then decode_step once per output token, exactly as for
 the shipped models; the adapter runs the Hugging Face model on one new token with its
 key/value cache (EncoderDecoderCache: the decoder's self-attention keys and values grow by one
 position a step, the cross-attention ones are computed at the first step and reused), and
@@ -17,7 +17,7 @@ from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 from transformers.modeling_outputs import BaseModelOutput
 
 from .hub_config import HubConfig
-from .model import Memory, Step
+from .interface import Constraints, Memory, State, Step
 
 
 @dataclass
@@ -32,7 +32,7 @@ class HubMemory(Memory):
 
 
 class HubSeq2Seq(nn.Module):
-    """A transformers encoder-decoder with decode.py's interface (see model.py, transformer.py).
+    """A transformers encoder-decoder with s2s.decode's interface (see model.py, transformer.py).
 
     State: (s_j (B, d), the model's EncoderDecoderCache). Step.alpha is the last decoder
     layer's cross-attention averaged over heads (B, S), as for the shipped Transformer;
@@ -48,9 +48,9 @@ class HubSeq2Seq(nn.Module):
         self.tokenizer = tokenizer
         self.forced_bos = forced_bos
 
-    def constraints(self) -> dict:
+    def constraints(self) -> Constraints:
         """What the model's generation config says about which token may be chosen:
-        {"forced_bos", "forced_eos", "bad_words", "suppress", "begin_suppress"} (decode.py's processors)."""
+        {"forced_bos", "forced_eos", "bad_words", "suppress", "begin_suppress"} (s2s.decode's processors)."""
         gen = self.hf.generation_config
         return {"forced_bos": self.forced_bos, "forced_eos": gen.forced_eos_token_id,
                 "bad_words": [list(w) for w in (gen.bad_words_ids or [])],
@@ -95,8 +95,9 @@ class HubSeq2Seq(nn.Module):
         return Step(out.logits[:, -1], (s, out.past_key_values), feed, alpha, context,
                     cross_attention=cross, self_attention=torch.stack(out.decoder_attentions, 1)[:, :, :, -1])
 
-    def forced_steps(self, tgt_in: torch.Tensor, memory: HubMemory) -> list[Step]:
-        """Every position of a forced decoding (B = 1) in one pass: the Steps decode_step would return."""
+    def forced_steps(self, tgt_in: torch.Tensor, memory: HubMemory, state: State = ()) -> list[Step]:
+        """Every position of a forced decoding in one pass: the Steps decode_step would return
+        (`state`, the empty cache, is not needed)."""
         out = self._run(tgt_in, memory)
         s = out.decoder_hidden_states[-1]                                        # (B, T, d)
         cross = torch.stack(out.cross_attentions, 1)                              # (B, L, H, T, S)

@@ -245,7 +245,8 @@ def run_experiment(gaps: Sequence[int], cells: Sequence[str] = ("rnn", "gru", "l
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m s2s.memory_gap", description=__doc__.splitlines()[0])
-    p.add_argument("--gaps", type=int, nargs="+", required=True, help=f"distractors between symbol and query (1-{MAX_GAP})")
+    p.add_argument("--gaps", type=int, nargs="+", required=True,
+                   help=f"distractors between symbol and query (1-{MAX_GAP})")
     p.add_argument("--cells", nargs="+", choices=list(CELLS), default=list(CELLS), help="cells to compare")
     p.add_argument("--out", default="results/memory_gap.json", help="the JSON file to write")
     p.add_argument("--steps", type=int, default=DEFAULTS["steps"], help="most training steps per run")
@@ -266,7 +267,8 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     total = len(a.cells) * len(set(a.gaps))
-    print(f"{total} runs, at most {a.steps:,} steps or {a.max_seconds:g} s each, torch threads: {torch.get_num_threads()}",
+    print(f"{total} runs, at most {a.steps:,} steps or {a.max_seconds:g} s each, "
+          f"torch threads: {torch.get_num_threads()}",
           file=sys.stderr)
     done = []
 

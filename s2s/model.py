@@ -39,7 +39,7 @@ else is identical, so the two differ only in what the decoder can see of the sou
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -47,17 +47,17 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from .attention import ATTENTIONS, attend, make_scorer
-from .attention import mask_bias as padding_bias
+from .interface import ConfigBase, Memory, State, Step, select_rows
 from .lstm import LSTMWeights, input_gate_table, lstm_step
 from .tokenizer import BOS, EOS, PAD
 
 CELLS = {"rnn": (nn.RNN, nn.RNNCell), "gru": (nn.GRU, nn.GRUCell), "lstm": (nn.LSTM, nn.LSTMCell)}
 
-State = tuple[torch.Tensor, ...]   # (h,) for RNN/GRU, (h, c) for LSTM; a copying model adds alpha_{j-1}
+# State: (h,) for RNN/GRU, (h, c) for LSTM; a copying model adds alpha_{j-1}
 
 
 @dataclass
-class ModelConfig:
+class ModelConfig(ConfigBase):
     vocab_size: int
     emb_dim: int = 256
     hidden: int = 256          # decoder state size; the encoder has hidden/2 per direction
@@ -77,48 +77,6 @@ class ModelConfig:
         if self.hidden % 2:
             raise ValueError("hidden must be even (it is split over the two encoder directions)")
 
-    @classmethod
-    def from_dict(cls, d: dict) -> "ModelConfig":
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in known})
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-@dataclass
-class Memory:
-    """What the decoder reads of one batch of source sentences (computed once)."""
-    states: torch.Tensor    # (B, S, H) encoder states h_i
-    keys: torch.Tensor | None   # (B, S, Dk) scorer keys, None without attention
-    mask: torch.Tensor      # (B, S) True at real positions
-    summary: torch.Tensor   # (B, H) final encoder state [h_fwd_m ; h_bwd_1]
-    mask_bias: torch.Tensor | None = None   # (B, S) 0 at real positions, -inf at padding
-    src: torch.Tensor | None = None         # (B, S) source ids, where a copying decoder points
-
-    def __post_init__(self):
-        if self.mask_bias is None:
-            self.mask_bias = padding_bias(self.mask, self.states.dtype)
-
-    def select(self, index: torch.Tensor) -> "Memory":
-        """Rows `index` of the batch (beam search repeats and reorders sentences)."""
-        return Memory(self.states.index_select(0, index),
-                      None if self.keys is None else self.keys.index_select(0, index),
-                      self.mask.index_select(0, index), self.summary.index_select(0, index),
-                      self.mask_bias.index_select(0, index),
-                      None if self.src is None else self.src.index_select(0, index))
-
-
-@dataclass
-class Step:
-    """One decoder step's outputs."""
-    logits: torch.Tensor            # (B, V)
-    state: State                    # new recurrent state s_j (and c for LSTM)
-    feed: torch.Tensor              # h~_j, fed to the next step
-    alpha: torch.Tensor | None      # (B, S) attention weights, None without attention
-    context: torch.Tensor           # (B, H) c_j: what the decoder read of the source
-    cross_attention: torch.Tensor | None = None   # Transformer: (B, layers, heads, S) every head's cross-attention
-    self_attention: torch.Tensor | None = None    # Transformer: (B, layers, heads, j+1) decoder self-attention
 
 
 @dataclass
@@ -282,6 +240,22 @@ class Seq2Seq(nn.Module):
         if self.copy_gate is not None:
             logits = self.point(logits, alpha, memory.src, context, s)
         return Step(logits, state, feed, alpha, context)
+
+    select_state = staticmethod(select_rows)     # beam search: a state's rows, kept or repeated
+
+    def forced_steps(self, tgt_in: torch.Tensor, memory: Memory, state: State) -> list[Step]:
+        """Teacher forcing for inference: decode_step at each position of `tgt_in` (B, T), fed
+        the reference's previous token; a recurrence has no shortcut through the positions."""
+        feed, steps = self.initial_feed(tgt_in.size(0)), []
+        for j in range(tgt_in.size(1)):
+            st = self.decode_step(tgt_in[:, j], state, feed, memory)
+            state, feed = st.state, st.feed
+            steps.append(st)
+        return steps
+
+    def constraints(self) -> None:
+        """No generation config: every token may be chosen."""
+        return None
 
     def _decode_output(self, feed: torch.Tensor, w: "DecodeWeights") -> torch.Tensor:
         """E h~ + b, as OUTPUT_CHUNKS independent products over slices of the vocabulary: one

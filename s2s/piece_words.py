@@ -127,7 +127,7 @@ class HeadKind(NamedTuple):
 
 
 # A Transformer's three kinds of attention, whose weights s2s.decode.attention_heads returns.
-# Defined here, not in s2s/decode.py, because the figures and a page's address read them
+# Defined here, not in s2s/decode/, because the figures and a page's address read them
 # before torch is imported.
 HEAD_KINDS = {
     "cross": HeadKind("cross-attention", "output → source", "source (English)", "output (French)"),

@@ -15,7 +15,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--checkpoints", metavar="DIR", help="the checkpoints folder (default: checkpoints/, or "
                                                         "$S2S_CHECKPOINTS)")
     a = p.parse_args(argv)
-    print("| model | test BLEU | chrF | 3 joined BLEU | kept | perplexity | names kept | numbers kept | loops | train min |")
+    print("| model | test BLEU | chrF | 3 joined BLEU | kept | perplexity | names kept | numbers kept | loops "
+          "| train min |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     checkpoints = list_checkpoints(a.checkpoints)        # every metrics.json, read once for all the tables
     translation = [c for c in checkpoints if c.kind == "translation" and "test" in c.metrics.get("test", {})]
@@ -36,7 +37,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         for c in tuned:
             m, b = c.metrics, c.metrics["before"]
             arrow = lambda x, y, f: f"{f(x)} → {f(y)}"   # noqa: E731
-            print(f"| `{c.name}` | {arrow(b['test']['test']['bleu'], m['test']['test']['bleu'], lambda v: f'{v:.1f}')} | "
+            print(f"| `{c.name}` | "
+                  f"{arrow(b['test']['test']['bleu'], m['test']['test']['bleu'], lambda v: f'{v:.1f}')} | "
                   f"{arrow(b.get('copy', {}).get('names_kept'), m.get('copy', {}).get('names_kept'), _pct)} | "
                   f"{arrow(b.get('copy', {}).get('numbers_kept'), m.get('copy', {}).get('numbers_kept'), _pct)} | "
                   f"{arrow(b.get('loops', {}).get('share'), m.get('loops', {}).get('share'), _pct)} | "
@@ -49,7 +51,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         print("| model | " + " | ".join(f"{b['min_words']}-{b['max_words']}" for b in bins) + " |")
         print("|---|" + "---:|" * len(bins))
         for c in rows:
-            cells = [f"{b['bleu']:.1f}" if b["bleu"] is not None else "–" for b in c.metrics["test"]["test_long"]["by_length"]]
+            cells = [f"{b['bleu']:.1f}" if b["bleu"] is not None else "–"
+                     for b in c.metrics["test"]["test_long"]["by_length"]]
             print(f"| `{c.name}` | " + " | ".join(cells) + " |")
     order = {"rnn": 0, "gru": 1, "lstm": 2}
     charlms = sorted((c for c in checkpoints if c.kind == "charlm" and "test" in c.metrics),
@@ -57,12 +60,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     if charlms:
         print()
         print("Character-level models, bits per character (the paper's: Karpathy et al. 2015, converted from nats):")
-        print("| model | cell | parameters | test | test, known-character lines | valid | paper's best | paper's 20-gram | train min |")
+        print("| model | cell | parameters | test | test, known-character lines | valid | paper's best "
+              "| paper's 20-gram | train min |")
         print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
         for c in charlms:
             m, paper = c.metrics, c.metrics.get("paper", {})
             known = m.get("test_known_lines", {}).get("bits_per_char")
-            print(f"| `{c.name}` | {c.cell} | {m['train'].get('parameters', 0):,} | {m['test']['bits_per_char']:.3f} | {_num(known)} | {m['valid']['bits_per_char']:.3f} | "
+            print(f"| `{c.name}` | {c.cell} | {m['train'].get('parameters', 0):,} | {m['test']['bits_per_char']:.3f} | "
+                  f"{_num(known)} | {m['valid']['bits_per_char']:.3f} | "
                   f"{_num(paper.get('best_rnn_bits_per_char'))} | {_num(paper.get('ngram20_bits_per_char'))} | "
                   f"{m['train']['minutes']:.0f} |")
         print()
@@ -73,7 +78,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         for c in charlms:
             for feature, cells in c.metrics.get("cells", {}).items():
                 if cells and abs(cells[0]["r"]) >= 0.3:
-                    print(f"| `{c.name}` | {feature} | {cells[0]['layer']} | {cells[0]['cell']} | {cells[0]['r']:+.3f} |")
+                    print(f"| `{c.name}` | {feature} | {cells[0]['layer']} | {cells[0]['cell']} | "
+                          f"{cells[0]['r']:+.3f} |")
 
 
 def _pct(x) -> str:

@@ -45,9 +45,9 @@ import os
 import random
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -327,8 +327,67 @@ def before_metrics(base: Translator, copy_test: list | None, long_sources: list[
 
 # ---------------------------------------------------------------- the command line
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """The options; --help prints this module's docstring after them."""
+@dataclass
+class TrainConfig:
+    """One run's recipe: every option of the command line (parse_args gives their defaults and
+    help), typed, read by the stages below; written into the model's metrics.json as "train"
+    (without `threads`, which is the machine's, not the recipe's)."""
+    # the data: the corpus, its splits, the tokenizer
+    data: str
+    out: str
+    split_dir: str
+    valid_pairs: int
+    test_pairs: int
+    # where the run and its model go
+    work: str | None
+    name: str | None
+    description: str
+    # the model (recurrent or Transformer)
+    arch: str
+    attention: str
+    cell: str
+    emb: int
+    hidden: int
+    layers: int
+    heads: int
+    ffn: int
+    vocab: int
+    tokenizer: str | None
+    dropout: float
+    attention_dropout: float | None
+    ffn_dropout: float | None
+    # the optimisation
+    label_smoothing: float
+    steps: int
+    max_tokens: int
+    lr: float
+    warmup: int
+    clip: float
+    # each epoch's examples: joined long pairs, the copy augmentation
+    long_fraction: float
+    long_max: int
+    no_augment: bool
+    p_name: float
+    p_number: float
+    p_case: float
+    copy_fraction: float
+    copy: bool
+    # fine-tuning, evaluation, the machine
+    init_from: str | None
+    continue_run: bool
+    copy_test: str | None
+    eval_every: int
+    trace_points: int
+    test_beam: int
+    seed: int
+    threads: int
+    bf16: bool
+    no_eval: bool
+    average_last: int
+
+
+def parse_args(argv: Sequence[str] | None = None) -> TrainConfig:
+    """The options, as a TrainConfig; --help prints this module's docstring after them."""
     p = argparse.ArgumentParser(prog="python -m s2s.train", description=__doc__.splitlines()[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     p.add_argument("--data", required=True, help="english<TAB>french TSV (e.g. ../shared/data/tatoeba-en-fr/fra.txt)")
@@ -363,12 +422,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--warmup", type=int, default=150)
     p.add_argument("--clip", type=float, default=1.0)
-    p.add_argument("--long-fraction", type=float, default=0.1, help="joined pairs per epoch, as a fraction of single pairs")
+    p.add_argument("--long-fraction", type=float, default=0.1,
+                   help="joined pairs per epoch, as a fraction of single pairs")
     p.add_argument("--long-max", type=int, default=4, help="most pairs joined into one long pair")
-    p.add_argument("--no-augment", action="store_true", help="train without the copy augmentation (names, numbers, casing)")
+    p.add_argument("--no-augment", action="store_true",
+                   help="train without the copy augmentation (names, numbers, casing)")
     p.add_argument("--p-name", type=float, default=0.5, help="share of pairs naming a person whose names are swapped")
     p.add_argument("--p-number", type=float, default=0.5, help="share of pairs with numbers whose numbers are swapped")
-    p.add_argument("--p-case", type=float, default=0.04, help="share of pairs put in ALL CAPS (and as many in lower case)")
+    p.add_argument("--p-case", type=float, default=0.04,
+                   help="share of pairs put in ALL CAPS (and as many in lower case)")
     p.add_argument("--copy-fraction", type=float, default=0.0,
                    help="extra pairs per epoch, as a share of the training pairs, drawn from those naming a person "
                         "or holding a number, all swapped")
@@ -387,12 +449,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's default)")
     p.add_argument("--bf16", action="store_true",
                    help="bf16 autocast on the CPU too (on a GPU it is always on): matrix products "
-                        "much faster on a CPU with AVX512-BF16 (tools/bench_train_step.py); weights and optimizer stay fp32")
+                        "much faster on a CPU with AVX512-BF16 (tools/bench_train_step.py); weights and optimizer "
+                        "stay fp32")
     p.add_argument("--no-eval", action="store_true", help="skip the final test evaluation")
     p.add_argument("--average-last", type=int, default=1,
                    help="keep the weights of the last N evaluation points and ship the average of the last k of "
                         "them (k <= N chosen by validation loss; Vaswani et al. 2017 average checkpoints); 1 = off")
-    return p.parse_args(argv)
+    return TrainConfig(**vars(p.parse_args(argv)))
 
 
 # ---------------------------------------------------------------- the run, step by step
@@ -412,7 +475,7 @@ class Data:
     long_sources: list[str]              # test_long sources of 20-60 words: the loop rate's inputs
 
 
-def prepare_data(a: argparse.Namespace, base: Translator | None, work: Path, main_process: bool,
+def prepare_data(cfg: TrainConfig, base: Translator | None, work: Path, main_process: bool,
                  world: int) -> Data:
     """The splits (written once, by English sentence), the tokenizer (trained once on the
     train split; a fine-tune keeps its base's, --tokenizer is used as it is, and the copy
@@ -420,22 +483,22 @@ def prepare_data(a: argparse.Namespace, base: Translator | None, work: Path, mai
     ids. With several processes rank 0 alone writes files while the others wait."""
     if world > 1 and not main_process:
         dist.barrier()
-    split_dir = Path(a.split_dir)
+    split_dir = Path(cfg.split_dir)
     if not (split_dir / "test_long.tsv").is_file():
-        write_splits(split_pairs(read_pairs(a.data), a.valid_pairs, a.test_pairs), split_dir)
+        write_splits(split_pairs(read_pairs(cfg.data), cfg.valid_pairs, cfg.test_pairs), split_dir)
     train_pairs, valid_pairs = read_pairs(split_dir / "train.tsv"), read_pairs(split_dir / "valid.tsv")
     spm_file = split_dir / "spm.model"
     if base is not None:
         spm_file = base.tokenizer.path
-    elif a.tokenizer:
-        spm_file = Path(a.tokenizer)
+    elif cfg.tokenizer:
+        spm_file = Path(cfg.tokenizer)
     elif not spm_file.is_file():
-        train_tokenizer([s for s, _ in train_pairs] + [t for _, t in train_pairs], spm_file, a.vocab)
+        train_tokenizer([s for s, _ in train_pairs] + [t for _, t in train_pairs], spm_file, cfg.vocab)
     augmenter = None
-    if not a.no_augment:
+    if not cfg.no_augment:
         names = load_names()
-        augmenter = Augmenter(split_names(names)[0], a.p_name, a.p_number, a.p_case, a.p_case)
-        if not a.tokenizer:     # a given tokenizer is used as it is
+        augmenter = Augmenter(split_names(names)[0], cfg.p_name, cfg.p_number, cfg.p_case, cfg.p_case)
+        if not cfg.tokenizer:     # a given tokenizer is used as it is
             spm_file = (add_characters(spm_file, name_characters(names), work / "spm.model").path
                         if main_process else work / "spm.model")
     if world > 1 and main_process:
@@ -446,26 +509,26 @@ def prepare_data(a: argparse.Namespace, base: Translator | None, work: Path, mai
                 valid=[(tok.encode(s), tok.encode(t)) for s, t in valid_pairs],
                 tok=tok, spm_file=spm_file, augmenter=augmenter,
                 copy_pool=[i for i, p in enumerate(train_pairs) if can_copy(p)] if augmenter is not None else [],
-                copy_test=read_copy_test(a.copy_test) if a.copy_test else None,
+                copy_test=read_copy_test(cfg.copy_test) if cfg.copy_test else None,
                 long_sources=[s for s, _ in read_pairs(split_dir / "test_long.tsv") if 20 <= len(s.split()) <= 60])
 
 
-def build_model(a: argparse.Namespace, vocab_size: int, base: Translator | None) -> Seq2Seq | Transformer:
+def build_model(cfg: TrainConfig, vocab_size: int, base: Translator | None) -> Seq2Seq | Transformer:
     """The model: a fine-tune's base grown to the vocabulary (finetune_model), else new
     random weights, a recurrent encoder-decoder or a Transformer."""
     if base is not None:
-        return finetune_model(base.model, vocab_size, a.dropout, a.copy)
-    if a.arch == "transformer":
+        return finetune_model(base.model, vocab_size, cfg.dropout, cfg.copy)
+    if cfg.arch == "transformer":
         return Transformer(TransformerConfig(
-            vocab_size=vocab_size, d_model=a.hidden, heads=a.heads, encoder_layers=a.layers,
-            decoder_layers=a.layers, ffn=a.ffn, dropout=a.dropout, copy=a.copy,
-            attention_dropout=a.attention_dropout, ffn_dropout=a.ffn_dropout))
+            vocab_size=vocab_size, d_model=cfg.hidden, heads=cfg.heads, encoder_layers=cfg.layers,
+            decoder_layers=cfg.layers, ffn=cfg.ffn, dropout=cfg.dropout, copy=cfg.copy,
+            attention_dropout=cfg.attention_dropout, ffn_dropout=cfg.ffn_dropout))
     return Seq2Seq(ModelConfig(
-        vocab_size=vocab_size, emb_dim=a.emb, hidden=a.hidden, attn_dim=a.hidden, cell=a.cell,
-        attention=a.attention, dropout=a.dropout, copy=a.copy and a.attention != "none"))
+        vocab_size=vocab_size, emb_dim=cfg.emb, hidden=cfg.hidden, attn_dim=cfg.hidden, cell=cfg.cell,
+        attention=cfg.attention, dropout=cfg.dropout, copy=cfg.copy and cfg.attention != "none"))
 
 
-def start_state(a: argparse.Namespace, model: torch.nn.Module, opt: torch.optim.Optimizer, work: Path,
+def start_state(cfg: TrainConfig, model: torch.nn.Module, opt: torch.optim.Optimizer, work: Path,
                 base: Translator | None, data: Data, main_process: bool, say) -> dict:
     """The run's progress (step, epoch, tokens, seconds, curves, trace): resumed from the
     state in --work if there is one; a fine-tune's first start records what it starts from
@@ -475,55 +538,71 @@ def start_state(a: argparse.Namespace, model: torch.nn.Module, opt: torch.optim.
         meta = load_state(work, model, opt)
         say(f"resumed at step {meta['step']}")
     elif base is not None and main_process:
-        meta["before"] = before_metrics(base, data.copy_test, data.long_sources, a.continue_run)
+        meta["before"] = before_metrics(base, data.copy_test, data.long_sources, cfg.continue_run)
         say(f"before: {json.dumps({k: v for k, v in meta['before'].items() if k not in ('trace', 'curves')})}")
     return meta
 
 
-def train(a: argparse.Namespace, tr: Translator, opt: torch.optim.Optimizer, meta: dict, data: Data, work: Path,
-          device: torch.device, rank: int, world: int, trace_from_scratch: bool, say) -> None:
+@dataclass
+class Process:
+    """Where this process stands in a run: its work folder, device, rank of world, and its log."""
+    work: Path
+    device: torch.device
+    rank: int
+    world: int
+    say: Callable[[str], None]     # rank 0: to the terminal and train.log; the others: nothing
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+
+def train(cfg: TrainConfig, proc: Process, tr: Translator, opt: torch.optim.Optimizer, meta: dict, data: Data
+          ) -> None:
     """The training loop, `meta` updated in place: each epoch's examples (augmented,
     long pairs joined), length-bucketed batches, one optimizer step per batch at lr_at's
     rate. Every --eval-every steps rank 0 records the validation loss (a row of the curves,
     with the copy test every 250 steps), saves the resumable state and, near the end, a
     snapshot for --average-last; ~--trace-points times the probes' attention. With several
     processes each computes its shard of every batch, and the group is taken down at the end.
-    The probes' trace starts at step 0 only `trace_from_scratch`: a fine-tune's continues its base's."""
-    model, main_process = tr.model, rank == 0
-    trace_every = max(1, a.steps // a.trace_points)
+    The probes' trace starts at step 0 only from scratch: a fine-tune's continues its base's."""
+    work, device, rank, world, say = proc.work, proc.device, proc.rank, proc.world, proc.say
+    model, main_process = tr.model, proc.main
+    trace_from_scratch = cfg.init_from is None
+    trace_every = max(1, cfg.steps // cfg.trace_points)
     offset = meta.get("before", {}).get("steps", 0)    # a fine-tune continues the base model's step count
     model.train()
     net = DistributedDataParallel(model) if world > 1 else model     # the same model, gradients summed
     # bf16 products, fp32 weights, optimizer and loss (logits.float() below)
-    bf16 = (torch.autocast(device.type, dtype=torch.bfloat16) if device.type == "cuda" or a.bf16
+    bf16 = (torch.autocast(device.type, dtype=torch.bfloat16) if device.type == "cuda" or cfg.bf16
             else contextlib.nullcontext())
-    bar = tqdm(total=a.steps, initial=meta["step"], desc=tr.name, unit="step", dynamic_ncols=True,
+    bar = tqdm(total=cfg.steps, initial=meta["step"], desc=tr.name, unit="step", dynamic_ncols=True,
                disable=not main_process)
     t_start, seconds0 = time.time(), meta["seconds"]
     loss_sum, tok_sum = 0.0, 0
     my_tokens = 0       # target tokens this process computed (its shards)
     if meta["step"] == 0 and trace_from_scratch and main_process:
         meta["trace"].append(probe_trace(tr, 0))
-    while meta["step"] < a.steps:
-        examples = epoch_examples(data.singles, a.long_fraction, a.seed * 1000 + meta["epoch"], data.train_pairs,
-                                  data.augmenter, data.tok, a.long_max, a.copy_fraction, data.copy_pool)
-        batches = token_batches(examples, a.max_tokens, BOS, seed=a.seed * 1000 + meta["epoch"])
+    while meta["step"] < cfg.steps:
+        examples = epoch_examples(data.singles, cfg.long_fraction, cfg.seed * 1000 + meta["epoch"], data.train_pairs,
+                                  data.augmenter, data.tok, cfg.long_max, cfg.copy_fraction, data.copy_pool)
+        batches = token_batches(examples, cfg.max_tokens, BOS, seed=cfg.seed * 1000 + meta["epoch"])
         for bi, batch in enumerate(batches):
             if bi < meta["batch_in_epoch"]:
                 continue    # resuming inside an epoch: same order, skip what was done
             for g in opt.param_groups:
-                g["lr"] = lr_at(meta["step"], a.steps, a.lr, a.warmup)
+                g["lr"] = lr_at(meta["step"], cfg.steps, cfg.lr, cfg.warmup)
             mine, has_rows = shard(batch, rank, world) if world > 1 else (batch, True)
             mine = mine.to(device)
             with bf16:
                 logits, _ = net(mine.src, mine.src_len, mine.tgt_in)
-            loss = sequence_loss(logits.float(), mine.tgt_out, a.label_smoothing) * has_rows
+            loss = sequence_loss(logits.float(), mine.tgt_out, cfg.label_smoothing) * has_rows
             my_tokens += mine.n_tokens * has_rows
             opt.zero_grad(set_to_none=True)
             # DDP averages gradients over the processes: world * (my loss / all tokens) averages
             # to (the whole batch's loss / its tokens), the single-process objective
             (loss * world / batch.n_tokens).backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), a.clip)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
             opt.step()
             meta["step"] += 1
             meta["batch_in_epoch"] = bi + 1
@@ -531,18 +610,18 @@ def train(a: argparse.Namespace, tr: Translator, opt: torch.optim.Optimizer, met
             loss_sum, tok_sum = loss_sum + loss.item(), tok_sum + batch.n_tokens
             bar.update(1)
             step = meta["step"]
-            if (step % trace_every == 0 or step == a.steps) and main_process:
+            if (step % trace_every == 0 or step == cfg.steps) and main_process:
                 meta["trace"].append(probe_trace(tr, offset + step))
-            if step % a.eval_every == 0 or step == a.steps:
+            if step % cfg.eval_every == 0 or step == cfg.steps:
                 loss_sum = summed(loss_sum, world, device)     # every process's share of the batches
                 if main_process:
                     meta["seconds"] = seconds0 + time.time() - t_start
                     vl = valid_loss(model, data.valid, 4000)
-                    row = {"step": offset + step, "train_loss": round(loss_sum / tok_sum, 4), "valid_loss": round(vl, 4),
-                           "valid_ppl": round(math.exp(vl), 3), "tokens": meta["tokens"],
+                    row = {"step": offset + step, "train_loss": round(loss_sum / tok_sum, 4),
+                           "valid_loss": round(vl, 4), "valid_ppl": round(math.exp(vl), 3), "tokens": meta["tokens"],
                            "minutes": round(meta["seconds"] / 60 + meta.get("before", {}).get("train_minutes", 0), 2),
                            "tokens_per_s": round(meta["tokens"] / max(meta["seconds"], 1e-9))}
-                    if data.copy_test and (step % 250 == 0 or step == a.steps):
+                    if data.copy_test and (step % 250 == 0 or step == cfg.steps):
                         model.eval()
                         row["copy"] = copy_scores(tr, data.copy_test)       # greedy: the copy skill as it is learned
                         model.train()
@@ -550,10 +629,10 @@ def train(a: argparse.Namespace, tr: Translator, opt: torch.optim.Optimizer, met
                     bar.set_postfix(valid_ppl=row["valid_ppl"], tok_s=row["tokens_per_s"])
                     say(json.dumps(row))
                     save_state(work, model, opt, meta)
-                    if step > a.steps - a.average_last * a.eval_every and a.average_last > 1:
+                    if step > cfg.steps - cfg.average_last * cfg.eval_every and cfg.average_last > 1:
                         save_snapshot(work, model, step)
                 loss_sum, tok_sum = 0.0, 0
-            if step >= a.steps:
+            if step >= cfg.steps:
                 break
         else:
             meta["epoch"] += 1
@@ -605,15 +684,15 @@ def lineage(meta: dict) -> dict:
     return out
 
 
-def export(a: argparse.Namespace, tr: Translator, meta: dict, data: Data, work: Path, say) -> dict:
+def export(cfg: TrainConfig, tr: Translator, meta: dict, data: Data, work: Path, say) -> dict:
     """The shipped weights (with --average-last, the average of the last snapshots chosen
     by validation loss) in fp16 at --out, and their metrics.json: the recipe, the size, the
     lineage, the probes' attention trace. Returns the metrics."""
     model = tr.model
     model.eval()
-    averaged = average_snapshots(work, model, data.valid, a.steps - a.average_last * a.eval_every, say) \
-        if a.average_last > 1 else None
-    args = {k: v for k, v in vars(a).items() if k not in ("threads",)}
+    averaged = average_snapshots(work, model, data.valid, cfg.steps - cfg.average_last * cfg.eval_every, say) \
+        if cfg.average_last > 1 else None
+    args = {k: v for k, v in asdict(cfg).items() if k not in ("threads",)}
     # the model's own kind, not the flags' defaults (--init-from ignores them; a Transformer has
     # no cell and its cross-attention is scaled dot-product whatever --attention says)
     transformer = isinstance(model, Transformer)
@@ -632,11 +711,11 @@ def export(a: argparse.Namespace, tr: Translator, meta: dict, data: Data, work: 
                **{k: v for k, v in history.items() if k in ("previous", "before", "finetune_minutes")}}
     if averaged:
         metrics["averaged"] = averaged
-    save_checkpoint(model, data.spm_file, tr.path, tr.name, a.description, metrics)
+    save_checkpoint(model, data.spm_file, tr.path, tr.name, cfg.description, metrics)
     return metrics
 
 
-def evaluate_export(a: argparse.Namespace, tr: Translator, metrics: dict, data: Data, say) -> None:
+def evaluate_export(cfg: TrainConfig, tr: Translator, metrics: dict, data: Data, say) -> None:
     """The exported model, as loaded from --out, on the test splits: BLEU and chrF with
     beam search and perplexity per split, the loop rate on long inputs, the copy test;
     written into its metrics.json."""
@@ -645,7 +724,7 @@ def evaluate_export(a: argparse.Namespace, tr: Translator, metrics: dict, data: 
     for split in ("test", "test_joined3", "test_long"):
         pairs = read_pairs(data.split_dir / f"{split}.tsv")
         t0 = time.time()
-        test[split] = evaluate_pairs(shipped, pairs, a.test_beam)
+        test[split] = evaluate_pairs(shipped, pairs, cfg.test_beam)
         test[split]["perplexity"] = round(perplexity(shipped, pairs), 3)
         say(f"{split}: BLEU {test[split]['bleu']} chrF {test[split]['chrf']} "
             f"ppl {test[split]['perplexity']} ({time.time() - t0:.0f}s)")
@@ -655,19 +734,19 @@ def evaluate_export(a: argparse.Namespace, tr: Translator, metrics: dict, data: 
     if data.copy_test:
         metrics["copy"] = copy_scores(shipped, data.copy_test)
         say(f"copy test: {json.dumps(metrics['copy'])}")
-    save_checkpoint(tr.model, data.spm_file, tr.path, tr.name, a.description, metrics)
+    save_checkpoint(tr.model, data.spm_file, tr.path, tr.name, cfg.description, metrics)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    a = parse_args(argv)
-    if a.threads:
-        torch.set_num_threads(a.threads)
+    cfg = parse_args(argv)
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
     rank, world, device = setup_distributed()
     main_process = rank == 0
-    torch.manual_seed(a.seed)
-    out = Path(a.out)
-    name = a.name or out.name
-    work = Path(a.work or Path("runs") / name)
+    torch.manual_seed(cfg.seed)
+    out = Path(cfg.out)
+    name = cfg.name or out.name
+    work = Path(cfg.work or Path("runs") / name)
     work.mkdir(parents=True, exist_ok=True)
     log = open(work / "train.log", "a") if main_process else None
 
@@ -677,20 +756,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             log.write(f"{time.strftime('%H:%M:%S')} {msg}\n")
             log.flush()
 
-    base = load_translator(a.init_from, device="cpu") if a.init_from else None
-    data = prepare_data(a, base, work, main_process, world)
+    base = load_translator(cfg.init_from, device="cpu") if cfg.init_from else None
+    data = prepare_data(cfg, base, work, main_process, world)
     say(f"{name}: {len(data.singles)} train pairs, {len(data.valid)} valid, vocab {len(data.tok)}")
-    model = build_model(a, len(data.tok), base).to(device)
-    opt = torch.optim.Adam(model.parameters(), lr=a.lr)
-    meta = start_state(a, model, opt, work, base, data, main_process, say)
+    model = build_model(cfg, len(data.tok), base).to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    meta = start_state(cfg, model, opt, work, base, data, main_process, say)
     say(f"{sum(p.numel() for p in model.parameters()):,} parameters: {json.dumps(model.cfg.to_dict())}")
     tr = Translator(name, out, model, data.tok, {})
-    train(a, tr, opt, meta, data, work, device, rank, world, trace_from_scratch=base is None, say=say)
+    train(cfg, Process(work, device, rank, world, say), tr, opt, meta, data)
     if not main_process:
         return 0
-    metrics = export(a, tr, meta, data, work, say)
-    if not a.no_eval:
-        evaluate_export(a, tr, metrics, data, say)
+    metrics = export(cfg, tr, meta, data, work, say)
+    if not cfg.no_eval:
+        evaluate_export(cfg, tr, metrics, data, say)
     say(f"wrote {out}")
     return 0
 

@@ -33,27 +33,28 @@ averaged over heads, the same matrix `Decoding.attention` shows for a Transforme
 
 Decoding is incremental: each step appends its keys and values to a cache, so step j attends
 to j cached positions (O(j) work), not the whole prefix again (O(j^2)). The model speaks the
-recurrent models' decoding interface (encode, initial_feed, decode_step), so decode.py's
+recurrent models' decoding interface (encode, initial_feed, decode_step), so s2s.decode's
 greedy, beam search, sampling and forced decoding serve both families.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from .attention import mask_bias as padding_bias
-from .model import Memory, Step, copy_mix
+from .interface import ConfigBase, Memory, Step, select_rows
+from .model import copy_mix
 from .tokenizer import PAD
 
 State = tuple[torch.Tensor, ...]   # (s_j (B, d), self keys (B, L, H, t, d_k), self values (B, L, H, t, d_k))
 
 
 @dataclass
-class TransformerConfig:
+class TransformerConfig(ConfigBase):
     vocab_size: int
     d_model: int = 256
     heads: int = 4
@@ -81,14 +82,6 @@ class TransformerConfig:
             self.attention_dropout = self.dropout
         if self.ffn_dropout is None:
             self.ffn_dropout = self.dropout
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "TransformerConfig":
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in known})
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def sinusoidal_positions(n: int, d: int, start: int = 0, device=None) -> torch.Tensor:
@@ -218,7 +211,7 @@ class TransformerMemory(Memory):
 class Transformer(nn.Module):
     """Encoder-decoder Transformer with the recurrent models' interface (see model.py)."""
 
-    is_lstm = False          # decode.py records LSTM cells for recurrent models only
+    is_lstm = False          # s2s.decode records LSTM cells for recurrent models only
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
@@ -279,7 +272,7 @@ class Transformer(nn.Module):
         return memory, (h.new_zeros(B, self.cfg.d_model), empty, empty)
 
     def initial_feed(self, batch: int) -> torch.Tensor:
-        """Nothing is fed back besides the tokens (kept so decode.py serves both families)."""
+        """Nothing is fed back besides the tokens (kept so s2s.decode serves both families)."""
         return self.embed.weight.new_zeros(batch, 0)
 
     # ------------------------------------------------------------ decoder
@@ -299,7 +292,8 @@ class Transformer(nn.Module):
             k, v = layer.self_attn.keys_values(layer.norm_self(x))
             k, v = torch.cat([cache_k[:, l], k], 2), torch.cat([cache_v[:, l], v], 2)    # (B, H, j+1, d_k)
             new_k.append(k), new_v.append(v)
-            x, context, self_w, cross_w = layer(x, (k, v), None, (memory.cross_keys[:, l], memory.cross_values[:, l]), bias)
+            x, context, self_w, cross_w = layer(x, (k, v), None, (memory.cross_keys[:, l], memory.cross_values[:, l]),
+                                                bias)
             self_ws.append(self_w[:, :, 0]), cross_ws.append(cross_w[:, :, 0])
         s = self.decoder_norm(x)[:, 0]                                      # (B, d)
         cross = torch.stack(cross_ws, 1)                                     # (B, L, H, S)
@@ -333,10 +327,17 @@ class Transformer(nn.Module):
         every = (torch.stack(self_ws, 1), torch.stack(cross_ws, 1)) if keep_weights else (None, None)
         return s, context, cross_w, *every
 
-    def forced_steps(self, tgt_in: torch.Tensor, memory: TransformerMemory) -> list[Step]:
-        """Forced decoding of one sentence (B = 1) in a single pass: the Step that decode_step
-        would return at each position j (up to float rounding), with the self-attention of
-        position j over positions 0..j."""
+    select_state = staticmethod(select_rows)     # beam search: the cached keys' rows, kept or repeated
+
+    def constraints(self) -> None:
+        """No generation config: every token may be chosen."""
+        return None
+
+    def forced_steps(self, tgt_in: torch.Tensor, memory: TransformerMemory, state: State = ()) -> list[Step]:
+        """Forced decoding in a single pass (no recurrence: each position's input, the
+        reference's previous token, is known in advance): the Step that decode_step would
+        return at each position j (up to float rounding), with the self-attention of position
+        j over positions 0..j. `state` (the empty cache) is not needed."""
         s, context, last, self_w, cross_w = self.decode_all(tgt_in, memory, keep_weights=True)
         alpha = last.mean(1)                                                 # (B, T, S)
         logits = self.output(s)

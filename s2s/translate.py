@@ -44,7 +44,8 @@ MAX_BATCH = 512
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m s2s.translate", description="Translate English to French with a checkpoint.",
+    p = argparse.ArgumentParser(prog="python -m s2s.translate",
+                                description="Translate English to French with a checkpoint.",
                                 epilog="Text may also come on standard input.")
     p.add_argument("--model", required=True, help=MODEL_HELP)
     add_model_options(p)
@@ -78,7 +79,8 @@ def main(argv=None) -> int:
         if a.reference is not None:
             settings = DecodeSettings("forced")
         elif a.sample:
-            settings = DecodeSettings("sample", temperature=a.temperature, top_k=a.top_k, seed=a.seed, max_len=a.max_len)
+            settings = DecodeSettings("sample", temperature=a.temperature, top_k=a.top_k, seed=a.seed,
+                                      max_len=a.max_len)
         elif a.beam is not None:
             settings = DecodeSettings("beam", width=a.beam, n_best=1, max_len=a.max_len, no_repeat=a.no_repeat)
         else:
@@ -150,9 +152,9 @@ def translate_file(a) -> int:
                 bar.update(n - done[0])
                 done[0] = n
 
-            decodings = beam_search_batch(tr, [chunk[i] for i in good], width, max_len=a.max_len,
-                                          batch_size=a.batch_size, attention=a.json, progress=progress,
-                                          no_repeat=a.no_repeat)
+            decodings = beam_search_batch(tr, [chunk[i] for i in good],
+                                          DecodeSettings("beam", width, max_len=a.max_len, no_repeat=a.no_repeat),
+                                          batch_size=a.batch_size, attention=a.json, progress=progress)
             for i, d in zip(good, decodings):
                 results[i] = d.to_json() if a.json else d.translation
             # a translation never spans lines (the tokenizer has no newline piece), but make sure

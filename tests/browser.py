@@ -148,7 +148,8 @@ SETTLED = """() => {
   // what the browser has yet to draw after the run: an element whose code is still loading (a
   // skeleton stands in for it, for seconds on a busy machine), a chart not drawn or still hidden
   const hidden = c => [...c.querySelectorAll('.js-plotly-plot')].some(p => p.style.visibility === 'hidden');
-  const undrawn = [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stSkeleton"]')].filter(shown).length
+  const undrawn = [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stSkeleton"]')]
+          .filter(shown).length
       + [...document.querySelectorAll('[data-testid="stPlotlyChart"], [data-testid="stVegaLiteChart"]')]
           .filter(c => shown(c) && !c.closest('.st-key-vega_early')
                        && (!c.querySelector('.main-svg, svg, canvas') || hidden(c))).length;

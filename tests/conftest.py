@@ -82,7 +82,8 @@ def tiny_transformer(reversal_tsv, tiny_root) -> Path:
     """A tiny Transformer (2 + 2 layers, d = 64, 4 heads) trained on the same reversal task."""
     return train_tiny(reversal_tsv, tiny_root, "scaled-dot", 300,
                       ("--arch", "transformer", "--hidden", "64", "--layers", "2", "--heads", "4", "--ffn", "128",
-                       "--lr", "0.005", "--warmup", "30", "--description", "tiny reversal Transformer"), name="transformer")
+                       "--lr", "0.005", "--warmup", "30", "--description", "tiny reversal Transformer"),
+                      name="transformer")
 
 
 @pytest.fixture(scope="session")
@@ -132,7 +133,8 @@ def code_like_text(n_blocks: int, seed: int = 0) -> str:
     for b in range(n_blocks):
         out.append(f"#include <linux/b{b % 7}.h>\n/* block {b} */\nint f{b}(int x) {{\n")
         for _ in range(rng.randint(1, 3)):
-            out.append("\tif (x > %d) {\n\t\tprintk(\"%s\");\n\t}\n" % (rng.randint(0, 9), rng.choice(["ok", "a b", "no"])))
+            out.append("\tif (x > %d) {\n\t\tprintk(\"%s\");\n\t}\n"
+                       % (rng.randint(0, 9), rng.choice(["ok", "a b", "no"])))
         out.append("\treturn x;\n}\n\n")
     return "".join(out)
 
@@ -191,8 +193,9 @@ def charlm_trio(code_text_file, tiny_root, tiny_charlm) -> dict[str, Path]:
         out[cell] = tiny_root / f"charlm-tiny-{cell}"
         rc = train_charlm.main(["--data", str(code_text_file), "--out", str(out[cell]), "--cell", cell,
                                 "--work", str(tiny_root / f"work-charlm-{cell}"), "--hidden", "32", "--layers", "2",
-                                "--emb-dim", "16", "--batch", "16", "--seq", "64", "--steps", "150", "--eval-every", "50",
-                                "--lr", "0.01", "--warmup", "10", "--description", f"tiny character {cell} of generated C"])
+                                "--emb-dim", "16", "--batch", "16", "--seq", "64", "--steps", "150",
+                                "--eval-every", "50", "--lr", "0.01", "--warmup", "10",
+                                "--description", f"tiny character {cell} of generated C"])
         assert rc == 0
     return out
 

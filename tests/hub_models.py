@@ -2,8 +2,9 @@
 config, a tokenizer trained on the fly, written with save_pretrained into a folder. One of each
 family the adapter must handle: Marian (opus-mt: separate source/target sentencepiece models,
 pad = decoder start, bad_words_ids = [[pad]], forced_eos), T5 (a task prefix from the config,
-relative positions, a vocabulary larger than the tokenizer) and M2M100 (language codes after its pieces, 100 of them, hence the vocabulary of len + 200: the
-decoder starts with </s> and must write the target language's code first)."""
+relative positions, a vocabulary larger than the tokenizer) and M2M100 (language codes after its
+pieces, 100 of them, hence the vocabulary of len + 200: the decoder starts with </s> and must
+write the target language's code first)."""
 from __future__ import annotations
 
 import io
@@ -103,8 +104,8 @@ def m2m100(out: str | Path) -> Path:
     pieces = ["<s>", "<pad>", "</s>", "<unk>"] + _pieces(sp)
     (out / "vocab.json").write_text(json.dumps({p: i for i, p in enumerate(pieces)}))
     tok = M2M100Tokenizer(str(out / "vocab.json"), str(out / "sentencepiece.bpe.model"), src_lang="en", tgt_lang="fr")
-    cfg = M2M100Config(vocab_size=len(tok) + 200, bos_token_id=0, pad_token_id=1, eos_token_id=2, decoder_start_token_id=2,
-                       **SIZES)
+    cfg = M2M100Config(vocab_size=len(tok) + 200, bos_token_id=0, pad_token_id=1, eos_token_id=2,
+                       decoder_start_token_id=2, **SIZES)
     torch.manual_seed(0)
     return _save(M2M100ForConditionalGeneration(cfg), tok, out)
 

@@ -174,7 +174,8 @@ def test_none_model_says_there_is_no_alignment(app):
     assert not at.exception
     assert "no attention" in texts(at)
     assert chart(at, "heatmap") is None
-    assert "**Bottleneck** page" in texts(at) and "Compare attention* tab" not in texts(at)   # a tab of attention models only
+    # a tab of attention models only
+    assert "**Bottleneck** page" in texts(at) and "Compare attention* tab" not in texts(at)
 
 
 def test_words_and_pieces_toggle(app):
@@ -235,7 +236,8 @@ def test_step_slider_and_live_decoding(app, monkeypatch):
     frames = [k for k in drawn if k and "_live" in k]
     assert frames == [f"{c}_live{k}" for k in range(4) for c in ("step_attn", "step_top")]
     # and the step slider with them (#47: it stayed at 1 while the text read "Step 2 of 4")
-    assert [(k, v) for k, v in sliders if k and k.startswith("step_live")] == [(f"step_live{k}", k + 1) for k in range(4)]
+    assert [(k, v) for k, v in sliders if k and k.startswith("step_live")] == [(f"step_live{k}", k + 1)
+                                                                              for k in range(4)]
     assert _widget(at, "step").value == 4 and "Step **4** of 4 words" in texts(at)     # it ends on the last step
     assert "**So far:** `c` `b` `a` `</s>`" in texts(at)            # the tiny model reverses its input
 
@@ -316,7 +318,8 @@ def test_step_by_step_follows_words_and_pieces(app, zoo):
     from s2s.checkpoint import load_translator
     from s2s.decode import greedy
     from s2s.piece_words import word_spans
-    d = greedy(load_translator(zoo / "en-fr-dot"), "ab cd ef", max_len=120)   # untrained: multi-piece words; the page's max length
+    # untrained: multi-piece words; the page's max length
+    d = greedy(load_translator(zoo / "en-fr-dot"), "ab cd ef", max_len=120)
     n_words, n_pieces = len(word_spans(d.target_tokens)), len(d.target_tokens)
     assert n_words < n_pieces
     at = submit(app(model="en-fr-dot"), text="ab cd ef")
@@ -416,7 +419,8 @@ def test_another_models_trace_opens_on_its_own_last_step(zoo, tmp_path, monkeypa
     at.selectbox(key="model").set_value("en-fr-dot").run()
     assert not at.exception and _widget(at, "trace_step_en-fr-dot").value == 1        # its own slider, at its end
     assert not any(w.key == "trace_step_en-fr-additive" for w in at.select_slider)   # gone, with its labels
-    assert f"after {trace['points'][1]['step']} training steps" in json.dumps(chart(at, "trace_heatmap")["layout"]["title"])
+    assert (f"after {trace['points'][1]['step']} training steps"
+            in json.dumps(chart(at, "trace_heatmap")["layout"]["title"]))
 
 
 def test_a_broken_checkpoint_is_reported_and_the_others_work(zoo, tmp_path, monkeypatch):
@@ -501,7 +505,8 @@ def test_warm_up_serves_the_start_pages_links_first(zoo, monkeypatch):
         monkeypatch.setattr(warm, event, threading.Event())
     models.load_path.clear()
     order, real = [], models.load_model
-    monkeypatch.setattr(models, "load_model", lambda name: order.append((name, warm._altair_ready.is_set())) or real(name))
+    monkeypatch.setattr(models, "load_model",
+                        lambda name: order.append((name, warm._altair_ready.is_set())) or real(name))
     warm.warm_up().join(120)
     names = [n for n, _ in order]
     assert names[0] == "en-fr-additive"                        # the default (also the Bottleneck's model)
@@ -628,3 +633,36 @@ def test_no_page_needs_streamlits_magic():
         shown = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                  and isinstance(n.func.value, ast.Name) and n.func.value.id == "__streamlitmagic__"]
         assert not shown, f"{path.name} lines {shown}"
+
+
+def test_a_paragraph_gets_advice_and_a_sentence_by_sentence_switch(app):
+    """#47: above two sentences the page says why a paragraph may go wrong and offers to
+    translate one sentence at a time: its heatmap is then block-diagonal, the address keeps it,
+    and the beam tree says why it has no single tree."""
+    short = submit(app(), text="a b c. d e.")
+    assert not short.exception and not [t for t in short.toggle if t.key == "by_sentence"]
+    at = submit(app(), text="a b c. d e f. g h.")
+    assert not at.exception and "Your text has 3 sentences" in texts(at)
+    whole = array(chart(at, "heatmap")["data"][0]["z"])
+    at.toggle(key="by_sentence").set_value(True).run()
+    assert not at.exception and "its own source only" in texts(at)
+    z = array(chart(at, "heatmap")["data"][0]["z"])
+    assert z.shape[1] > whole.shape[1]                   # each sentence keeps its own </s>
+    assert at.query_params["sentences"] in ("each", ["each"])
+    # block-diagonal: row by row, the columns read are one contiguous block, later rows further right
+    starts = [int(np.flatnonzero(row > 0)[0]) for row in z]
+    assert starts == sorted(starts) and starts[-1] > 0
+    at = open_tab(submit(at, method="beam"), "Beam tree")
+    assert not at.exception and any("sentence by sentence" in i.value for i in at.info)
+
+
+def test_the_projector_draws_tables_as_static_tables_within_the_column(app):
+    """#47: with the Projector on, a table is an st.table (HTML: its text enlarged with the
+    page's, its cells wrapping in the column) instead of a data grid drawn on a canvas, which
+    ran past the column's right edge when zoomed."""
+    at = app(projector="on", text="a b c", method="beam", beam="4", nbest="3", tab="Beam tree")
+    assert not at.exception and at.session_state["projector"]
+    assert not at.dataframe and at.table
+    table = at.table[0].value
+    assert list(table.columns) == ["rank", "translation", "log p", "score (log p / lp)", "source covered"]
+    assert list(table["rank"]) == [1, 2, 3] and table["translation"].iloc[0] == "c b a"

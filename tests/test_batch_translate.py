@@ -10,7 +10,7 @@ from test_cli import run
 
 from conftest import reversal_pairs
 from s2s.checkpoint import load_translator
-from s2s.decode import beam_search, beam_search_batch, greedy
+from s2s.decode import DecodeSettings, beam_search, beam_search_batch, greedy
 from s2s.evaluate import translate_all
 from s2s.text import InputError
 
@@ -35,7 +35,7 @@ def same_search(batched, single, attention=True):
 def test_batched_beam_equals_beam_per_sentence(untrained_translators, att, width):
     """Untrained models wander to the length limit, so this also checks the limit's rule."""
     tr = untrained_translators[att]
-    out = beam_search_batch(tr, TEXTS, width=width, batch_size=3, attention=True)
+    out = beam_search_batch(tr, TEXTS, DecodeSettings("beam", width), batch_size=3, attention=True)
     assert len(out) == len(TEXTS)
     for text, d in zip(TEXTS, out):
         same_search(d, beam_search(tr, text, width=width, n_best=1))
@@ -46,7 +46,7 @@ def test_batched_beam_equals_beam_per_sentence_on_a_trained_model(tiny_additive,
     tr = load_translator(tiny_additive)
     texts = [s for s, _ in reversal_pairs(40, seed=5, lo=1, hi=14)] + TEXTS
     for batch_size in (1, 7, 64):
-        out = beam_search_batch(tr, texts, width=width, batch_size=batch_size, attention=True)
+        out = beam_search_batch(tr, texts, DecodeSettings("beam", width), batch_size=batch_size, attention=True)
         for text, d in zip(texts, out):
             same_search(d, beam_search(tr, text, width=width, n_best=1))
     assert out[TEXTS.index("a b c") - len(TEXTS)].translation == "c b a"
@@ -54,30 +54,32 @@ def test_batched_beam_equals_beam_per_sentence_on_a_trained_model(tiny_additive,
 
 def test_batched_beam_keeps_settings_and_the_length_limit(tiny_additive):
     tr = load_translator(tiny_additive)
-    for kw in (dict(max_len=2), dict(max_len=5, alpha=0.0), dict(alpha=2.0)):
-        for text, d in zip(TEXTS, beam_search_batch(tr, TEXTS, width=4, batch_size=4, **kw)):
+    for kw in (dict(max_len=2), dict(max_len=5, length_penalty=0.0), dict(length_penalty=2.0)):
+        for text, d in zip(TEXTS, beam_search_batch(tr, TEXTS, DecodeSettings("beam", 4, **kw), batch_size=4)):
             same_search(d, beam_search(tr, text, width=4, n_best=1, **kw), attention=False)
-    assert all(len(d.target_ids) <= 2 for d in beam_search_batch(tr, TEXTS, width=3, max_len=2))
+    assert all(len(d.target_ids) <= 2 for d in beam_search_batch(tr, TEXTS, DecodeSettings("beam", 3, max_len=2)))
 
 
 @pytest.mark.parametrize("att", ["additive", "none", "copy"])
 def test_batched_width_one_is_greedy(untrained_translators, tiny_additive, att):
     for tr in (untrained_translators[att], load_translator(tiny_additive)):
-        for text, d in zip(TEXTS, beam_search_batch(tr, TEXTS, width=1, batch_size=4, attention=True)):
+        for text, d in zip(TEXTS, beam_search_batch(tr, TEXTS, DecodeSettings("beam", 1), batch_size=4,
+                                                    attention=True)):
             same_search(d, greedy(tr, text))
 
 
 def test_batched_beam_without_attention_recorded_and_its_edges(tiny_additive):
     tr = load_translator(tiny_additive)
-    d = beam_search_batch(tr, ["a b c"], width=3)[0]
+    d = beam_search_batch(tr, ["a b c"], DecodeSettings("beam", 3))[0]
     assert d.attention is None and d.translation == "c b a" and d.to_json()["translation"] == "c b a"
-    assert beam_search_batch(tr, [], width=3) == []
+    assert beam_search_batch(tr, [], DecodeSettings("beam", 3)) == []
     with pytest.raises(InputError):
-        beam_search_batch(tr, ["a b", ""], width=3)
+        beam_search_batch(tr, ["a b", ""], DecodeSettings("beam", 3))
     with pytest.raises(InputError):
-        beam_search_batch(tr, ["a b"], width=17)
+        beam_search_batch(tr, ["a b"], DecodeSettings("beam", 17))
     seen = []
-    beam_search_batch(tr, TEXTS, width=2, batch_size=3, progress=lambda n, total: seen.append((n, total)))
+    beam_search_batch(tr, TEXTS, DecodeSettings("beam", 2), batch_size=3,
+                      progress=lambda n, total: seen.append((n, total)))
     assert seen == [(3, 8), (6, 8), (8, 8)]
 
 
@@ -204,7 +206,7 @@ def test_no_repeat_blocks_loops_the_same_way_batched_and_per_sentence(untrained_
     the batched searches still equal the per-sentence ones."""
     tr = untrained_translators[att]
     for width in (1, 3):
-        out = beam_search_batch(tr, TEXTS, width=width, batch_size=3, attention=True, no_repeat=2)
+        out = beam_search_batch(tr, TEXTS, DecodeSettings("beam", width, no_repeat=2), batch_size=3, attention=True)
         for text, d in zip(TEXTS, out):
             single = greedy(tr, text, no_repeat=2) if width == 1 else beam_search(tr, text, width, 1, no_repeat=2)
             same_search(d, single)

@@ -408,6 +408,8 @@ def test_the_cost_view_times_an_offered_english_french_hub_model_in_its_own_piec
     linked.switch_page("pages/bottleneck.py")
     linked.run()
     assert not linked.exception and linked.multiselect(key="bn_hub").value == [str(hub_models["m2m100"])]
+    # the model it cannot time is named, not dropped with no word
+    assert any("hf:not/offered" in w.value and "does not offer" in w.value for w in linked.warning)
     models.forget_timing()
 
 

@@ -85,7 +85,8 @@ def test_the_projector_enlarges_the_pages_text_not_only_its_charts(server, chrom
         page = open_app(chrome, server, 1280, 720, path=f"/translate?projector={projector}")
         settle(page)
         sizes[projector] = page.evaluate("""() => {
-          const px = sel => { const e = document.querySelector(sel); return e ? parseFloat(getComputedStyle(e).fontSize) : null; };
+          const px = sel => { const e = document.querySelector(sel); """
+                                         """return e ? parseFloat(getComputedStyle(e).fontSize) : null; };
           return {caption: px('[data-testid="stMain"] [data-testid="stCaptionContainer"] p'),
                   label: px('[data-testid="stMain"] [data-testid="stWidgetLabel"] p')}; }""")
         page.close()
@@ -197,7 +198,8 @@ def test_the_start_page_links_open_their_page_with_the_example_set(server, chrom
     page.get_by_role("link", name="Translate & Align › Beam tree").click()
     page.wait_for_selector(".st-key-beam_tree .js-plotly-plot", timeout=90_000)
     assert "/translate?" in page.url and "tab=Beam+tree" in page.url
-    assert value_of(page, "English text", "I think it's going to rain tomorrow.") == "I think it's going to rain tomorrow."
+    assert (value_of(page, "English text", "I think it's going to rain tomorrow.")
+            == "I think it's going to rain tomorrow.")
     assert page.get_by_role("radio", name="Beam search").is_checked()
     assert page.locator("[role='tab'][aria-selected='true']").inner_text() == "Beam tree"
     # the link is to the tab: the page scrolls the tabs to the top, the beam tree on screen
@@ -280,7 +282,8 @@ def test_the_app_fetches_nothing_from_the_network(server, chrome):
 
 def test_a_shared_link_reproduces_the_view(server, chrome):
     text = "She has a big black dog." if SHIPPED else "a b c"
-    page = open_app(chrome, server, path="/translate?method=beam&beam=3&nbest=2&tab=Beam+tree&text=" + text.replace(" ", "+"))
+    page = open_app(chrome, server,
+                    path="/translate?method=beam&beam=3&nbest=2&tab=Beam+tree&text=" + text.replace(" ", "+"))
     page.wait_for_selector("[data-testid='stDataFrame']", timeout=60_000)   # the n-best table of beam search
     assert value_of(page, "English text", text) == text
     assert exceptions(page) == []
@@ -404,7 +407,8 @@ def test_gates_and_gradients_page_draws_its_figures(gradients_server, chrome, tm
                                     ("Remembering across a gap", "held-out accuracy", 3)):
         page.get_by_role("tab", name=tab).click()
         page.wait_for_selector(f".js-plotly-plot >> text={wait_for}", timeout=90_000)
-        assert page.evaluate("[...document.querySelectorAll('.js-plotly-plot')].map(p => p.data.length)") [-1] == n_traces
+        assert (page.evaluate("[...document.querySelectorAll('.js-plotly-plot')].map(p => p.data.length)")[-1]
+                == n_traces)
         shot = tmp_path / f"{tab.split()[0].lower()}.png"
         page.screenshot(path=str(shot))
         shutil.copy(shot, f"/tmp/gradients_{shot.name}") if keep else None
@@ -420,8 +424,12 @@ def test_alignment_and_explanation_page(server, chrome, tmp_path):
     page.wait_for_selector('[data-testid="stSidebarNav"] a >> text=Alignment & Explanation', timeout=90_000)
     nav_link(page, "Alignment & Explanation").click()
     page.wait_for_selector(".js-plotly-plot >> text=gold Sure", timeout=90_000)
-    page.wait_for_selector("text=AER (this pair)", timeout=30_000)    # drawn beside it, maybe a moment later
-    assert page.get_by_text("AER (this pair)").count() == 1
+    page.wait_for_selector('[data-testid="stMetricLabel"] >> text=AER', timeout=30_000)   # beside it, maybe later
+    # every metric label whole at 1280 x 720 (cut ones read "AER (this …")
+    labels = page.evaluate("""[...document.querySelectorAll('[data-testid="stMetricLabel"]')].map(e => {
+        const t = e.querySelector('p') || e; return [t.innerText, t.scrollWidth <= t.clientWidth + 1]; })""")
+    assert sorted(t for t, _ in labels) == ["AER", "Links A/S", "Precision", "Recall"], labels
+    assert all(ok for _, ok in labels), labels
     names = page.evaluate("document.querySelectorAll('.js-plotly-plot')[0].data.map(t => t.name || '')")
     assert names[1:] == ["gold Sure", "gold Possible", "model"]
     box = page.locator(".js-plotly-plot").first.bounding_box()

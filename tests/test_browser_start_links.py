@@ -8,11 +8,16 @@ scroll into view settled, it checks:
 1. the header ends at H (about 60 px) and the tab the link opens is selected and wholly inside
    [H, 720] (not hidden under the header);
 2. every visible `point_…` container (the chart, table or line the Start topic promises) is wholly
-   inside [H, 720], and there is at least one;
+   inside [H, 720], and there is at least one (with the Projector on, a map that grew to label all
+   its rows may run past the bottom, starting in the screen's top half);
 3. every chart label (Plotly ticks, colorbar ticks, legend, annotations, titles; Vega axis labels,
    axis titles, legends, titles) is at least 14 px (18 px with the projector on) and no lighter
    than the page's body text;
-4. no two tick labels of an axis overlap, nor a tick label and another text of its chart.
+4. no two tick labels of an axis overlap, nor a tick label and another text of its chart;
+5. no toolbar (plotly's, shown on hover, or Streamlit's) over a chart's title;
+6. with the Projector on, every row and column of every token map (heatmaps: the attention, the
+   gold alignment, the heads grid) labelled: a map that draws some of an axis's labels draws all;
+7. every table (st.table, st.dataframe) within its column, its content within its box.
 
 Every failure of every link is collected and reported together. Screenshots of each view go
 to the folder $S2S_SHOTS when it is set (to look at).
@@ -73,7 +78,7 @@ def open_view(b, address: str):
 
 
 # ------------------------------------------------------------------ what a view shows
-MEASURE = r"""() => {
+MEASURE = (r"""() => {
   const box = e => { const r = e.getBoundingClientRect(); return {top: r.top, bottom: r.bottom, left: r.left,
                                                                    right: r.right, w: r.width, h: r.height}; };
   const shown = e => { const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
@@ -126,7 +131,20 @@ MEASURE = r"""() => {
     for (const t of root.querySelectorAll('text.annotation-text')) texts.push(text(t, root, 'annotation', null));
     for (const t of root.querySelectorAll('text[class$="title"]'))      // xtitle, ytitle, gtitle, a colorbar's
       texts.push(text(t, root, 'title', t.getAttribute('class')));
-    charts.push({lib: 'plotly', name, top: box(root).top, texts: texts.filter(Boolean)});
+    // each heatmap's rows and columns, and the axes it is drawn on (their tick classes: ytick, y2tick, …)
+    const maps = (root.data || []).filter(t => t.type === 'heatmap' && t.z && t.z.length)
+        .map(t => ({x: (t.xaxis || 'x') + 'tick', y: (t.yaxis || 'y') + 'tick', rows: t.z.length,
+                    cols: t.z[0].length}));
+    // what may lie over the chart's title: its toolbar (plotly's modebar, shown on hover), and
+    // Streamlit's element toolbar above the chart
+    const title = root.querySelector('text.gtitle');
+    const bars = [...root.querySelectorAll('.modebar-container')].map(box);
+    const frame = root.closest('[data-testid="stElementContainer"]');
+    const st_bar = frame && frame.querySelector('[data-testid="stElementToolbar"]');
+    if (st_bar) bars.push(box(st_bar));
+    charts.push({lib: 'plotly', name, top: box(root).top, texts: texts.filter(Boolean), maps,
+                 title: title && shown(title) ? {txt: title.textContent.trim().slice(0, 40), ...box(title)} : null,
+                 bars});
   }
   for (const root of document.querySelectorAll('.vega-embed svg')) {
     if (!shown(root) || root.closest('[data-stale="true"]') || root.closest('.st-key-vega_early')) continue;
@@ -145,9 +163,20 @@ MEASURE = r"""() => {
     charts.push({lib: 'vega', name, top: box(root).top, texts: texts.filter(Boolean)});
   }
   const main = document.querySelector('[data-testid="stMain"]');
+  const column = document.querySelector('[data-testid="stMainBlockContainer"]');
+  // every table: its box, the column it sits in, and whether its content runs past its own box
+  const tables = [...document.querySelectorAll('[data-testid="stTable"], [data-testid="stDataFrame"]')]
+      .filter(e => shown(e) && !e.closest('[data-stale="true"]'))
+      .map(e => { const inner = e.querySelector('table') || e;
+                  const holder = e.parentElement.closest('[data-testid="stColumn"], """
+                                                     r"""[data-testid="stMainBlockContainer"]');
+                  return {kind: e.getAttribute('data-testid'), ...box(e), holder: holder ? box(holder).right : null,
+                          overflow: inner.scrollWidth - e.clientWidth,
+                          txt: (e.querySelector('th') || e).textContent.trim().slice(0, 30)}; });
   return {header: header ? box(header).bottom : null, scroll: main ? main.scrollTop : null,
-          body, tabs, points, charts, path: location.pathname + location.search};
-}"""
+          body, tabs, points, charts, tables, column: column ? box(column) : null,
+          path: location.pathname + location.search};
+}""")
 
 
 def luminance(rgb) -> float:
@@ -216,7 +245,10 @@ def check(view: dict, link_tab: str | None, projector: str) -> list[str]:
     for p in view["points"]:
         # a passage (Cell States' colored text) is longer than any screen: it must start in the
         # screen's top half and fill the rest of it
-        starts = p["key"] in LONG_POINTS and h <= p["top"] <= h + (HEIGHT - h) / 2 and p["bottom"] >= HEIGHT
+        # With the Projector on, a map grows until every row has its 18 px label (check 6), so it may
+        # run past the screen's bottom: it too must start in the top half
+        starts = (p["key"] in LONG_POINTS or projector == "on") and h <= p["top"] <= h + (HEIGHT - h) / 2 \
+            and p["bottom"] >= HEIGHT
         if not inside(p) and not starts:
             fails.append(f"point '{p['key']}' at {where(p)} (height {p['h']:.0f}), outside [{h:.0f}, {HEIGHT}]")
 
@@ -250,6 +282,29 @@ def check(view: dict, link_tab: str | None, projector: str) -> list[str]:
         if clashes:
             fails.append(f"{name}: {len(clashes)} overlapping label pair(s): " + "; ".join(clashes[:4])
                          + (" …" if len(clashes) > 4 else ""))
+        # 5. nothing over a chart's title: its toolbars (shown on hover) keep clear of it
+        if chart.get("title"):
+            t = chart["title"]
+            for bar in chart["bars"]:
+                if min(t["right"], bar["right"]) - max(t["left"], bar["left"]) > OVERLAP_PX and \
+                        min(t["bottom"], bar["bottom"]) - max(t["top"], bar["top"]) > OVERLAP_PX:
+                    fails.append(f"{name}: a toolbar at x {bar['left']:.0f}–{bar['right']:.0f}, {where(bar)} lies "
+                                 f"over its title '{t['txt']}' (x {t['left']:.0f}–{t['right']:.0f}, {where(t)})")
+        # 6. with the Projector on, every row and column of a token map labelled (no row skipped)
+        if projector == "on":
+            for m in chart.get("maps", []):
+                for axis, n in ((m["y"], m["rows"]), (m["x"], m["cols"])):
+                    drawn = sum(1 for t in ticks if t["axis"] == axis)
+                    if 0 < drawn < n:
+                        fails.append(f"{name}: {drawn} of {n} {'rows' if axis == m['y'] else 'columns'} labelled "
+                                     f"({axis})")
+    # 7. every table within its column: its box, and its content within its box
+    for t in view.get("tables", []):
+        right = t["holder"] if t["holder"] is not None else (view["column"] or {}).get("right", WIDTH)
+        # (a data grid scrolls inside its own box: only a static table's content can run past it)
+        if t["right"] > right + SLACK_PX or (t["kind"] == "stTable" and t["overflow"] > 1):
+            fails.append(f"{t['kind']} '{t['txt']}' runs past its column: right edge {t['right']:.0f} > "
+                         f"{right:.0f}, content {t['overflow']:.0f} px wider than its box")
     return fails
 
 

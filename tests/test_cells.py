@@ -100,7 +100,8 @@ def test_one_character_step_is_the_module_on_one_character(cell):
             want, want_state = model(torch.tensor([[4]]), state_in)
             got, got_state = model.step(4, state_in)
             assert torch.allclose(got, want[:, -1], atol=1e-6)
-            for a, b in zip(got_state if cell == "lstm" else [got_state], want_state if cell == "lstm" else [want_state]):
+            for a, b in zip(got_state if cell == "lstm" else [got_state],
+                            want_state if cell == "lstm" else [want_state]):
                 assert a.shape == b.shape and torch.allclose(a, b, atol=1e-6)
 
 
@@ -108,7 +109,8 @@ def test_training_resumes(tiny_charlm, code_text_file, tiny_root, capsys):
     work = tiny_root / "work-charlm"
     state = json.loads((work / "state.json").read_text())
     assert state["step"] == 150
-    rc = train_charlm.main(["--data", str(code_text_file), "--out", str(tiny_root / "charlm-resumed"), "--work", str(work),
+    rc = train_charlm.main(["--data", str(code_text_file), "--out", str(tiny_root / "charlm-resumed"),
+                            "--work", str(work),
                             "--hidden", "32", "--layers", "2", "--emb-dim", "16", "--batch", "16", "--seq", "64",
                             "--steps", "160", "--eval-every", "50"])
     assert rc == 0
@@ -120,7 +122,8 @@ def test_metrics_hold_the_papers_figures_for_its_corpora(code_text_file, tmp_pat
     corpus = tmp_path / "linux-kernel"
     corpus.mkdir()
     (corpus / "input.txt").write_text(code_text_file.read_text())
-    rc = train_charlm.main(["--data", str(corpus / "input.txt"), "--out", str(tmp_path / "lm"), "--work", str(tmp_path / "w"),
+    rc = train_charlm.main(["--data", str(corpus / "input.txt"), "--out", str(tmp_path / "lm"),
+                            "--work", str(tmp_path / "w"),
                             "--hidden", "8", "--layers", "1", "--emb-dim", "4", "--batch", "4", "--seq", "16",
                             "--steps", "5", "--eval-every", "5"])
     assert rc == 0
@@ -138,7 +141,8 @@ def test_known_lines_drops_lines_with_unseen_characters():
 
 
 def run_cli(*args, stdin=None):
-    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, input=stdin, timeout=300)
+    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, input=stdin,
+                          timeout=300)
 
 
 def test_cells_cli_prints_every_layer(tiny_charlm, tmp_path):
@@ -165,7 +169,8 @@ def test_cells_cli_refuses_bad_text(tiny_charlm, tmp_path, content):
 
 
 def test_evaluate_text_file_gives_bits_per_char(tiny_charlm, code_text_file, capsys):
-    assert evaluate.main(["--model", str(tiny_charlm), "--text-file", str(code_text_file), "--limit", "5000", "--json"]) == 0
+    assert evaluate.main(["--model", str(tiny_charlm), "--text-file", str(code_text_file), "--limit", "5000",
+                          "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert 0 < out["bits_per_char"] < 7 and out["chars"] == 5000
 

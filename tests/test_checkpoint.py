@@ -110,7 +110,8 @@ def test_registry_marks_broken_checkpoints_and_keeps_the_others(broken):
 @pytest.mark.parametrize("breakage,match", [
     (lambda d: shutil.rmtree(d), "does not exist"),
     (lambda d: (d / "model.safetensors").unlink(), "model.safetensors is missing"),
-    (lambda d: (d / "model.safetensors").write_bytes((d / "model.safetensors").read_bytes()[:500]), "corrupt or truncated"),
+    (lambda d: (d / "model.safetensors").write_bytes((d / "model.safetensors").read_bytes()[:500]),
+     "corrupt or truncated"),
     (lambda d: (d / "config.json").write_text("{not json"), "not valid JSON"),
     (lambda d: _edit_config(d, hidden=48), "do not match"),
     (lambda d: _edit_config(d, chars="aa"), "does not describe"),
@@ -139,7 +140,8 @@ def test_the_registry_and_the_app_glue_import_no_torch():
     import sys
 
     from conftest import ROOT
-    code = ("import sys, ui.address, ui.models, ui.show, ui.warm; from s2s.checkpoint import list_checkpoints; rows = list_checkpoints(); "
+    code = ("import sys, ui.address, ui.models, ui.show, ui.warm; "
+            "from s2s.checkpoint import list_checkpoints; rows = list_checkpoints(); "
             "print(len(rows), 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

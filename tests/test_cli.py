@@ -78,7 +78,8 @@ def test_evaluate_on_a_tiny_generated_corpus(tiny_additive, tmp_path):
     out = json.loads(p.stdout)
     assert out["n"] == 60 and 0 <= out["chrf"] <= 100 and out["bleu"] > 50 and out["perplexity"] >= 1
     bins = out["by_length"]
-    assert [(b["min_words"], b["max_words"]) for b in bins] == [(1, 10), (11, 20), (21, 30), (31, 40), (41, 50), (51, 60)]
+    assert [(b["min_words"], b["max_words"]) for b in bins] == [(1, 10), (11, 20), (21, 30), (31, 40), (41, 50),
+                                                                 (51, 60)]
     assert sum(b["n"] for b in bins) == 60 and bins[2]["n"] == 0 and bins[2]["bleu"] is None
     p = run("s2s.evaluate", "--model", str(tiny_additive), "--test", str(tmp_path / "missing.tsv"))
     assert p.returncode == 2 and "missing.tsv" in p.stderr
@@ -95,11 +96,13 @@ def test_bench_prints_figures(tiny_additive, tiny_none, tiny_charlm, tmp_path):
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     for key in ("greedy_ms_p50", "beam5_ms_p50", "batch_sentences_per_s", "load_s", "peak_rss_mb",
-                "cells_ms_2000_chars", "sample_ms_800_chars", "threads", "heatmap_ms_p50", "cached_result_kb", "cached_result_kb_longest",
+                "cells_ms_2000_chars", "sample_ms_800_chars", "threads", "heatmap_ms_p50", "cached_result_kb",
+                "cached_result_kb_longest",
                 "live_demo_ms", "live_demo_ms_largest", "explain_ms", "align_pairs_per_s"):
         assert out[key] > 0
     assert out["gradient_flow_ms"]["lstm"] > 0       # the tiny character model is an LSTM
-    assert out["cached_result_kb"] < out["result_with_states_kb"] and out["cached_result_kb"] < out["cached_result_kb_longest"]
+    assert (out["cached_result_kb"] < out["result_with_states_kb"]
+            and out["cached_result_kb"] < out["cached_result_kb_longest"])
     assert out["cells_model"].startswith("charlm-")
 
 

@@ -27,7 +27,7 @@ from s2s.data import (
     write_copy_test,
 )
 from s2s.data import can_copy as can_copy_
-from s2s.decode import greedy_batch_stopped
+from s2s.decode import DecodeSettings, greedy_batch_stopped
 from s2s.evaluate import copy_scores, loop_rate
 from s2s.tokenizer import EOS, UNK, Tokenizer, add_characters, train_tokenizer
 
@@ -107,7 +107,8 @@ def test_number_words_become_the_same_digits_on_both_sides():
 
 def test_casing_and_determinism():
     up = Augmenter(NAMES, p_name=0.0, p_number=0.0, p_upper=1.0, p_lower=0.0)
-    assert up(("Where is the station?", "Où est la gare ?"), random.Random(0)) == ("WHERE IS THE STATION?", "OÙ EST LA GARE ?")
+    assert (up(("Where is the station?", "Où est la gare ?"), random.Random(0))
+            == ("WHERE IS THE STATION?", "OÙ EST LA GARE ?"))
     low = Augmenter(NAMES, p_name=0.0, p_number=0.0, p_upper=0.0, p_lower=1.0)
     assert low(("Tom is here.", "Tom est ici."), random.Random(0)) == ("tom is here.", "tom est ici.")
     aug = Augmenter(NAMES)
@@ -232,7 +233,8 @@ def test_finetune_grows_the_vocabulary_and_continues_the_history(tiny_additive, 
     assert tuned.model.cfg.attention == base.model.cfg.attention
     m = json.loads((out / "metrics.json").read_text())
     before_steps = base.metrics["curves"][-1]["step"]
-    assert m["before"]["name"] == base.name and m["before"]["test"]["test"]["bleu"] == base.metrics["test"]["test"]["bleu"]
+    assert (m["before"]["name"] == base.name
+            and m["before"]["test"]["test"]["bleu"] == base.metrics["test"]["test"]["bleu"])
     assert [c["step"] for c in m["curves"]][-2:] == [before_steps + 10, before_steps + 20]
     assert m["trace"]["points"][-1]["step"] == before_steps + 20
     assert m["trace"]["points"][0]["step"] == 0                          # the base model's trace comes first
@@ -259,7 +261,8 @@ def test_a_further_leg_keeps_the_origin_as_before(tiny_none, reversal_tsv, tmp_p
               "--eval-every", "10", "--trace-points", "1", "--max-tokens", "600", "--lr", "0.001", "--warmup", "2",
               "--long-fraction", "0", "--test-beam", "1", "--copy-test", str(copy_tsv), "--dropout", "0"]
     leg1, leg2 = tmp_path / "leg1", tmp_path / "leg2"
-    assert train_cli.main(["--init-from", str(tiny_none), "--out", str(leg1), "--work", str(tmp_path / "w1"), *common]) == 0
+    assert train_cli.main(["--init-from", str(tiny_none), "--out", str(leg1), "--work", str(tmp_path / "w1"),
+                           *common]) == 0
     m1 = json.loads((leg1 / "metrics.json").read_text())
     measured = []
     monkeypatch.setattr(train_cli, "copy_scores", lambda *a, **k: measured.append("copy") or {"n": -1})
@@ -326,7 +329,7 @@ def test_copy_scores_and_loops_on_a_tiny_model(tiny_additive):
     assert s["names_kept"] == 0.75 and s["numbers_kept"] == 1.0 and s["names"] == 4 and s["n"] == 3
     outs, stopped = greedy_batch_stopped(tr, ["a b c", "d e f g h"])
     assert outs == ["c b a", "h g f e d"] and stopped == [True, True]
-    assert greedy_batch_stopped(tr, ["a b c d e f"], max_len=2)[1] == [False]
+    assert greedy_batch_stopped(tr, ["a b c d e f"], DecodeSettings(max_len=2))[1] == [False]
     assert loop_rate(tr, ["a b c", "d e f"]) == {"loops": 0, "n": 2, "share": 0.0, "beam": 1}
     assert loop_rate(tr, ["a b c", "d e f"], beam=3) == {"loops": 0, "n": 2, "share": 0.0, "beam": 3}
 

@@ -155,7 +155,7 @@ def test_a_search_error_is_judged_by_what_the_search_maximises(tiny_additive):
     from dataclasses import replace
 
     from s2s.checkpoint import load_translator
-    from s2s.decode import is_search_error, length_penalty
+    from s2s.decode import is_search_error, lp
     tr = load_translator(tiny_additive)
     d = beam_search(tr, "a b c", width=3)
     f = forced(tr, "a b c", reference_ids=d.target_ids)
@@ -166,7 +166,7 @@ def test_a_search_error_is_judged_by_what_the_search_maximises(tiny_additive):
     assert not is_search_error(d, scored(f, d.log_prob + 5e-6), "beam")       # rounding, not an error
     # a long output, and a short reference with a higher log p but a lower score by beam search's ranking
     out, short = scored(d, -2.0, extra=20), scored(f, -1.5)
-    assert short.log_prob / length_penalty(len(short.target_ids), 0.6) < out.log_prob / length_penalty(len(out.target_ids), 0.6)
+    assert short.log_prob / lp(len(short.target_ids), 0.6) < out.log_prob / lp(len(out.target_ids), 0.6)
     assert not is_search_error(out, short, "beam") and is_search_error(out, short, "greedy")
     assert is_search_error(out, scored(f, -0.5), "beam")                       # higher by both: an error
     assert not is_search_error(out, scored(f, -0.5), "sample")                 # sampling searches nothing
@@ -189,3 +189,46 @@ def test_each_beam_hypothesis_carries_its_source_coverage(tiny_additive):
     d = beam_search(tr, "a b c d e", width=4, n_best=3)
     assert d.nbest[0].coverage == pytest.approx(source_coverage(d.attention))
     assert all(0.0 <= h.coverage <= 1.0 for h in d.nbest)
+
+
+def test_split_sentences_keeps_closing_quotes_and_drops_empty_ones():
+    from s2s.text import split_sentences
+    assert split_sentences('He said "Stop!" Then he left...  (It rained.) OK? Yes') == \
+        ['He said "Stop!"', "Then he left...", "(It rained.)", "OK?", "Yes"]
+    assert split_sentences("one sentence") == ["one sentence"] and split_sentences("  \n ") == []
+
+
+@pytest.mark.parametrize("att", ["additive", "none", "transformer"])
+def test_sentence_by_sentence_joins_each_sentences_decoding_block_diagonally(untrained_translators, att):
+    """#47: a paragraph decoded one sentence at a time is one Decoding whose tokens and log-probs
+    are the sentences' in order and whose attention is block-diagonal: each sentence's output
+    read its own source only."""
+    from s2s.decode import decode_by_sentence
+    from s2s.text import split_sentences
+    tr = untrained_translators[att]
+    text = "a b c. d e f! g h"
+    parts = [decode(tr, s) for s in split_sentences(text)]
+    joined = decode_by_sentence(tr, text)
+    assert joined.target_tokens == [t for p in parts for t in p.target_tokens]
+    assert joined.source_tokens == [t for p in parts for t in p.source_tokens]
+    assert joined.token_log_probs == [x for p in parts for x in p.token_log_probs]
+    assert joined.translation == " ".join(p.translation for p in parts if p.translation)
+    assert joined.nbest == [] and joined.beam_tree == [] and joined.states is None
+    if att == "none":
+        assert joined.attention is None
+        return
+    r = c = 0
+    a = joined.attention
+    assert a.shape == (len(joined.target_tokens), len(joined.source_tokens))
+    for p in parts:
+        T, S = p.attention.shape
+        np.testing.assert_allclose(a[r:r + T, c:c + S], p.attention)
+        assert a[r:r + T].sum() == pytest.approx(p.attention.sum())      # nothing outside its block
+        r, c = r + T, c + S
+    if att == "transformer":
+        assert joined.cross_attention.shape[2:] == a.shape
+        assert joined.encoder_self_attention.shape[2:] == (a.shape[1], a.shape[1])
+    one = decode_by_sentence(tr, "a b c")
+    assert one.target_tokens == decode(tr, "a b c").target_tokens
+    with pytest.raises(InputError):
+        decode_by_sentence(tr, "   ")

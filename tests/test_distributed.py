@@ -23,7 +23,8 @@ def test_two_processes_train_exactly_as_one(tmp_path, arch):
     assert train_cli.main(common + ["--work", str(tmp_path / "one"), "--out", str(tmp_path / "one-out")]) == 0
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
     run = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-                          "-m", "s2s.train", *common, "--work", str(tmp_path / "two"), "--out", str(tmp_path / "two-out")],
+                          "-m", "s2s.train", *common, "--work", str(tmp_path / "two"),
+                          "--out", str(tmp_path / "two-out")],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     log = (tmp_path / "two" / "train.log").read_text()
@@ -38,7 +39,8 @@ def test_two_processes_train_exactly_as_one(tmp_path, arch):
     for a, b in zip(one, two):                           # the same losses, batch by batch
         assert b["train_loss"] == pytest.approx(a["train_loss"], rel=1e-3)
         assert b["valid_loss"] == pytest.approx(a["valid_loss"], rel=1e-3)
-    w1, w2 = load_file(str(tmp_path / "one" / "state.safetensors")), load_file(str(tmp_path / "two" / "state.safetensors"))
+    w1, w2 = (load_file(str(tmp_path / "one" / "state.safetensors")),
+              load_file(str(tmp_path / "two" / "state.safetensors")))
     for k in (k for k in w1 if k.startswith("model.")):
         assert torch.allclose(w1[k], w2[k], atol=1e-4), k
 

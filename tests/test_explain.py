@@ -144,7 +144,7 @@ def test_leave_one_out_is_the_drop_in_log_prob_without_each_piece(untrained_tran
     loo = A.leave_one_out(tr.model, src, tgt)
     ref = tgt.tolist()
 
-    def logp(src_ids):     # decode.py's own forced loop, one sentence at a time
+    def logp(src_ids):     # s2s.decode's own forced loop, one sentence at a time
         return np.array(_left_to_right(tr, src_ids, lambda j, logits: ref[j], len(ref)).token_log_probs)
 
     base = logp(src[0].tolist())

@@ -104,13 +104,15 @@ def test_untrained_flow_refuses_out_of_range_settings():
 
 @pytest.fixture(scope="module")
 def gru_checkpoint(tmp_path_factory):
-    return save_checkpoint(tiny("gru").float(), None, tmp_path_factory.mktemp("ck") / "tiny-gru", "tiny-gru", "a tiny GRU")
+    return save_checkpoint(tiny("gru").float(), None, tmp_path_factory.mktemp("ck") / "tiny-gru", "tiny-gru",
+                           "a tiny GRU")
 
 
 def test_cli_prints_the_documented_object(gru_checkpoint, tmp_path, capsys):
     text = tmp_path / "t.txt"
     text.write_text(TEXT)
-    assert gradients.main(["--model", str(gru_checkpoint), "--text-file", str(text), "--max-distance", "10", "--json"]) == 0
+    assert gradients.main(["--model", str(gru_checkpoint), "--text-file", str(text), "--max-distance", "10",
+                           "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["model"] == "tiny-gru" and out["cell"] == "gru"
     assert out["distances"] == list(range(11)) and len(out["grad_norm"]) == 11
@@ -123,7 +125,8 @@ def test_cli_json_keeps_a_tiny_gradient(gru_checkpoint, tmp_path, capsys, monkey
     text.write_text(TEXT)
     monkeypatch.setattr(gradients, "gradient_flow",
                         lambda *a, **k: gradients.GradientFlow("gru", [0, 1], [0.6377949, 3.3841234e-38], 4))
-    assert gradients.main(["--model", str(gru_checkpoint), "--text-file", str(text), "--max-distance", "1", "--json"]) == 0
+    assert gradients.main(["--model", str(gru_checkpoint), "--text-file", str(text), "--max-distance", "1",
+                           "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["grad_norm"] == [0.637795, 3.38412e-38]
 
 

@@ -84,7 +84,8 @@ def test_translate_cli_translates_odd_text(tiny_additive, name):
 def test_cells_cli_traces_odd_text(tiny_charlm, tmp_path):
     f = tmp_path / "odd.txt"
     f.write_text(HOSTILE["html"] + HOSTILE["emoji"] + HOSTILE["bidi"], encoding="utf-8")
-    p = subprocess.run([sys.executable, "-m", "s2s.cells", "--model", str(tiny_charlm), "--text-file", str(f), "--json"],
+    p = subprocess.run([sys.executable, "-m", "s2s.cells", "--model", str(tiny_charlm), "--text-file", str(f),
+                        "--json"],
                        cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0 and "Traceback" not in p.stderr
     out = json.loads(p.stdout)

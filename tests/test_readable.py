@@ -96,8 +96,13 @@ def test_a_crowded_heatmap_labels_every_kth_token_and_none_overlap(projector):
     fig = F.for_screen(F.attention_heatmap(words, words[:40], rng.dirichlet(np.ones(43), size=40), height=420),
                        projector=projector, width=760)
     px = fig.layout.xaxis.tickfont.size
-    assert 1 < len(fig.layout.xaxis.ticktext) < 43 and 1 < len(fig.layout.yaxis.ticktext) < 40
+    assert 1 < len(fig.layout.xaxis.ticktext) < 43
+    # the Projector never thins the rows: the map grows until all 40 have their label
+    assert (len(fig.layout.yaxis.ticktext) == 40 and fig.layout.height > 420) if projector else \
+        1 < len(fig.layout.yaxis.ticktext) < 40
     assert pitch(fig, "xaxis", 760) >= 1.5 * px - 1e-9 and pitch(fig, "yaxis", 760) >= 1.3 * px - 1e-9
+    # what was thinned is recorded for the page to say (ui.show.thinned_note)
+    assert ["source (English)", len(fig.layout.xaxis.ticktext), 43, "x"] in fig.layout.meta["thinned"]
     # every kept label still names its own column
     assert all(fig.layout.xaxis.ticktext[k] == f"w{v}" for k, v in enumerate(fig.layout.xaxis.tickvals))
     # a short input keeps every label
@@ -153,3 +158,51 @@ def test_labels_that_fit_in_their_margin_take_nothing_from_the_plot(projector):
     F.for_screen(fig, projector, width=600)
     shown = lambda tokens: [F.display_token(t) for t in tokens]       # noqa: E731  (escaped, as drawn)
     assert list(fig.layout.yaxis.ticktext) == shown(ys) and list(fig.layout.xaxis.ticktext) == shown(xs)
+
+
+def test_the_projector_labels_every_row_of_the_gold_map_and_the_heads_grid():
+    """#47: with the Projector on, the gold map at the page's height (21 French rows in 576 px)
+    and the heads map (7 rows) label every row: the figure grows rather than thin them."""
+    rng = np.random.default_rng(3)
+    en, fr = [f"e{i}" for i in range(15)], [f"f{i}" for i in range(21)]
+    gold = F.gold_alignment_figure(en, fr, rng.random((21, 15)), set(), set(), set(), height=576, label_size=18)
+    F.for_screen(gold, True, width=840)
+    assert list(gold.layout.yaxis.ticktext) == fr and gold.layout.height > 576
+    thin = F.for_screen(F.gold_alignment_figure(en, fr, rng.random((21, 15)), set(), set(), set(), height=576,
+                                                label_size=18), True, width=840, grow=False)
+    assert len(thin.layout.yaxis.ticktext) < 21          # what the old Projector drew: 10 or 11 of 21
+    ys = ["Elle", "a", "un", "gros", "chien", "noir.", "</s>"]
+    grid = F.for_screen(F.heads_grid(rng.dirichlet(np.ones(7), size=(3, 4, 7)), ys, ys, height=300), True, 1120)
+    for name in [k for k in grid.layout.to_plotly_json() if k.startswith("yaxis")]:
+        axis = grid.layout[name]
+        if axis.ticktext is not None and axis.showticklabels is not False:
+            assert list(axis.ticktext) == [F.display_token(t) for t in ys], name
+
+
+def test_a_tall_heatmap_repeats_its_column_labels_below():
+    """#47: a map of more rows than fit a screen names its columns at the bottom too."""
+    words = [f"w{i}" for i in range(12)]
+    tall = F.attention_heatmap(words, [f"f{i}" for i in range(F.TALL_ROWS + 1)], np.full((F.TALL_ROWS + 1, 12), 1 / 12))
+    assert tall.layout.xaxis2.side == "bottom" and list(tall.layout.xaxis2.ticktext) == list(tall.layout.xaxis.ticktext)
+    assert tall.layout.xaxis2.overlaying == "x" and any(t.xaxis == "x2" for t in tall.data)
+    short = F.attention_heatmap(words, words, np.eye(12))
+    assert "xaxis2" not in short.layout.to_plotly_json() and len(short.data) == 1
+
+
+@pytest.mark.parametrize("projector", [False, True])
+def test_a_title_starts_below_the_toolbars_row(projector):
+    """#47: a chart's toolbar shows on hover in its top right corner (TOOLBAR_PX tall); a title
+    starts below that row, so a narrow chart's title is never drawn under it. A figure with room
+    in its top margin keeps its height; one without grows by what it lacks."""
+    small = F.figure([], title=dict(text="a title"), height=190, margin=dict(l=10, r=10, t=20, b=10))   # too little
+    F.for_screen(small, projector, width=400)
+    compact = F.for_screen(F.scaling_figure(SCALING, compact=True, height=190), projector, width=400)
+    assert compact.layout.height == 190          # a small multiple sized for the first screen: room in its margin
+    title_px = small.layout.title.font.size
+    assert small.layout.margin.t >= F.TOOLBAR_PX + 1.4 * title_px - 1 and small.layout.height > 190
+    assert small.layout.title.yref == "container" and small.layout.title.yanchor == "top"
+    assert small.layout.title.y * small.layout.height == pytest.approx(small.layout.height - F.TOOLBAR_PX)
+    roomy = F.attention_heatmap(["a", "b"], ["c", "d"], np.eye(2), title="a title", height=300)   # top margin 150
+    before = roomy.layout.height
+    F.for_screen(roomy, projector)
+    assert roomy.layout.height == before and roomy.layout.margin.t == 150

@@ -8,12 +8,14 @@ from s2s import report
 def test_report_lists_character_models_and_their_cells(tmp_path, tiny_charlm, monkeypatch, capsys):
     shutil.copytree(tiny_charlm, tmp_path / "charlm-linux-kernel")
     metrics = json.loads((tmp_path / "charlm-linux-kernel" / "metrics.json").read_text())
-    metrics["cells"] = {"brace_depth": [{"layer": 1, "cell": 2, "r": 0.61}], "inside_quotes": [{"layer": 0, "cell": 3, "r": 0.1}]}
+    metrics["cells"] = {"brace_depth": [{"layer": 1, "cell": 2, "r": 0.61}],
+                        "inside_quotes": [{"layer": 0, "cell": 3, "r": 0.1}]}
     (tmp_path / "charlm-linux-kernel" / "metrics.json").write_text(json.dumps(metrics))
     monkeypatch.setenv("S2S_CHECKPOINTS", str(tmp_path))
     report.main([])
     out = capsys.readouterr().out
-    row = next(line for line in out.splitlines() if line.startswith("| `charlm-linux-kernel` | ") and "brace" not in line)
+    row = next(line for line in out.splitlines()
+               if line.startswith("| `charlm-linux-kernel` | ") and "brace" not in line)
     assert f"| {metrics['test']['bits_per_char']:.3f} |" in row and "| 1.212 |" in row     # the paper's 0.84 nats
     assert "| `charlm-linux-kernel` | brace_depth | 1 | 2 | +0.610 |" in out
     assert "inside_quotes" not in out                                                        # |r| < 0.3 is not listed

@@ -52,7 +52,8 @@ def test_average_last_ships_the_mean_of_the_snapshots_chosen_by_validation(tmp_p
                            "--max-tokens", "300", "--eval-every", "5", "--valid-pairs", "50", "--test-pairs", "50",
                            "--no-eval", "--trace-points", "2", "--steps", "30", "--average-last", "3"]) == 0
     snaps = sorted(work.glob("snapshots/*.safetensors"))
-    assert [s.name for s in snaps] == ["step-0000020.safetensors", "step-0000025.safetensors", "step-0000030.safetensors"]
+    assert [s.name for s in snaps] == ["step-0000020.safetensors", "step-0000025.safetensors",
+                                       "step-0000030.safetensors"]
     averaged = json.loads((tmp_path / "out" / "metrics.json").read_text())["averaged"]
     assert set(averaged["valid_loss_by_k"]) == {"1", "2", "3"}
     assert averaged["valid_loss"] == min(averaged["valid_loss_by_k"].values()) <= averaged["valid_loss_last"]

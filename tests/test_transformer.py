@@ -249,7 +249,8 @@ def test_bf16_autocast_on_the_cpu_trains_the_same_model_within_rounding(tmp_path
               "--no-eval", "--trace-points", "1", "--steps", "10", "--threads", "1"]
     curves = {}
     for run, extra in (("fp32", []), ("bf16", ["--bf16"])):
-        assert train_cli.main(common + ["--work", str(tmp_path / run), "--out", str(tmp_path / f"{run}-out")] + extra) == 0
+        assert train_cli.main(common + ["--work", str(tmp_path / run), "--out", str(tmp_path / f"{run}-out")]
+                              + extra) == 0
         metrics = json.loads((tmp_path / f"{run}-out" / "metrics.json").read_text())
         assert metrics["train"]["bf16"] is (run == "bf16")
         curves[run] = metrics["curves"]

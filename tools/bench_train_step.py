@@ -64,7 +64,8 @@ def one_setting(steps: int, max_tokens: int, bf16: bool, inner_dropout: float = 
         for b in batches[1:]:
             step(b)
         seconds = (time.perf_counter() - t) / steps
-    out = {"s_per_step": round(seconds, 3), "target_tokens_per_s": round(sum(b.n_tokens for b in batches[1:]) / steps / seconds)}
+    out = {"s_per_step": round(seconds, 3),
+           "target_tokens_per_s": round(sum(b.n_tokens for b in batches[1:]) / steps / seconds)}
     if profile:
         ops = prof.key_averages()
         share = (sum(e.self_cpu_time_total for e in ops if e.key == "aten::bernoulli_")

@@ -64,7 +64,8 @@ def main() -> int:
     out = {str(x): [] for x in apps}
     for _ in range(a.runs):
         for x in apps:          # each run in its own process: nothing of one app's imports leaks into another's
-            child = subprocess.run([sys.executable, __file__, "--one", str(x)], capture_output=True, text=True, check=True)
+            child = subprocess.run([sys.executable, __file__, "--one", str(x)], capture_output=True, text=True,
+                                   check=True)
             out[str(x)].append(json.loads(child.stdout.strip().splitlines()[-1]))
     print(json.dumps(out))
     return 0

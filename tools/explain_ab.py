@@ -68,7 +68,8 @@ def main() -> int:
     p.add_argument("--threads", type=int, default=1, help="with --grad-x-input: torch's threads (default 1)")
     a = p.parse_args()
     model = a.model if Path(a.model).is_dir() else str(Path(__file__).resolve().parent.parent / "checkpoints" / a.model)
-    child, extra, key = (GRAD_CHILD, [str(a.threads)], "grad_x_input_ms") if a.grad_x_input else (CHILD, [], "explain_ms")
+    child, extra, key = ((GRAD_CHILD, [str(a.threads)], "grad_x_input_ms") if a.grad_x_input
+                         else (CHILD, [], "explain_ms"))
     runs = {c: [] for c in a.checkouts}
     for _ in range(a.rounds):
         for c in a.checkouts:

@@ -198,8 +198,8 @@ def picker_help(usable: list[CheckpointInfo]) -> str:
         parts.append(f"{transformers} Transformer{'s' if transformers > 1 else ''}")
     text = " and ".join(parts) + ", English→French."
     if hub:
-        text += (f" Also {hub} Hugging Face model{'s' if hub > 1 else ''} the server's operator lists (S2S_HUB_MODELS): "
-                 "the research models, beside the lesson's.")
+        text += (f" Also {hub} Hugging Face model{'s' if hub > 1 else ''} the server's operator lists "
+                 "(S2S_HUB_MODELS): the research models, beside the lesson's.")
     return text
 
 

@@ -83,11 +83,49 @@ def projector() -> bool:
     return bool(st.session_state.get("projector", False))
 
 
-def plotly_chart(fig, share: float = 1.0, where=None, **kwargs):
+def plotly_chart(fig, share: float = 1.0, where=None, notes: bool = True, **kwargs):
     """st.plotly_chart (or `where`.plotly_chart, e.g. an st.empty slot) of `fig` as a class
     reads it (s2s.figures.for_screen): no label under 14 px, 18 with the Projector switch
     on, none lighter than the body text, crowded token axes thinned. `share`: the fraction
-    of the main column's width the chart gets (0.5 in one of two columns)."""
+    of the main column's width the chart gets (0.5 in one of two columns). Under it, unless
+    `notes` is False (a caller that places thinned_note itself) or it is drawn into a slot
+    (`where`), a line on any token labels that did not fit."""
     from s2s.figures import for_screen
     on = projector()
-    return (where or st).plotly_chart(for_screen(fig, on, int(share * MAIN_PX[on])), **kwargs)
+    fig = for_screen(fig, on, int(share * MAIN_PX[on]))
+    out = (where or st).plotly_chart(fig, **kwargs)
+    if where is None and notes:
+        thinned_note(fig)
+    return out
+
+
+def table(df, where=None, formats: dict[str, str] | None = None, **dataframe_kwargs):
+    """A table a class can read. On a screen st.dataframe (sortable, scrolling), with
+    `formats` ({column: "%.3f"}, printf style) as its number columns' formats. With the
+    Projector switch on a static st.table instead: HTML, so its text is enlarged with the
+    page's and its cells wrap within the column (a data grid is drawn on a canvas: zoomed,
+    it ran past the column's right edge and cut its last columns)."""
+    if projector():
+        # numbers as the data grid shows them (-0.916, not pandas' -0.916000), unless `formats` says
+        styler = df.style.hide(axis="index").format(lambda v: repr(v) if isinstance(v, float) else v)
+        if formats:
+            styler = styler.format({c: (lambda f: (lambda v: f % v if isinstance(v, (int, float)) else v))(f)
+                                    for c, f in formats.items() if c in df})
+        return (where or st).table(styler)
+    if formats:
+        dataframe_kwargs["column_config"] = {c: st.column_config.NumberColumn(format=f) for c, f in formats.items()}
+    return (where or st).dataframe(df, hide_index=True, **dataframe_kwargs)
+
+
+def thinned_note(fig, where=None) -> None:
+    """One line under a chart whose token labels for_screen thinned (in `where`, a container
+    right under a chart drawn into a slot): which axis, how many of its labels are drawn, and
+    that hovering names the rest (never a silent gap)."""
+    thinned = fig.layout.meta.get("thinned", []) if isinstance(fig.layout.meta, dict) else []
+    seen = set()
+    for title, kept, total, side in thinned:
+        noun = f"“{title}” labels" if title else ("row labels" if side == "y" else "column labels")
+        if (noun, total) not in seen:     # a tall map repeats its column labels below; small maps share axes
+            seen.add((noun, total))
+            (where or st).caption(f"{kept} of {total} {noun} shown (evenly spaced, to fit); hover over the "
+                                  "chart to name the rest.")

@@ -27,6 +27,7 @@ from s2s.decode import (
     Decoding,
     attention_heads,
     decode,
+    decode_by_sentence,
     encode_source,
     forced,
     is_search_error,
@@ -44,11 +45,13 @@ SCALING_DIMS = [4, 16, 64, 256, 1024]     # query/key sizes for the "why sqrt(d)
 # shows: without the state vectors a result is ~9 KB for a 20-word sentence and at most
 # ~0.42 MB (200 pieces in, 250 out; `python -m s2s.bench`), so a full cache stays ~110 MB.
 @st.cache_data(max_entries=256, show_spinner=False)
-def decode_cached(path: str, text: str, settings: DecodeSettings) -> tuple[Decoding, float]:
-    """One decoding, keyed by the model, the text and the settings object."""
+def decode_cached(path: str, text: str, settings: DecodeSettings, by_sentence: bool = False
+                  ) -> tuple[Decoding, float]:
+    """One decoding, keyed by the model, the text and the settings object (`by_sentence`: each
+    sentence decoded on its own, the results joined, s2s.decode.decode_by_sentence)."""
     tr = ui.models.load_path(path)
     t = time.perf_counter()
-    d = decode(tr, text, settings)
+    d = decode_by_sentence(tr, text, settings) if by_sentence else decode(tr, text, settings)
     return d.without_states(), (time.perf_counter() - t) * 1000
 
 
@@ -133,7 +136,8 @@ def step_by_step(tr: Translator, d: Decoding, words: bool, model: str, text: str
         """Step t's line, the output so far (in words or pieces) and its two charts."""
         chosen, idx = spans[t]
         p = float(np.exp(sum(d.token_log_probs[j] for j in idx)))
-        pieces = "" if len(idx) == 1 else " (pieces " + " ".join(ui.show.code_span(d.target_tokens[j]) for j in idx) + ")"
+        pieces = ("" if len(idx) == 1
+                  else " (pieces " + " ".join(ui.show.code_span(d.target_tokens[j]) for j in idx) + ")")
         line.markdown(f"Step **{t + 1}** of {n} {unit}s: the decoder chose {ui.show.code_span(chosen)}{pieces} "
                       f"(p = {p:.3f})")
         so_far.markdown("**So far:** " + " ".join(ui.show.code_span(w) for w, _ in spans[:t + 1]))
@@ -176,6 +180,10 @@ def beam_tree(d: Decoding, method: str, model: str, text: str, greedy_d: Decodin
         st.info("Choose **Beam search** (beside Greedy, under the text) and press Translate to see its tree; "
                 "its width is under Decoding settings.")
         return
+    if not d.beam_tree:         # sentence by sentence: one search per sentence, no single tree
+        st.info("Translated sentence by sentence: each sentence had its own beam. Turn *Sentence by sentence* off "
+                "(under the text) to see one search's tree, or translate a single sentence.")
+        return
     io_line(text, f"the {len(d.nbest)} best of the beam:" if d.nbest else d.translation)
     projector = ui.show.projector()
     greedy_cover = None if greedy_d is None or greedy_d.attention is None else source_coverage(greedy_d.attention)
@@ -186,11 +194,11 @@ def beam_tree(d: Decoding, method: str, model: str, text: str, greedy_d: Decodin
                    "shorter outputs: a hypothesis that stops early can outscore one that translates everything.")
     with point("beam"):
         if d.nbest:
-            st.dataframe(pd.DataFrame([{"rank": i + 1, "translation": h.translation, "log p": round(h.log_prob, 3),
-                                        "score (log p / lp)": round(h.score, 3),
-                                        "source covered": "—" if h.coverage is None else f"{h.coverage:.0%}"}
-                                       for i, h in enumerate(d.nbest)]),
-                         hide_index=True, width="stretch", key="nbest")
+            ui.show.table(pd.DataFrame([{"rank": i + 1, "translation": h.translation, "log p": round(h.log_prob, 3),
+                                         "score (log p / lp)": round(h.score, 3),
+                                         "source covered": "—" if h.coverage is None else f"{h.coverage:.0%}"}
+                                        for i, h in enumerate(d.nbest)]),
+                          width="stretch", key="nbest")
         # the first screen's room below the table (1280 x 720): the ranks stand closer on a
         # projector, whose tables are larger
         ui.show.plotly_chart(figures.beam_tree_figure(d.beam_tree, [h.node for h in d.nbest],
@@ -260,7 +268,8 @@ def forced_decoding(tr: Translator, d: Decoding, words: bool, model: str, text: 
             bars = figures.token_bars([w for w, _ in spans], lp, "log p", highlight=int(np.argmin(lp)),
                                       texts=[f"{v:.2f} {r}" for v, r in zip(lp, ranks)], height=height)
             bars.update_layout(height=height, margin=margin)
-            ui.show.plotly_chart(bars, share=0.25, key="forced_lp", config=ui.show.camera("forced_lp", model, text[:40]))
+            ui.show.plotly_chart(bars, share=0.25, key="forced_lp",
+                                 config=ui.show.camera("forced_lp", model, text[:40]))
         with c3:
             explain_scores(d, ref)
     st.caption(f"Perplexity exp(−log p / {len(f.target_tokens)} tokens) is the Shannon game's score: "
@@ -271,7 +280,7 @@ def forced_decoding(tr: Translator, d: Decoding, words: bool, model: str, text: 
     tokens = pd.DataFrame({"reference token": f.target_tokens, "p": np.exp(f.token_log_probs).round(4),
                            "rank": f.token_ranks})
     with st.expander("Each reference token's probability and rank (1 = the model's first choice)"):
-        st.dataframe(tokens, hide_index=True, key="token_ranks")
+        ui.show.table(tokens, key="token_ranks")
 
 
 def explain_scores(d: Decoding, reference: str) -> None:
@@ -280,7 +289,7 @@ def explain_scores(d: Decoding, reference: str) -> None:
     st.markdown("**BLEU** of the output against it:")
     rows = [{"n-gram": n, "matching / in output": f"{m} / {t}", "p_n": "–" if p is None else f"{p:.3f}"}
             for n, m, t, p in zip(range(1, 5), b["matches"], b["totals"], b["precisions"])]
-    st.dataframe(pd.DataFrame(rows), hide_index=True, key="bleu_table")
+    ui.show.table(pd.DataFrame(rows), key="bleu_table")
     st.markdown(f"BP = min(1, e^(1 − {b['ref_len']}/{b['hyp_len']})) = **{b['bp']:.3f}**  \n"
                 f"BLEU-2 = BP · (p₁p₂)^½ = **{b['bleu2'] / 100:.3f}**  \n"
                 f"BLEU-4 = BP · (p₁p₂p₃p₄)^¼ = **{b['bleu4'] / 100:.3f}**  \n"
@@ -376,7 +385,8 @@ def alignment_lines(d: Decoding, words: bool, model: str, text: str, attention: 
     st.caption("Each line joins an output token to a source token; its opacity is the attention weight."
                + (f" Shown: the heatmap's {title}." if title else ""))
     src, tgt, a = view_of(d, words, attention)
-    ui.show.plotly_chart(figures.alignment_lines(src, tgt, a), key="lines", config=ui.show.camera("lines", model, text[:40]))
+    ui.show.plotly_chart(figures.alignment_lines(src, tgt, a), key="lines",
+                         config=ui.show.camera("lines", model, text[:40]))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -434,7 +444,8 @@ def heads(tr: Translator, d: Decoding, words: bool, model: str, text: str) -> No
                                      y_title=HEAD_KINDS[kind].y_title, value_name="‖α f(x)‖" if norm else "α",
                                      title=f"{what[0].upper() + what[1:]}, layer {layer + 1} · head {head + 1}",
                                      height=min(400, max(300, 150 + 24 * len(y))))
-        ui.show.plotly_chart(fig, share=0.4, key="head_enlarged", config=ui.show.camera("head_enlarged", model, text[:40]))
+        ui.show.plotly_chart(fig, share=0.4, key="head_enlarged",
+                             config=ui.show.camera("head_enlarged", model, text[:40]))
         # uniform over what each row may read: a masked position has weight exactly 0
         # (decoder self-attention's row j reads j + 1 tokens, not all of them)
         support = (w[layer, head] > 0).sum(axis=1)
@@ -443,9 +454,9 @@ def heads(tr: Translator, d: Decoding, words: bool, model: str, text: str) -> No
         big_note = (f"Mean entropy of this head: {mean_entropy(w[layer, head]):.2f} nats "
                     f"(0: each row on one token; {uniform}).")
     with grid:
-        ui.show.plotly_chart(figures.heads_grid(w, x, y, kind, selected=(layer, head), width=760, height=480,
-                                                value_name="‖α f(x)‖" if norm else "α"),
-                             share=0.6, key="heads_grid",
+        grid_fig = figures.heads_grid(w, x, y, kind, selected=(layer, head), width=760, height=480,
+                                      value_name="‖α f(x)‖" if norm else "α")
+        ui.show.plotly_chart(grid_fig, share=0.6, key="heads_grid", notes=False,
                         on_select=lambda: pick_head(L, H), selection_mode="points",
                         config=ui.show.camera("heads_grid", model, text[:40]))
     # the notes below the charts: the charts fill the first screen under the tab bar
@@ -457,6 +468,7 @@ def heads(tr: Translator, d: Decoding, words: bool, model: str, text: str) -> No
                       + (" Decoder self-attention is causal: a step reads only the pieces before it."
                          if kind == "decoder" else ""))
     big_note_box.caption(big_note)
+    ui.show.thinned_note(grid_fig, grid_note)
 
 
 def pick_head(layers: int, heads: int) -> None:

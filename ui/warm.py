@@ -195,7 +195,6 @@ def _warm_models() -> None:
     if models.DEFAULT_MODEL in names:
         first_chart(warm(models.DEFAULT_MODEL))
     _default_warm.set()
-    open('/tmp/runlog','a').write(f'warm default {__import__("time").time()%1000:.3f}\n')
     for name in bottleneck:
         if name != models.DEFAULT_MODEL:
             _step_aside()
@@ -215,4 +214,3 @@ def _warm_models() -> None:
         if name != models.DEFAULT_MODEL and name not in bottleneck:
             _step_aside()
             warm(name)
-    open('/tmp/runlog','a').write(f'warm end {__import__("time").time()%1000:.3f}\n')

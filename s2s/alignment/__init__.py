@@ -47,6 +47,7 @@ from .rules import (
                     RULES,
                     SWEEP,
                     SYMMETRIZATIONS,
+                    Rule,
                     argmax_links,
                     grow_diag_links,
                     links,
@@ -70,7 +71,7 @@ from .scores import (
 from .words import WordPieces, pieces_to_words, to_words, word_attention, word_inputs, word_method, word_pieces
 
 __all__ = ["aer_table", "gold_tokens", "statistical_links", "main", "SPLITS", "GoldError", "GoldPair", "Link",
-           "read_gold", "DEFAULT_RULE", "NEIGHBOURS", "RULE_PARAMS", "RULES", "SWEEP", "SYMMETRIZATIONS",
+           "read_gold", "DEFAULT_RULE", "NEIGHBOURS", "RULE_PARAMS", "RULES", "Rule", "SWEEP", "SYMMETRIZATIONS",
            "argmax_links", "grow_diag_links", "links", "ratio_links", "shifted", "symmetrize", "threshold_links",
            "TABLE_RULES", "Scores", "best_head", "best_head_row", "evaluate", "head_scores", "method_scores",
            "method_summary", "score", "scores_json", "WordPieces", "pieces_to_words", "to_words", "word_attention",

@@ -10,13 +10,14 @@ from typing import Sequence
 
 import numpy as np
 
+from ..attention import head_or_mean
 from ..checkpoint import CheckpointError, Translator, load_translator
 from ..contributions import ALIGN_METHODS
 from ..hub import MODEL_HELP, add_model_options, model_options
 from ..text import InputError, OneLineErrorParser
 from .baseline import aer_table
 from .gold import SPLITS, GoldError, GoldPair, read_gold
-from .rules import DEFAULT_RULE, RULE_PARAMS, RULES, SWEEP, links, shifted
+from .rules import DEFAULT_RULE, RULES, SWEEP, Rule, links, shifted
 from .scores import (
     TABLE_RULES,
     best_head,
@@ -46,7 +47,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                   "a line of links per input pair)")
     p.add_argument("--input", metavar="PAIRS.tsv",
                    help="align a corpus: English<TAB>French a line; the links go to --output (s2s.alignment.corpus)")
-    p.add_argument("--output", metavar="LINKS.txt", help="with --input: one line of Pharaoh links (i-j, from 0) per pair")
+    p.add_argument("--output", metavar="LINKS.txt",
+                   help="with --input: one line of Pharaoh links (i-j, from 0) per pair")
     p.add_argument("--layer", type=int, help="with --input, a Transformer: read this layer (from 1) ...")
     p.add_argument("--head", type=int, help="... and this head (from 1), not the last layer's head mean")
     p.add_argument("--choose-on", metavar="GOLD_DIR",
@@ -115,16 +117,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if a.heads:
         return _print_heads(a, tr.name, weights, gold, seconds)
-    for rule, params in SWEEP if a.sweep else [(a.rule, RULE_PARAMS[a.rule])]:
-        s = score([links(w, rule, **params) for w in weights], gold)
+    for rule in SWEEP if a.sweep else [Rule.of(a.rule)]:
+        s = score([links(w, rule) for w in weights], gold)
         r = {"aer": round(s.aer, 4), "precision": round(s.precision, 4), "recall": round(s.recall, 4),
-             "sentences": s.sentences, "rule": rule, "params": params, "model": tr.name, "split": a.split,
+             "sentences": s.sentences, "rule": rule.name, "params": rule.params, "model": tr.name, "split": a.split,
              "links": s.links, "sure": s.sure, "seconds": round(seconds, 1)}
         if a.json:
             print(json.dumps(r))
         else:
-            setting = " ".join(f"{k}={v}" for k, v in params.items())
-            print(f"{tr.name}  {a.split}  {rule} {setting}".rstrip()
+            print(f"{tr.name}  {a.split}  {rule.name} {rule.setting}".rstrip()
                   + f"  AER {s.aer:.3f}  precision {s.precision:.3f}  recall {s.recall:.3f}"
                   f"  ({s.sentences} sentences, {s.links} links, {s.sure} sure)")
     return 0
@@ -133,9 +134,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _print_heads(a: argparse.Namespace, name: str, weights: list[np.ndarray], gold: list[GoldPair],
                  seconds: float) -> int:
     """--heads: AER of every layer x head (rows: layers), the best head, and the head mean."""
-    table = head_scores(weights, gold, a.rule, **RULE_PARAMS[a.rule])
+    table = head_scores(weights, gold, a.rule)
     l, h = best_head(table)
-    mean = score([links(w[-1].mean(0), a.rule, **RULE_PARAMS[a.rule]) for w in weights], gold)
+    mean = score([links(head_or_mean(w), a.rule) for w in weights], gold)
     r = {"model": name, "split": a.split, "rule": a.rule, "sentences": len(gold),
          "heads_aer": [[round(s.aer, 4) for s in row] for row in table],
          "best_head": {"layer": l + 1, "head": h + 1, "aer": round(table[l][h].aer, 4),
@@ -147,7 +148,8 @@ def _print_heads(a: argparse.Namespace, name: str, weights: list[np.ndarray], go
     print(f"{name}  {a.split}  {a.rule}: AER of each layer (rows) x head (columns)")
     for k, row in enumerate(table, 1):
         print(f"  layer {k:>2}  " + " ".join(f"{s.aer:.3f}" for s in row))
-    print(f"best: layer {l + 1} head {h + 1}, AER {table[l][h].aer:.3f}; the last layer's head mean: AER {mean.aer:.3f}")
+    print(f"best: layer {l + 1} head {h + 1}, AER {table[l][h].aer:.3f}; "
+          f"the last layer's head mean: AER {mean.aer:.3f}")
     return 0
 
 
@@ -161,7 +163,7 @@ def _print_method(a: argparse.Namespace, tr: Translator, gold: list[GoldPair]) -
     numbers = range(1, n + 1) if a.layers else [last_layer(tr, method)]
     rows = [{"layer": k, **scores_json(s)} for k, s in zip(numbers, scores)]
     best = min(rows, key=lambda r: r["aer"])
-    r = {"model": tr.name, "split": a.split, "rule": a.rule, "params": RULE_PARAMS[a.rule], "method": a.method,
+    r = {"model": tr.name, "split": a.split, "rule": a.rule, "params": Rule.of(a.rule).params, "method": a.method,
          "sentences": len(gold), "sure": scores[0].sure, "layers": rows, "best_layer": best,
          "seconds": round(time.perf_counter() - t, 1)}
     if a.json:

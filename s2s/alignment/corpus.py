@@ -35,11 +35,12 @@ from typing import Sequence
 
 import numpy as np
 
+from ..attention import head_or_mean
 from ..checkpoint import CheckpointError, Translator, load_translator
 from ..decode import forced_batch_attention
 from ..text import MAX_CORPUS_BYTES, MAX_CORPUS_PAIRS, MAX_DECODE_LEN, MAX_SOURCE_TOKENS, InputError
 from .gold import GoldError, GoldPair, Link, read_gold
-from .rules import RULE_PARAMS, links, shifted
+from .rules import links, shifted
 from .scores import Scores, best_head, head_scores, score
 from .words import to_words, word_attention, word_inputs
 
@@ -186,11 +187,7 @@ def weights_links(weights: Sequence[np.ndarray | None], rule: str, head: tuple[i
                   ) -> list[set[Link] | None]:
     """Links of each pair's word weights under `rule`. Weights with heads, (layers, heads,
     French, English), are read at `head` (layer, head from 0), or as the last layer's head mean."""
-    def matrix(w: np.ndarray) -> np.ndarray:
-        if w.ndim == 2:
-            return w
-        return w[-1].mean(0) if head is None else w[head]
-    return [None if w is None else links(matrix(w), rule, **RULE_PARAMS[rule]) for w in weights]
+    return [None if w is None else links(head_or_mean(w, *(head or ())), rule) for w in weights]
 
 
 def corpus_head_scores(weights: Sequence[np.ndarray | None], gold: Sequence[GoldPair], rule: str
@@ -213,7 +210,7 @@ def align_batch(tr: Translator, pairs: Sequence[Pair], rule: str, head: tuple[in
     """Links of a batch of pairs (None where word_weights has none). `head` (layer, head),
     from 0: that head of a Transformer instead of its last layer's head mean."""
     weights = word_weights(tr, pairs, shifted(rule), heads=head is not None)
-    return [None if w is None else links(w if head is None else w[head], rule, **RULE_PARAMS[rule]) for w in weights]
+    return [None if w is None else links(head_or_mean(w, *(head or ())), rule) for w in weights]
 
 
 def align_corpus(tr: Translator, pairs: Sequence[Pair | None], rule: str, head: tuple[int, int] | None = None,
@@ -234,7 +231,7 @@ def align_corpus(tr: Translator, pairs: Sequence[Pair | None], rule: str, head: 
 def choose_head(tr: Translator, gold: Sequence[GoldPair], rule: str) -> tuple[tuple[int, int], float]:
     """The (layer, head), from 0, whose links under `rule` have the lowest AER on `gold`, and that AER."""
     table = head_scores([word_attention(tr, g.english, g.french, heads=True, shift=shifted(rule)) for g in gold],
-                        gold, rule, **RULE_PARAMS[rule])
+                        gold, rule)
     l, h = best_head(table)
     return (l, h), table[l][h].aer
 
@@ -349,7 +346,8 @@ def align_file(model: str, input: str, output: str | None, *, rule: str, gold: s
         print(json.dumps(report))
     elif gold_pairs is not None:
         print(f"{tr.name}  {rule}  AER {report['aer']:.3f}  precision {report['precision']:.3f}  "
-              f"recall {report['recall']:.3f}  ({len(gold_pairs)} pairs, {report['links']} links, {report['sure']} sure)")
+              f"recall {report['recall']:.3f}  "
+              f"({len(gold_pairs)} pairs, {report['links']} links, {report['sure']} sure)")
     return 0
 
 

@@ -1,6 +1,8 @@
 """From word weights to word links: argmax, threshold, ratio, grow-diag, shift, and symmetrisation."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
 from ..text import InputError
@@ -87,23 +89,52 @@ RULES = ("argmax", "threshold", "ratio", "grow-diag", "shift")
 RULE_PARAMS = {"argmax": {}, "threshold": {"tau": 0.2}, "ratio": {"fraction": 0.9}, "grow-diag": {"final": False},
                "shift": {}}
 DEFAULT_RULE = "grow-diag"
-SWEEP = [("argmax", {})] + [("threshold", {"tau": t}) for t in (0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5)] \
-    + [("ratio", {"fraction": r}) for r in (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)] \
-    + [("grow-diag", {"final": False}), ("grow-diag", {"final": True})]
 
 
-def shifted(rule: str) -> bool:
+@dataclass(frozen=True)
+class Rule:
+    """A link rule with its parameters: one value where a name and its settings would travel
+    apart. Rule.of("threshold") has tau 0.2 (RULE_PARAMS); Rule.of("threshold", tau=0.3) not."""
+    name: str = DEFAULT_RULE
+    params: dict = field(default_factory=dict, hash=False)
+
+    @classmethod
+    def of(cls, rule: "str | Rule", **params) -> "Rule":
+        if isinstance(rule, Rule):
+            return rule if not params else cls(rule.name, {**rule.params, **params})
+        if rule not in RULES:
+            raise InputError(f"Unknown rule {rule!r}: use one of {', '.join(RULES)}.")
+        return cls(rule, {**RULE_PARAMS[rule], **params})
+
+    @property
+    def shift(self) -> bool:
+        """Whether it reads the attention one step later (to_words(..., shift=True))."""
+        return self.name == "shift"
+
+    @property
+    def setting(self) -> str:
+        """Its parameters as the command line prints them ("tau=0.2"; "" for none)."""
+        return " ".join(f"{k}={v}" for k, v in self.params.items())
+
+
+SWEEP = [Rule("argmax")] + [Rule("threshold", {"tau": t}) for t in (0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5)] \
+    + [Rule("ratio", {"fraction": r}) for r in (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)] \
+    + [Rule("grow-diag", {"final": False}), Rule("grow-diag", {"final": True})]
+
+
+def shifted(rule: "str | Rule") -> bool:
     """Whether `rule` reads the attention one step later (to_words(..., shift=True))."""
-    return rule == "shift"
+    return Rule.of(rule).shift
 
 
-def links(w: np.ndarray, rule: str = DEFAULT_RULE, **params) -> set[Link]:
-    """Word links of a (French words x English words) weight matrix under a named rule,
-    with its parameters from RULE_PARAMS unless given. "shift" is argmax on weights read one
-    step later: the caller reads them so (word_attention(..., shift=shifted(rule)))."""
+def links(w: np.ndarray, rule: "str | Rule" = DEFAULT_RULE, **params) -> set[Link]:
+    """Word links of a (French words x English words) weight matrix under a rule (a Rule, or
+    a name with its parameters from RULE_PARAMS unless given). "shift" is argmax on weights
+    read one step later: the caller reads them so (word_attention(..., shift=shifted(rule)))."""
+    r = Rule.of(rule, **params)
+    rule, params = r.name, r.params
     if rule not in RULES:
         raise InputError(f"Unknown rule {rule!r}: use one of {', '.join(RULES)}.")
-    params = {**RULE_PARAMS[rule], **params}
     if rule == "threshold":
         return threshold_links(w, params["tau"])
     if rule == "ratio":

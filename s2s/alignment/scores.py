@@ -11,7 +11,7 @@ from ..checkpoint import Translator
 from ..contributions import ALIGN_METHODS
 from ..text import InputError
 from .gold import GoldPair, Link
-from .rules import DEFAULT_RULE, RULE_PARAMS, links, shifted
+from .rules import DEFAULT_RULE, Rule, links, shifted
 from .words import to_words, word_attention, word_inputs
 
 # ---------------------------------------------------------------------------------------
@@ -43,13 +43,13 @@ def score(predicted: Sequence[set[Link]], gold: Sequence[GoldPair]) -> Scores:
                   links=a, sure=s, sentences=len(gold))
 
 
-def head_scores(head_weights: Sequence[np.ndarray], gold: Sequence[GoldPair], rule: str = DEFAULT_RULE,
-                **params) -> list[list[Scores]]:
+def head_scores(head_weights: Sequence[np.ndarray], gold: Sequence[GoldPair], rule: str | Rule = DEFAULT_RULE
+                ) -> list[list[Scores]]:
     """A Transformer's every layer x head scored as an aligner: `head_weights` holds one
     (layers, heads, French, English) array per gold pair (word_attention(..., heads=True));
     the result is [layer][head] -> Scores with `rule`."""
     L, H = head_weights[0].shape[:2]
-    return [[score([links(w[l, h], rule, **params) for w in head_weights], gold) for h in range(H)]
+    return [[score([links(w[l, h], rule) for w in head_weights], gold) for h in range(H)]
             for l in range(L)]
 
 
@@ -117,7 +117,7 @@ TABLE_RULES = ("argmax", "grow-diag", "shift")
 def best_head_row(tr: Translator, gold: Sequence[GoldPair], rule: str = "grow-diag") -> dict:
     """A Transformer's best single cross-attention head on `gold` under `rule` (as --heads finds it)."""
     weights = [word_attention(tr, g.english, g.french, heads=True) for g in gold]
-    table = head_scores(weights, gold, rule, **RULE_PARAMS[rule])
+    table = head_scores(weights, gold, rule)
     l, h = best_head(table)
     return {"layer": l + 1, "head": h + 1, "rule": rule, **scores_json(table[l][h])}
 

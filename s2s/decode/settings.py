@@ -1,0 +1,87 @@
+"""One decoding's options (`DecodeSettings`), checked against the app's limits, and the
+length penalty beam search divides by."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..loaded import Translator
+from ..text import MAX_BEAM, MAX_DECODE_LEN, MAX_NO_REPEAT, MAX_TOP_K, TEMPERATURE_RANGE, InputError, check_range
+from .processors import LogitsProcessor, NoRepeatNGram, Temperature, TopK, model_processors
+
+LENGTH_PENALTY = 0.6     # the length penalty's exponent beam search uses unless told otherwise
+
+
+def lp(length: int, exponent: float = LENGTH_PENALTY) -> float:
+    """The length penalty lp(|y|) = ((5 + |y|) / 6)^exponent (Wu et al. 2016): beam search ranks
+    finished hypotheses by log p(y) / lp(|y|), so that short ones do not win for being short."""
+    return ((5 + length) / 6) ** exponent
+
+
+
+METHOD_NAMES = ("greedy", "beam", "sample", "forced")
+
+
+@dataclass(frozen=True)
+class DecodeSettings:
+    """One decoding's options: what `decode` runs, and the key a page caches its result by.
+
+        method       greedy | beam | sample | forced
+        width        beam search: hypotheses kept;  n_best: how many it returns (None: width)
+        length_penalty   beam search: lp's exponent (transformers' name; 0: rank by log p alone)
+        max_len      output pieces at most (None: 2 x source + 10)
+        no_repeat    greedy and beam search: block repeated n-grams of this size (0: off)
+        temperature, top_k, seed                    sampling
+    """
+    method: str = "greedy"
+    width: int = 5
+    n_best: int | None = None
+    length_penalty: float = LENGTH_PENALTY
+    max_len: int | None = None
+    no_repeat: int = 0
+    temperature: float = 1.0
+    top_k: int = 0
+    seed: int = 0
+
+    def checked(self) -> "DecodeSettings":
+        """Itself, if every option is in range; else InputError saying which is not."""
+        if self.method not in METHOD_NAMES:
+            raise InputError(f"Unknown decoding method {self.method!r}: use greedy, beam, sample or forced.")
+        check_range("Beam width", self.width, 1, MAX_BEAM)
+        if self.n_best is not None:
+            check_range("N-best", self.n_best, 1, self.width)
+        check_range("No-repeat n-gram size", self.no_repeat, 0, MAX_NO_REPEAT)
+        check_range("Temperature", self.temperature, *TEMPERATURE_RANGE)
+        check_range("Top-k", self.top_k, 0, MAX_TOP_K)
+        if self.max_len is not None:
+            check_range("Max length", self.max_len, 1, MAX_DECODE_LEN)
+        return self
+
+    def canonical(self) -> "DecodeSettings":
+        """The same decoding with the options its method does not read at their defaults (and
+        n_best at most width), so that two settings which decode alike are equal: a page's
+        cache key, never split by a slider the method ignores."""
+        if self.method == "beam":
+            n_best = None if self.n_best is None else min(self.n_best, self.width)
+            return DecodeSettings("beam", self.width, n_best, self.length_penalty, self.max_len, self.no_repeat)
+        if self.method == "sample":
+            return DecodeSettings("sample", max_len=self.max_len, temperature=self.temperature, top_k=self.top_k,
+                                  seed=self.seed)
+        if self.method == "forced":
+            return DecodeSettings("forced")
+        return DecodeSettings(self.method, max_len=self.max_len, no_repeat=self.no_repeat)
+
+    def processors(self, tr: Translator) -> list[LogitsProcessor]:
+        """What rules the choice of each token: the model's own constraints, then the settings'."""
+        if self.method == "forced":
+            return []           # the reference is decoded whatever the model would choose
+        out = model_processors(tr)
+        if self.no_repeat and self.method != "sample":
+            out.insert(0, NoRepeatNGram(self.no_repeat))
+        if self.method == "sample":
+            if self.temperature != 1.0:
+                out.append(Temperature(self.temperature))
+            if self.top_k > 0:
+                out.append(TopK(self.top_k))
+        return out
+
+

@@ -1,0 +1,66 @@
+"""Pure figure builders: data in, plotly (or altair) figure out; no Streamlit, no model calls.
+
+One module per subject: `screen` (one-pass figures, labels readable from the back row),
+`attention` (heatmaps, bars, context paths), `beam` (the beam tree), `cells` (LSTM cells),
+`models` (colours per model, length curves, diagrams), `gradients` (gates and gradient flow),
+`alignment` (gold links, contributions, counterfactuals, heads). Pages import from here.
+
+Token labels are HTML-escaped: plotly renders a subset of HTML in labels, and user text
+must always show as text, never as markup. Axes are positional (0..n-1) with the tokens
+as tick labels, because two equal tokens ("the" ... "the") must stay two columns.
+"""
+from .alignment import (  # noqa: F401
+    GOLD_POSSIBLE,
+    GOLD_SURE,
+    MODEL_LINK,
+    contribution_map,
+    counterfactual_figure,
+    gold_alignment_figure,
+    head_aer_figure,
+    head_of_trace,
+    heads_grid,
+)
+from .attention import (  # noqa: F401
+    TALL_ROWS,
+    alignment_lines,
+    attention_heatmap,
+    context_scatter,
+    matrix_heatmap,
+    token_bars,
+)
+from .beam import (  # noqa: F401
+    FINISHED_COLOR,
+    HALO,
+    NBEST_REST,
+    NBEST_STYLES,
+    _place_labels,
+    _text_em,
+    beam_paths,
+    beam_tree_figure,
+    beam_tree_positions,
+)
+from .cells import cell_traces_figure, colored_text_html, saturation_scatter, state_heatmap  # noqa: F401
+from .gradients import (  # noqa: F401
+    CELL_COLORS,
+    CELL_NAMES,
+    REASONS,
+    float_limit_marks,
+    gradient_flow_figure,
+    memory_gap_figure,
+    memory_span_figure,
+    untrained_flow_figure,
+)
+from .models import ATTENTION_COLORS, length_chart, model_colors, model_diagram, scaling_figure  # noqa: F401
+from .screen import (  # noqa: F401
+    BODY_TEXT,
+    LABEL_PX,
+    PROJECTOR_LABEL_PX,
+    PROJECTOR_SCALE,
+    TOOLBAR_PX,
+    altair_for_screen,
+    display_token,
+    figure,
+    for_screen,
+    label_px,
+    label_step,
+)

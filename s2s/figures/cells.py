@@ -1,0 +1,113 @@
+"""LSTM cells (Karpathy et al. 2015): text shaded by one cell, traces, gate saturation, states."""
+from __future__ import annotations
+
+import html
+from typing import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .screen import display_token, figure
+
+# ---------------------------------------------------------------- LSTM cells
+
+def _shade(v: float, lo: float, hi: float) -> str:
+    """Diverging blue-white-red for signed values (tanh c in [-1, 1]); white-to-blue for
+    values in [0, 1] (gates). The colours of Karpathy et al.'s figures."""
+    if lo < 0:
+        t = max(-1.0, min(1.0, v / max(abs(lo), abs(hi))))
+        r, g, b = (178, 24, 43) if t > 0 else (33, 102, 172)
+        t = abs(t)
+    else:
+        t = max(0.0, min(1.0, (v - lo) / ((hi - lo) or 1)))
+        r, g, b = (8, 81, 156)
+    t *= 0.85                                    # the strongest shade still leaves black text readable
+    mix = lambda c: round(255 + (c - 255) * t)   # noqa: E731  white at t = 0
+    return f"rgb({mix(r)},{mix(g)},{mix(b)})"
+
+
+def colored_text_html(text: str, values: Sequence[float], lo: float = -1.0, hi: float = 1.0,
+                      value_name: str = "tanh(c)", font_size: str = "1.05rem") -> str:
+    """The text with every character's background shaded by its value; hovering shows it.
+    Every character is HTML-escaped: the text is shown, never interpreted. New lines stay
+    new lines (and get a faint ↵ so their colour is visible), tabs stay tabs."""
+    spans = []
+    name = html.escape(value_name, quote=True)
+    for ch, v in zip(text, values):
+        shown = "↵\n" if ch == "\n" else html.escape(ch)
+        spans.append(f'<span style="background:{_shade(float(v), lo, hi)}" '
+                     f'title="{name} = {float(v):+.3f}">{shown}</span>')
+    return ("<div class='s2s-cells' style=\"font-family:ui-monospace,Menlo,Consolas,monospace;white-space:pre-wrap;"
+            f"tab-size:4;line-height:1.45;font-size:{font_size};color:#111;padding:0.4rem 0;word-break:break-all\">"
+            + "".join(spans) + "</div>")
+
+
+def cell_traces_figure(text: str, traces: dict[str, Sequence[float]], feature: Sequence[float] | None = None,
+                       feature_name: str = "", y_title: str = "tanh(c)",
+                       y_range: tuple[float, float] = (-1.05, 1.05)) -> go.Figure:
+    """Activation of a few cells over the characters of `text`, with the feature shaded
+    behind them; hover names the character."""
+    x = list(range(len(text)))
+    chars = [("↵" if c == "\n" else "⇥" if c == "\t" else "␣" if c == " " else html.escape(c, quote=False))
+             for c in text]
+    lines = []
+    if feature is not None:
+        f = np.asarray(feature, dtype=float)
+        span = (f.max() - f.min()) or 1.0
+        lo, hi = y_range
+        lines.append(go.Scatter(x=x, y=lo + (f - f.min()) / span * (hi - lo), mode="lines",
+                                 line=dict(color="#999999", dash="dot", shape="hv", width=2),
+                                 name=html.escape(feature_name or "feature", quote=False) + " (scaled)",
+                                 hoverinfo="skip"))
+    for name, values in traces.items():
+        lines.append(go.Scatter(x=x, y=np.asarray(values, dtype=float), mode="lines",
+                                name=html.escape(name, quote=False),
+                                customdata=chars, line=dict(width=2),
+                                hovertemplate="%{customdata}: %{y:.3f}<extra>" + html.escape(name, quote=False)
+                                + "</extra>"))
+    return figure(lines, height=300, margin=dict(l=10, r=10, t=10, b=40), legend=dict(orientation="h", y=1.12, x=0),
+                  xaxis=dict(title=dict(text="character")),
+                  yaxis=dict(title=dict(text=y_title), range=list(y_range), gridcolor="#eeeeee"))
+
+
+def saturation_scatter(saturation: dict[str, dict[str, np.ndarray]], title: str = "") -> go.Figure:
+    """The paper's Fig. 3: for each gate of each unit, the fraction of time it is
+    left-saturated (< 0.1, x) against right-saturated (> 0.9, y)."""
+    colors = {"input_gate": "#1b9e77", "forget_gate": "#d95f02", "output_gate": "#7570b3",
+              "update_gate": "#d95f02", "reset_gate": "#1b9e77"}
+    traces = []
+    for gate, sat in saturation.items():
+        traces.append(go.Scatter(x=sat["low"], y=sat["high"], mode="markers", name=gate.replace("_", " "),
+                                 marker=dict(size=6, opacity=0.7, color=colors.get(gate)),
+                                 text=[f"cell {i}" for i in range(len(sat["low"]))],
+                                 hovertemplate="%{text}<br>below 0.1: %{x:.0%}<br>above 0.9: %{y:.0%}<extra></extra>"))
+    traces.append(go.Scatter(x=[0, 1], y=[1, 0], mode="lines", line=dict(color="#cccccc", dash="dot"),
+                             hoverinfo="skip", showlegend=False))
+    return figure(traces, title=dict(text=html.escape(title, quote=False)) if title else None, height=360,
+                  margin=dict(l=10, r=10, t=40 if title else 10, b=40), legend=dict(orientation="h", y=-0.22, x=0),
+                  xaxis=dict(title=dict(text="fraction of time < 0.1 (left-saturated)"), range=[-0.02, 1.02],
+                             tickformat=".0%"),
+                  yaxis=dict(title=dict(text="fraction of time > 0.9 (right-saturated)"), range=[-0.02, 1.02],
+                             tickformat=".0%"))
+
+
+def state_heatmap(tokens: Sequence[str], states: np.ndarray, title: str, value_name: str = "tanh(c)",
+                  height: int = 360, x_title: str = "source piece", highlight: int | None = None) -> go.Figure:
+    """Cell dimensions (y) x tokens (x) of a translation model's LSTM, diverging colours;
+    `highlight` outlines one cell's row."""
+    z = np.asarray(states, dtype=float).T          # (H, T)
+    labels = [display_token(t) for t in tokens]
+    heat = go.Heatmap(z=z, x=list(range(len(labels))), y=list(range(z.shape[0])), zmin=-1, zmax=1,
+                      colorscale="RdBu_r",
+                      colorbar=dict(title=dict(text=html.escape(value_name, quote=False)), thickness=12),
+                      customdata=np.array([labels] * z.shape[0]),
+                      hovertemplate="%{customdata} · cell %{y}: %{z:.3f}<extra></extra>")
+    shapes = [] if highlight is None else [dict(type="rect", x0=-0.5, x1=len(labels) - 0.5, y0=highlight - 0.5,
+                                                 y1=highlight + 0.5, line=dict(color="black", width=2))]
+    return figure([heat],
+                  xaxis=dict(tickmode="array", tickvals=list(range(len(labels))), ticktext=labels, tickangle=-60,
+                             side="top", tickfont=dict(size=13 if len(labels) <= 30 else 10),
+                             title=dict(text=html.escape(x_title, quote=False), standoff=4)),
+                  yaxis=dict(title=dict(text=f"cell (0–{z.shape[0] - 1})"), autorange="reversed"),
+                  title=dict(text=html.escape(title, quote=False), y=0.99, yanchor="top"), height=height, shapes=shapes,
+                  margin=dict(l=10, r=10, t=140, b=10))

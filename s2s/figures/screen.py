@@ -1,0 +1,173 @@
+"""The screen every figure is drawn for: one-pass figures, labels readable from the back row
+(14 px, 18 with the Projector switch), tokens shown as text."""
+from __future__ import annotations
+
+import html
+import math
+from typing import Sequence
+
+import plotly.graph_objects as go
+
+# A sequential scale with strong contrast from near-white to near-black: it survives a
+# washed-out classroom projector better than scales whose ends are both dark.
+PROJECTOR_SCALE = "YlGnBu"
+
+
+def figure(traces: Sequence[go.BasePlotlyType], **layout) -> go.Figure:
+    """A figure built in one pass: plotly validates the whole layout once here, where each
+    fig.update_xaxes / update_layout call would validate again (3x the CPU per figure,
+    which a class of 30 pressing Translate at once pays on a shared server)."""
+    return go.Figure(data=list(traces), layout=dict(plot_bgcolor="white", **layout))
+
+
+# ---------------------------------------------------------------- readable from the back row
+
+# Streamlit's body text colour (its default theme): a chart's labels are never lighter than the text
+# (its theme draws ticks in #808495, which a washed-out projector loses).
+BODY_TEXT = "#2F2D2B"
+# The smallest label a chart draws, on a screen and with the Projector switch on.
+LABEL_PX = 14
+PROJECTOR_LABEL_PX = 18
+ROW_PITCH = 1.6      # font sizes from one row's label to the next when a chart grows to label every row
+TOOLBAR_PX = 28      # the row a chart's toolbar takes on hover, kept clear of its title
+
+
+def label_px(projector: bool = False) -> int:
+    return PROJECTOR_LABEL_PX if projector else LABEL_PX
+
+
+def _fits(n: int, length_px: float, pitch_px: float) -> list[int]:
+    """Indices of n evenly spaced labels kept so that neighbours stand >= pitch_px apart."""
+    k = max(1, math.ceil(n * pitch_px / max(length_px, 1.0)))
+    return list(range(0, n, k))
+
+
+def for_screen(fig: go.Figure, projector: bool = False, width: int = 760, grow: bool | None = None) -> go.Figure:
+    """The figure as a class reads it: every label at least `label_px(projector)` (the
+    projector scales the sizes a figure chose by 18/14 too) and in BODY_TEXT, and the
+    token labels of a crowded axis thinned to every k-th so that neighbours never overlap
+    (hover still names every cell). `width` is the pixel width the figure will get on the
+    page (Streamlit sizes it to its column), `fig.layout.height` its height.
+
+    A label's pitch along its axis: upright or rotated text needs its line height (1.3 font
+    sizes; 1.5 at -60 degrees); horizontal text on x needs its longest label's width, taken
+    as 0.62 font sizes per character.
+
+    `grow` (the default with the Projector switch on): a token axis down the side is never
+    thinned; the figure grows taller until every row has its label, as a screen's maps are
+    sized. What is still thinned (columns, which the column's width bounds) is recorded in
+    fig.layout.meta["thinned"] as [axis title, labels kept, labels in all, "x" or "y"], for the
+    page to say. Changes `fig` in place and returns it."""
+    grow = projector if grow is None else grow
+    small, scale = label_px(projector), (PROJECTOR_LABEL_PX / LABEL_PX if projector else 1.0)
+
+    def size(current) -> int:
+        return max(small, round(current * scale)) if current else small
+
+    lay = fig.layout
+    fig.update_layout(font=dict(color=BODY_TEXT, size=size(lay.font.size)),
+                      legend=dict(font=dict(size=size(lay.legend.font.size), color=BODY_TEXT)),
+                      hoverlabel=dict(font=dict(size=size(lay.hoverlabel.font.size))),
+                      uniformtext=dict(minsize=small, mode="show"))     # values on bars: never shrunk under it
+    if lay.title.text:
+        lay.title.font.size, lay.title.font.color = size(lay.title.font.size), BODY_TEXT
+    height = lay.height or 450
+    margin = lay.margin
+    plot_h = height - (margin.t if margin.t is not None else 100) - (margin.b if margin.b is not None else 80)
+    # 70 px for a colour bar or legend on the right; none beside heatmaps that show no colour bar
+    # (compact small multiples, where the panel's colour says the scale)
+    beside = 0 if fig.data and all(t.type == "heatmap" and t.showscale is False for t in fig.data) else 70
+    plot_w = width - (margin.l if margin.l is not None else 80) - (margin.r if margin.r is not None else 80) - beside
+    # the other axis's labels and title take room from the plot area too (plotly's automargin)
+    def band(axis, px: int) -> float:
+        longest = max((len(html.unescape(str(t))) for t in axis.ticktext or ()), default=3)
+        return (0.62 * px * longest if axis.showticklabels is not False else 0) + (25 if axis.title.text else 0)
+    x_px, y_px = size(lay.xaxis.tickfont.size), size(lay.yaxis.tickfont.size)
+    # ... beyond the margin on their side: labels that fit in the margin the figure set leave the
+    # plot area as it is (automargin grows a margin only when they overflow it; counting them in
+    # full thinned a 6-row map whose top margin held its column labels to 3 row labels)
+    def margin_of(side: str | None, default_side: str) -> float:
+        value = getattr(margin, side or default_side)
+        return value if value is not None else {"t": 100, "b": 80, "l": 80, "r": 80}[side or default_side]
+    if lay.xaxis.visible is not False:
+        angle = abs(math.sin(math.radians(lay.xaxis.tickangle or 0)))
+        need = band(lay.xaxis, x_px) * angle + (1.3 * x_px if angle < 0.5 else 0)
+        plot_h -= max(0.0, need - margin_of({"top": "t"}.get(lay.xaxis.side), "b"))
+    if lay.yaxis.visible is not False:
+        plot_w -= max(0.0, band(lay.yaxis, y_px) - margin_of({"right": "r"}.get(lay.yaxis.side), "l"))
+    names = [k for k in lay.to_plotly_json() if k.startswith(("xaxis", "yaxis"))] or ["xaxis", "yaxis"]
+    if grow:        # every row labelled: the plot as tall as its most crowded token axis down the side needs,
+        # at ROW_PITCH (a label's box is ~1.42 sizes tall, and automargin takes a little of the plot)
+        need = max((len(lay[n].ticktext) * ROW_PITCH * size(lay[n].tickfont.size)
+                    / ((lay[n].domain[1] - lay[n].domain[0]) if lay[n].domain else 1.0)
+                    for n in names if n.startswith("y") and lay[n].ticktext is not None
+                    and lay[n].tickvals is not None and lay[n].showticklabels is not False), default=0.0)
+        if need > plot_h:
+            lay.height = math.ceil(height + need + 1 - plot_h)      # (1 px: no rounding thins a row)
+            plot_h = need + 1
+    thinned = []
+    for name in names:
+        axis = lay[name]
+        px = size(axis.tickfont.size)
+        axis.tickfont.size, axis.tickfont.color = px, BODY_TEXT
+        axis.title.font.size, axis.title.font.color = size(axis.title.font.size), BODY_TEXT
+        if axis.ticktext is None or axis.tickvals is None or axis.showticklabels is False:
+            continue
+        span = (axis.domain[1] - axis.domain[0]) if axis.domain else 1.0
+        texts = list(axis.ticktext)
+        if name.startswith("y"):
+            pitch, length = 1.3 * px, plot_h * span
+        elif axis.tickangle not in (None, 0) and abs(axis.tickangle) >= 30:
+            pitch, length = (1.3 if abs(axis.tickangle) >= 80 else 1.6) * px, plot_w * span
+        else:
+            pitch, length = 0.62 * px * max((len(html.unescape(t)) for t in texts), default=1) + 6, plot_w * span
+        keep = _fits(len(texts), length, pitch)
+        if len(keep) < len(texts):
+            axis.tickvals, axis.ticktext = [axis.tickvals[i] for i in keep], [texts[i] for i in keep]
+            thinned.append([html.unescape(str(axis.title.text or "")), len(keep), len(texts), name[0]])
+    if thinned:
+        fig.update_layout(meta=dict(lay.meta or {}, thinned=thinned))
+    for trace in fig.data:
+        if getattr(trace, "colorbar", None) is not None and trace.type in ("heatmap", "contour", "scatter"):
+            bar = trace.colorbar
+            bar.tickfont.size, bar.tickfont.color = size(bar.tickfont.size), BODY_TEXT
+            bar.title.font.size, bar.title.font.color = size(bar.title.font.size), BODY_TEXT
+        font = getattr(trace, "textfont", None)
+        if font is not None and not isinstance(font.size, (tuple, list)):
+            font.size = size(font.size)    # a list of sizes was placed label by label (beam_tree_figure)
+    for note in lay.annotations:
+        note.font.size = size(note.font.size)
+        if note.font.color is None:
+            note.font.color = BODY_TEXT
+    if lay.title.text:
+        # a chart's toolbars (plotly's, Streamlit's full-screen button) show on hover in its top
+        # right corner, TOOLBAR_PX tall: the title starts below them, so that a narrow chart's
+        # title is never drawn under its toolbar. The top margin grows (and the figure with it)
+        # only where it has no room for both; a figure sized to a first screen keeps its height
+        top = margin.t if margin.t is not None else 100
+        need = TOOLBAR_PX + round(1.4 * (lay.title.font.size or small))
+        if top < need:
+            lay.height = (lay.height or 450) + need - top
+            lay.margin.t = need
+        lay.title.update(yref="container", y=1 - TOOLBAR_PX / (lay.height or 450), yanchor="top")
+    return fig
+
+
+def altair_for_screen(chart, projector: bool = False):
+    """An altair chart with the same rule as for_screen: labels at least label_px, in BODY_TEXT."""
+    small = label_px(projector)
+    return chart.configure_axis(labelFontSize=small, titleFontSize=small, labelColor=BODY_TEXT,
+                                titleColor=BODY_TEXT).configure_legend(
+        labelFontSize=small, titleFontSize=small, labelColor=BODY_TEXT, titleColor=BODY_TEXT).configure_title(
+        fontSize=small + 2, color=BODY_TEXT)
+
+
+def label_step(n: int, most: int) -> int:
+    """Label every k-th of n tokens so that at most `most` are labelled (hover names the rest)."""
+    return max(1, -(-n // most))
+
+
+def display_token(piece: str) -> str:
+    """A token for a plotly label, HTML-escaped (plotly renders a subset of HTML in labels).
+    Subword pieces keep their word-start marker "▁", so "▁lect" "ure" reads as one word."""
+    return html.escape(piece, quote=False)
