@@ -102,6 +102,16 @@ def _log_axis(title: str) -> dict:
                 linecolor="#444", mirror=True)
 
 
+def _flow_figure(traces: list, title: str, note: list, x_title: str, y_title: str, legend: dict,
+                 margin: dict) -> go.Figure:
+    """The gradient-flow charts' one frame: steps back on x, a log y axis, the title at the left."""
+    return figure(traces, title=dict(text=html.escape(title, quote=False), x=0.01, font=dict(size=18)),
+                  annotations=note,
+                  xaxis=dict(title=dict(text=x_title), showgrid=True, gridcolor="#e5e5e5", linecolor="#444",
+                             mirror=True),
+                  yaxis=_log_axis(y_title), font=dict(size=16), height=390, legend=legend, margin=margin)
+
+
 def untrained_flow_figure(flows: Sequence, title: str) -> go.Figure:
     """||d(u.m_T)/dm_t|| against T - t (log y) for untrained cells (s2s.gradients.UntrainedFlow;
     m is the memory: an LSTM's c, a GRU's or RNN's h), with the product of the keep gates
@@ -122,12 +132,9 @@ def untrained_flow_figure(flows: Sequence, title: str) -> go.Figure:
                                                    "<extra></extra>"))
             ends.append((f.distances, f.keep_product, f"{name}: ∏ {gate}", color))
     marks, note = float_limit_marks(ends, "T − t")
-    return figure(traces + marks, title=dict(text=html.escape(title, quote=False), x=0.01, font=dict(size=18)),
-                  annotations=note,
-                  xaxis=dict(title=dict(text="steps back, T − t"), showgrid=True, gridcolor="#e5e5e5",
-                             linecolor="#444", mirror=True),
-                  yaxis=_log_axis("‖∂(u·m_T)/∂m_t‖ (log scale)"), font=dict(size=16), height=390,
-                  legend=dict(x=1.02, y=1, yanchor="top", font=dict(size=15)), margin=dict(l=80, r=10, t=45, b=60))
+    return _flow_figure(traces + marks, title, note, "steps back, T − t", "‖∂(u·m_T)/∂m_t‖ (log scale)",
+                        legend=dict(x=1.02, y=1, yanchor="top", font=dict(size=15)),
+                        margin=dict(l=80, r=10, t=45, b=60))
 
 
 def gradient_flow_figure(flows: dict, title: str) -> go.Figure:
@@ -147,15 +154,11 @@ def gradient_flow_figure(flows: dict, title: str) -> go.Figure:
     # a gradient that underflows to exactly 0 leaves the log axis: say so where its line ends,
     # or the line looks as if the measurement stopped there
     marks, note = float_limit_marks(ends, "k")
-    return figure(traces + marks, title=dict(text=html.escape(title, quote=False), x=0.01, font=dict(size=18)),
-                  annotations=note,
-                  xaxis=dict(title=dict(text="k, characters back"), showgrid=True, gridcolor="#e5e5e5",
-                             linecolor="#444", mirror=True),
-                  yaxis=_log_axis("g(k) / g(0) (log scale)"), font=dict(size=16), height=390,
-                  # beside the plot, top right: under the axis it falls below the fold of a 1280 x 720
-                  # projector, and inside the plot no corner is free of the curves for every passage
-                  legend=dict(x=1.01, xanchor="left", y=1, yanchor="top", font=dict(size=14)),
-                  margin=dict(l=70, r=10, t=50, b=50))
+    # the legend beside the plot, top right: under the axis it falls below the fold of a 1280 x 720
+    # projector, and inside the plot no corner is free of the curves for every passage
+    return _flow_figure(traces + marks, title, note, "k, characters back", "g(k) / g(0) (log scale)",
+                        legend=dict(x=1.01, xanchor="left", y=1, yanchor="top", font=dict(size=14)),
+                        margin=dict(l=70, r=10, t=50, b=50))
 
 
 def memory_span_figure(half_lives: Sequence[int], max_distance: int, title: str) -> go.Figure:
