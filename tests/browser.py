@@ -135,7 +135,37 @@ def need_chromium_and_shipped_checkpoints() -> None:
 RUNS = """window.__s2sRan = false;
 new MutationObserver(ms => { if (ms.some(m => m.target.dataset && m.target.dataset.testScriptState === 'running'))
                                window.__s2sRan = true; })
-  .observe(document, {attributes: true, subtree: true, attributeFilter: ['data-test-script-state']});"""
+  .observe(document, {attributes: true, subtree: true, attributeFilter: ['data-test-script-state']});
+// Issue #47, no spinner text over other text: every frame while a spinner shows, its box against
+// every other visible text, chart and alert of the main column; what overlaps is kept in
+// window.__s2sSpinnerOverlaps ([spinner text, other element's text]), spinners seen in __s2sSpinners.
+window.__s2sSpinners = []; window.__s2sSpinnerOverlaps = [];
+(() => {
+  const OTHERS = 'p, h1, h2, h3, label, li, .js-plotly-plot, [data-testid="stAlert"], [data-testid="stMetric"]';
+  const seen = s => s.getBoundingClientRect().width > 0;
+  let watching = false;
+  const look = () => {
+    const spinners = [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stSpinner"]')].filter(seen);
+    for (const s of spinners) {
+      const a = s.getBoundingClientRect(), text = s.textContent.trim().slice(0, 80);
+      if (!window.__s2sSpinners.includes(text)) window.__s2sSpinners.push(text);
+      for (const e of document.querySelectorAll('[data-testid="stMain"] :is(' + OTHERS + ')')) {
+        if (s.contains(e) || e.contains(s) || !seen(e)) continue;
+        const b = e.getBoundingClientRect();
+        const w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+        const h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+        const other = (e.textContent || e.className || e.tagName).trim().slice(0, 60);
+        if (w > 1 && h > 1 && !window.__s2sSpinnerOverlaps.some(([t, o]) => t === text && o === other))
+          window.__s2sSpinnerOverlaps.push([text, other]);
+      }
+    }
+    watching = spinners.length > 0;
+    if (watching) requestAnimationFrame(look);
+  };
+  new MutationObserver(() => { if (!watching && document.querySelector('[data-testid="stSpinner"]')) {
+                                 watching = true; requestAnimationFrame(look); } })
+    .observe(document, {childList: true, subtree: true});
+})();"""
 
 SETTLED = """() => {
   const app = document.querySelector('[data-testid="stApp"]'), main = document.querySelector('[data-testid="stMain"]');
@@ -171,6 +201,12 @@ def watched_page(b, width: int, height: int):
     page = b.new_page(viewport={"width": width, "height": height})
     page.add_init_script(RUNS)
     return page
+
+
+def spinner_overlaps(page) -> list[str]:
+    """What any spinner shown on `page` so far was drawn over (RUNS watches every frame of it)."""
+    return [f"the spinner '{text}' is drawn over '{other}'"
+            for text, other in page.evaluate("() => window.__s2sSpinnerOverlaps || []")]
 
 
 def settle(page, timeout_ms: int = 180_000) -> None:

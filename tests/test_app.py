@@ -6,6 +6,7 @@ the real checkpoints too.
 """
 import base64
 import json
+import re
 import shutil
 import sys
 import threading
@@ -666,3 +667,8 @@ def test_the_projector_draws_tables_as_static_tables_within_the_column(app):
     table = at.table[0].value
     assert list(table.columns) == ["rank", "translation", "log p", "score (log p / lp)", "source covered"]
     assert list(table["rank"]) == [1, 2, 3] and table["translation"].iloc[0] == "c b a"
+    # what the table shows: every score with three decimals (-2.650, not repr's -2.65)
+    import pyarrow as pa
+    shown = pa.ipc.open_stream(at.table[0].proto.arrow_data.styler.display_values).read_all().to_pandas()
+    for column in ("log p", "score (log p / lp)"):
+        assert all(re.fullmatch(r"-?\d+\.\d{3}", v) for v in shown[column]), shown[column].tolist()

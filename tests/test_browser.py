@@ -535,6 +535,27 @@ def test_cold_start_marks_come_in_order():
     assert 0 < marks["health"] <= marks["root_nav"] <= marks["translate_app"] <= marks["heatmap"] <= marks["settled"]
 
 
+@pytest.mark.skipif(not SHIPPED, reason="the Start page links to the shipped models' pages")
+def test_start_link_marks_split_a_link_into_server_and_browser():
+    """tools/start_link_marks.py (#46): one Start link (Cell States, the quickest), marked from
+    the click: the run's messages arrive while it runs, the page is drawn after the run ends,
+    and the main thread's busy time is part of that whole."""
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, str(ROOT / "tools" / "start_link_marks.py"), "--runs", "1",
+                          "--link", "Cell States"], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    (marks,) = report["apps"][str(ROOT)].values()
+    assert set(marks) == {"first_message", "run_start", "last_message", "run_end", "drawn", "busy_ms", "busy_share",
+                          "charts"}
+    assert 0 <= marks["first_message"] <= marks["last_message"] <= marks["drawn"]
+    assert 0 <= marks["run_start"] <= marks["run_end"] <= marks["drawn"]
+    assert 0 <= marks["busy_ms"] <= marks["drawn"] and marks["busy_share"] == pytest.approx(
+        marks["busy_ms"] / marks["drawn"], abs=0.01)
+    assert marks["charts"][2] > 5             # the page's elements, counted once it is drawn
+
+
 @pytest.mark.skipif(not SHIPPED, reason="the bench's actions are those of the shipped models' pages")
 def test_the_browser_bench_runs_every_action_on_todays_pages_and_reports_a_broken_one():
     """tools/bench_browser.py (#46): once through every action it times, on today's pages, with

@@ -206,3 +206,26 @@ def test_a_title_starts_below_the_toolbars_row(projector):
     before = roomy.layout.height
     F.for_screen(roomy, projector)
     assert roomy.layout.height == before and roomy.layout.margin.t == 150
+
+
+def test_a_projector_table_shows_numbers_in_the_format_asked_for():
+    """ui.show.table with the Projector on (a static st.table): a column given a printf format
+    shows every value in it (-2.650, where repr would show -2.65 beside -2.058); the others as
+    the data grid would (-0.916, not pandas' -0.916000)."""
+    import pyarrow as pa
+    from streamlit.testing.v1 import AppTest
+
+    def script():
+        import pandas as pd
+        import streamlit as st
+
+        import ui.show
+        st.session_state["projector"] = True
+        ui.show.table(pd.DataFrame({"score": [-2.65, -2.058], "log p": [-0.916, -3.5], "rank": [1, 2]}),
+                      formats={"score": "%.3f"})
+
+    at = AppTest.from_function(script).run()
+    assert not at.exception and not at.dataframe and len(at.table) == 1
+    shown = pa.ipc.open_stream(at.table[0].proto.arrow_data.styler.display_values).read_all().to_pandas()
+    assert list(shown["score"]) == ["-2.650", "-2.058"]
+    assert list(shown["log p"]) == ["-0.916", "-3.5"] and list(shown["rank"]) == ["1", "2"]

@@ -106,11 +106,13 @@ def table(df, where=None, formats: dict[str, str] | None = None, **dataframe_kwa
     page's and its cells wrap within the column (a data grid is drawn on a canvas: zoomed,
     it ran past the column's right edge and cut its last columns)."""
     if projector():
-        # numbers as the data grid shows them (-0.916, not pandas' -0.916000), unless `formats` says
-        styler = df.style.hide(axis="index").format(lambda v: repr(v) if isinstance(v, float) else v)
-        if formats:
-            styler = styler.format({c: (lambda f: (lambda v: f % v if isinstance(v, (int, float)) else v))(f)
-                                    for c, f in formats.items() if c in df})
+        # numbers as the data grid shows them (-0.916, not pandas' -0.916000), unless `formats` says.
+        # One format call for every column: a second call with a dict resets the columns it omits.
+        def shown(f: str | None):
+            if f is None:
+                return lambda v: repr(v) if isinstance(v, float) else v
+            return lambda v: f % v if isinstance(v, (int, float)) else v
+        styler = df.style.hide(axis="index").format({c: shown((formats or {}).get(c)) for c in df.columns})
         return (where or st).table(styler)
     if formats:
         dataframe_kwargs["column_config"] = {c: st.column_config.NumberColumn(format=f) for c, f in formats.items()}

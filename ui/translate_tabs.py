@@ -198,7 +198,7 @@ def beam_tree(d: Decoding, method: str, model: str, text: str, greedy_d: Decodin
                                          "score (log p / lp)": round(h.score, 3),
                                          "source covered": "—" if h.coverage is None else f"{h.coverage:.0%}"}
                                         for i, h in enumerate(d.nbest)]),
-                          width="stretch", key="nbest")
+                          width="stretch", key="nbest", formats={"log p": "%.3f", "score (log p / lp)": "%.3f"})
         # the first screen's room below the table (1280 x 720): the ranks stand closer on a
         # projector, whose tables are larger
         ui.show.plotly_chart(figures.beam_tree_figure(d.beam_tree, [h.node for h in d.nbest],
