@@ -539,21 +539,27 @@ def test_cold_start_marks_come_in_order():
 def test_start_link_marks_split_a_link_into_server_and_browser():
     """tools/start_link_marks.py (#46): one Start link (Cell States, the quickest), marked from
     the click: the run's messages arrive while it runs, the page is drawn after the run ends,
-    and the main thread's busy time is part of that whole."""
+    the main thread's busy time is part of that whole, and its CPU profile is summed by script."""
     import subprocess
     import sys
     out = subprocess.run([sys.executable, str(ROOT / "tools" / "start_link_marks.py"), "--runs", "1",
-                          "--link", "Cell States"], capture_output=True, text=True, timeout=600)
+                          "--link", "Cell States", "--profile"], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     (marks,) = report["apps"][str(ROOT)].values()
     assert set(marks) == {"first_message", "run_start", "last_message", "run_end", "drawn", "busy_ms", "busy_share",
-                          "charts"}
+                          "drawn_twice", "charts", "profile"}
     assert 0 <= marks["first_message"] <= marks["last_message"] <= marks["drawn"]
     assert 0 <= marks["run_start"] <= marks["run_end"] <= marks["drawn"]
     assert 0 <= marks["busy_ms"] <= marks["drawn"] and marks["busy_share"] == pytest.approx(
         marks["busy_ms"] / marks["drawn"], abs=0.01)
     assert marks["charts"][2] > 5             # the page's elements, counted once it is drawn
+    assert marks["drawn_twice"] <= marks["charts"][0]
+    # the profile: where the main thread's samples fell; the shaded passage is HTML, no Plotly under it
+    by_script, within = marks["profile"]["by_script"], marks["profile"]["within_plotly"]
+    assert set(by_script) == {"plotly", "react", "other scripts", "native"} and sum(by_script.values()) > 0
+    assert set(within) == {"automargin", "tick labels", "labels hidden past the edge"}
+    assert all(0 <= v <= by_script["plotly"] for v in within.values())
 
 
 @pytest.mark.skipif(not SHIPPED, reason="the bench's actions are those of the shipped models' pages")

@@ -164,11 +164,14 @@ def slug(label: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
 
 
-def start_page(b, url: str):
+def start_page(b, url: str, init_script: str | None = None):
     """A new tab on the start page, once it is drawn: its links there (a run that only began,
     before the rerun through app.py, shows no links and is already "settled") and every chart
-    drawn, the hidden ones that load the chart scripts included."""
+    drawn, the hidden ones that load the chart scripts included. `init_script`: run in the tab
+    before the app's own scripts (tools/start_link_marks.py's watch on the websocket)."""
     page = b.new_page(viewport=VIEWPORT)
+    if init_script:
+        page.add_init_script(init_script)
     goto(page, url)
     page.locator('[data-testid="stMain"] [data-testid="stPageLink"] a').first.wait_for(timeout=TIMEOUT_MS)
     page.wait_for_function(SETTLED, timeout=TIMEOUT_MS)
