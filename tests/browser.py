@@ -133,9 +133,12 @@ def need_chromium_and_shipped_checkpoints() -> None:
 # first run a new session's page reads "notRunning" with nothing drawn (the server may still be
 # busy with the previous link's session), which must not pass for a finished run.
 RUNS = """window.__s2sRan = false;
-new MutationObserver(ms => { if (ms.some(m => m.target.dataset && m.target.dataset.testScriptState === 'running'))
+// a quick run turns the state to running and back before the observer is called: its old value says so
+new MutationObserver(ms => { if (ms.some(m => m.oldValue === 'running'
+                                           || (m.target.dataset && m.target.dataset.testScriptState === 'running')))
                                window.__s2sRan = true; })
-  .observe(document, {attributes: true, subtree: true, attributeFilter: ['data-test-script-state']});
+  .observe(document, {attributes: true, subtree: true, attributeOldValue: true,
+                      attributeFilter: ['data-test-script-state']});
 // Issue #47, no spinner text over other text: every frame while a spinner shows, its box against
 // every other visible text, chart and alert of the main column; what overlaps is kept in
 // window.__s2sSpinnerOverlaps ([spinner text, other element's text]), spinners seen in __s2sSpinners.
