@@ -51,10 +51,13 @@ st.sidebar.toggle("Projector", key="projector",
 if ui.show.projector():
     st.set_page_config(page_title="Seq2Seq Explorer", page_icon=ICON, layout="wide", initial_sidebar_state="collapsed")
     # the main column's text, tables (static ones: ui.show.table), captions, widget labels and
-    # what is typed into a box enlarged in proportion to the charts' labels
+    # what is typed into a box enlarged in proportion to the charts' labels; small text (Markdown's
+    # :small[…], an inline 0.875rem: the Start page's topic sentences) as large as the body text
     st.markdown("<style>[data-testid='stMain'] [data-testid='stTable'] :is(th, td) {font-size: 1.1rem} "
                 "[data-testid='stMain'] :is(input, textarea) {font-size: 1.1rem} "
                 "[data-testid='stMain'] [data-testid='stMarkdownContainer'] :is(p, li) {font-size: 1.1rem} "
+                "[data-testid='stMain'] [data-testid='stMarkdownContainer'] span[style*='0.875rem'] "
+                "{font-size: inherit !important} "
                 "[data-testid='stMain'] [data-testid='stCaptionContainer'] :is(p, li) {font-size: 1rem} "
                 "[data-testid='stMain'] [data-testid='stWidgetLabel'] p {font-size: 1.05rem}</style>",
                 unsafe_allow_html=True)

@@ -68,6 +68,10 @@ tr = ui.models.get_model(name)
 if tr is None:
     st.stop()
 path = ui.models.model_path(name)
+# the decoder layer another model's explanation was read at, checked against this model's before a
+# tab or the address reads it (the method, the step and the corpus head are checked in their tabs)
+n_layers = tr.config["model"].get("decoder_layers", 0) if tr.arch == "transformer" else 0
+ui.address.check_choice("explain_layer", range(1, n_layers + 1), n_layers)
 ui.address.tab_from_query(query, "alignment_tab", TABS)     # a link may name the tab (?tab=Attention+vs+attribution)
 tabs = st.tabs(TABS, key="alignment_tab", on_change="rerun")
 if query.get("tab") in TABS:     # a link to a tab (the Start page's): the tab bar just below the header

@@ -182,6 +182,7 @@ if tr is None:
     st.stop()
 
 S = st.session_state
+ui.translate_tabs.check_choices(tr, name)     # before the address below reads another model's layer or head
 settings = dict(method=S.method, beam=S.beam, nbest=S.nbest, temp=float(S.temp), topk=int(S.topk),
                 seed=int(S.seed), maxlen=S.maxlen, norepeat=int(S.norepeat))     # the address's names
 n_sentences = len(split_sentences(S.text or ""))
@@ -279,14 +280,15 @@ if d.attention is None:
     st.page_link("pages/bottleneck.py", label="Open the Bottleneck page", icon=":material/compress:")
 else:
     if d.cross_attention is not None:     # a Transformer: any layer's cross-attention, one head or their mean
-        L, H = d.cross_attention.shape[:2]
-        if not (0 <= S.get("tf_layer", L - 1) < L) or S.get("tf_head") not in (None, *range(H)):
-            S.tf_layer, S.tf_head = L - 1, None          # another Transformer's choice, out of this one's range
+        L, H = d.cross_attention.shape[:2]      # the choices were checked against them: check_choices
         c1, c2 = toggle.columns(2)
-        layer = c1.selectbox("Layer", range(L), index=L - 1, key="tf_layer",
+        layer = c1.selectbox("Layer", range(L), key="tf_layer",
                              format_func=lambda l: f"{l + 1}" + (" (last)" if l == L - 1 else ""))
-        head = c2.selectbox("Head", [None, *range(H)], key="tf_head",
-                            format_func=lambda h: f"mean of {H}" if h is None else f"{h + 1}")
+        # "mean", of any number of heads: a label that names the same choice under every model. A
+        # mean written through session state (?head=mean, a head out of this model's range) reaches
+        # the browser as no value at all, which shows the placeholder: the same word
+        head = c2.selectbox("Head", [None, *range(H)], key="tf_head", placeholder="mean",
+                            format_func=lambda h: "mean" if h is None else f"{h + 1}")
         shown, title = attention_of(d, layer, head), "cross-attention, " + head_label(layer, head, L, H)
     slot = st.empty()       # the heatmap, untitled (the Layer and Head boxes say which); ▶ Play animates it
     under = st.container()  # under it: which of its labels did not fit, if any

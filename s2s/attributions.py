@@ -30,7 +30,9 @@ the command and the summary over a test set.
 """
 from __future__ import annotations
 
+import inspect
 import math
+import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -42,7 +44,8 @@ import torch
 import torch.nn.functional as F
 
 from .checkpoint import Translator
-from .decode import encode_source, forced, greedy
+from .decode import encode_source, forced, greedy, positions
+from .hub_config import beyond_positions
 from .interface import Memory
 from .model import Seq2Seq
 from .text import InputError, check_range, clean_text
@@ -56,9 +59,51 @@ IG_SPLITS = 3             # a segment is halved at most this often: up to 8 segm
 IG_TOLERANCE = 0.01       # completeness budget per token, in nats: 1% of (1 + |log p(y|x) - log p(y|0)|)
 TRANSFORMER_GROUPS = 8    # a Transformer's rows decode in this many groups, each only as far as it is scored
 PROGRESS_CHUNKS = 8       # integrated gradients and leave-one-out report progress this many times a round
+# integrated_gradients' progress: the share of the whole done when each stage ends, by how the first
+# round runs (a Transformer's: one forward and one batched backward; a recurrent model's, or any with
+# fast_first_round=False: captum in chunks); the later rounds share what is left, as many as there
+# are. The medians of the stages' times (tools/calibrate_attributions.py: `stages`), 2-core machine,
+# 2026-11-28: en-fr-additive 0.12 / 0.96; the opus-mt-shaped model 0.01 / 0.11 / 1.0 (nothing to
+# refine with random weights); en-fr-transformer 0.01 / 0.05 / 0.19 (its refinement rounds, through
+# captum, are most of its 3.5-14 s: the bar then moves by their text, the page's time left by its estimate)
+IG_SHARES = {"transformer": {"end_points": 0.02, "first_forward": 0.12, "first_round": 0.9},
+             "recurrent": {"end_points": 0.12, "first_round": 0.9}}
 ROW_GRAD_ELEMENTS = 2 ** 26   # a batched backward's (rows, points, S, E) gradient: at most 256 MB in fp32
 MAX_SOURCE_PIECES = 100   # attributions cost ~ (target length)^2: a few sentences, not a page
 MAX_TARGET_PIECES = 150
+
+
+# ---------------------------------------------------------------------------------------
+# Progress
+
+Progress = Callable[..., None]     # on_progress(share done) or on_progress(share done, what it is doing)
+
+
+def _reporter(on_progress: Progress | None) -> Callable[[float, str], None] | None:
+    """on_progress as integrated_gradients and leave_one_out call it, (share done, stage text):
+    a callback that takes two positional arguments hears both; one that takes one (every
+    caller written before the stage text) hears the share only."""
+    if on_progress is None:
+        return None
+    try:
+        params = list(inspect.signature(on_progress).parameters.values())
+    except (TypeError, ValueError):          # a callable without a signature: the share only
+        params = []
+    if any(p.kind == p.VAR_POSITIONAL for p in params) or sum(
+            p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params) >= 2:
+        return on_progress
+    return lambda done, stage: on_progress(done)
+
+
+def _share(shares: dict[str, float], start: str, end: str, f: float) -> float:
+    """The share of integrated gradients done `f` of the way from stage `start`'s end to stage
+    `end`'s (`shares`: one plan of IG_SHARES)."""
+    return shares[start] + (shares[end] - shares[start]) * f
+
+
+def _round_share(shares: dict[str, float], round_: int, f: float, splits: int) -> float:
+    """The share done `f` of the way through refinement round `round_` (1 .. splits) of integrated gradients."""
+    return shares["first_round"] + (1 - shares["first_round"]) * (round_ - 1 + f) / max(1, splits)
 
 
 # ---------------------------------------------------------------------------------------
@@ -219,7 +264,7 @@ def _split_head(model, x: torch.Tensor, src: torch.Tensor, tgt_in: torch.Tensor)
                        return_dict=True)
     finally:
         handle.remove()
-    return out.logits, cut, leaves, [1]
+    return model.pieces_only(out.logits), cut, leaves, [1]      # the adapter's own logits (hub_model)
 
 
 def _row_gradients(model, e: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor,
@@ -239,7 +284,8 @@ def _row_gradients(model, e: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor,
     head inputs to the embeddings, batched over rows (vmap: is_grads_batched), row j seeded
     with its own gradient at position j and zeros elsewhere; rows in chunks of at most
     ROW_GRAD_ELEMENTS / (P S E), so that a long sentence's (rows, P, S, E) fits in memory.
-    `on_rows(f)` hears the fraction of rows done after each chunk (then PROGRESS_CHUNKS chunks)."""
+    `on_rows(f)` hears 0 once the forward pass and stage (1) are done, then the fraction of rows
+    done after each chunk (then PROGRESS_CHUNKS chunks)."""
     T = tgt.numel()
     t = torch.ones(1, device=e.device, dtype=e.dtype) if t is None else t.to(e)
     w = torch.ones_like(t) if w is None else w.to(e)
@@ -254,6 +300,7 @@ def _row_gradients(model, e: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor,
     size = max(1, ROW_GRAD_ELEMENTS // max(1, x.numel()))
     if on_rows is not None:                   # heard PROGRESS_CHUNKS times (a page's bar, its stop button)
         size = min(size, -(-T // PROGRESS_CHUNKS))
+        on_rows(0.0)
     parts = []
     for rows in torch.arange(T, device=x.device).split(size):
         seeds = []
@@ -294,7 +341,7 @@ def grad_x_input(model: Seq2Seq, src: torch.Tensor, tgt: torch.Tensor) -> np.nda
 
 
 def integrated_gradients(model: Seq2Seq, src: torch.Tensor, tgt: torch.Tensor, steps: int = IG_STEPS,
-                         splits: int = IG_SPLITS, on_progress: Callable[[float], None] | None = None,
+                         splits: int = IG_SPLITS, on_progress: Progress | None = None,
                          fast_first_round: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """(T, S) integrated gradients from the zero embedding, and per target token the
     completeness error sum_i a_ij - (log p(y_j | x) - log p(y_j | 0)).
@@ -322,7 +369,18 @@ def integrated_gradients(model: Seq2Seq, src: torch.Tensor, tgt: torch.Tensor, s
     backward passes, the bulk of integrated gradients. An ad-hoc timing, not a benchmark
     (en-fr-transformer, 2 CPU cores, Hansards test pairs 101-106, both settings alternated):
     the first round 1.4x faster, the whole run 1.12x (the split rounds go through captum).
-    `fast_first_round=False` runs the first round through captum too (the tests compare the two)."""
+    `fast_first_round=False` runs the first round through captum too (the tests compare the two).
+
+    `on_progress(share done, what it is doing)` hears from the start (a one-argument callback
+    hears the share only: _reporter): the path's end points, then the first round's forward
+    pass, then each chunk of its batched backward (a recurrent model: each chunk of the first
+    round), then each later round. The shares are the stages' typical parts of the whole
+    (IG_SHARES), so that a page's bar moves from its first second and ends at 1."""
+    fast = fast_first_round and not isinstance(model, Seq2Seq)      # the first round in one batched backward
+    shares = IG_SHARES["transformer" if fast else "recurrent"]
+    report = _reporter(on_progress)
+    if report is not None and "captum.attr" not in sys.modules:
+        report(0.0, "loading captum, the integration's library (once per process)")
     from captum.attr import IntegratedGradients  # imported here: it pulls in matplotlib (~0.7 s)
     from captum.attr._utils.approximation_methods import approximation_parameters
     ig = IntegratedGradients(lambda emb, rows_last: row_log_probs(model, emb, src, tgt, rows_last))
@@ -334,7 +392,24 @@ def integrated_gradients(model: Seq2Seq, src: torch.Tensor, tgt: torch.Tensor, s
         return row_log_probs(model, t[:, None, None] * e, src, tgt, j).double()
 
     every = torch.arange(T, device=e.device)
-    ends = logp_at(torch.cat([torch.ones(T), torch.zeros(T)]).to(e), torch.cat([every, every]))
+
+    @torch.no_grad()
+    def logp_end(t_end: float) -> torch.Tensor:     # log p(y_j | t_end e) for every j
+        if isinstance(model, Seq2Seq):
+            return logp_at(torch.full((T,), t_end).to(e), every)
+        # a Transformer scores every step of one row in one teacher-forced pass: 0.25 s against 1.76 s for
+        # T rows in TRANSFORMER_GROUPS groups (opus-mt-sized, 23 pieces out, one thread, 2-core machine)
+        tgt_in = torch.cat([tgt.new_tensor([_bos(model)]), tgt[:-1]])[None]
+        logits, _ = model(src, torch.full((1,), S), tgt_in, embedded=(t_end * e)[None])
+        logp = F.log_softmax(logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits, dim=-1)
+        return logp[0, every, tgt].double()
+
+    ends = []           # log p(y_j) at the path's end points: t = 1 (the sentence), t = 0 (zero embeddings)
+    for k, (t_end, what) in enumerate(((1.0, "the sentence"), (0.0, "zero embeddings"))):
+        if report is not None:
+            report(shares["end_points"] * k / 2, f"the path's end points: {what}, {T} output pieces scored")
+        ends.append(logp_end(t_end))
+    ends = torch.cat(ends)
     budget = IG_TOLERANCE * (1 + (ends[:T] - ends[T:]).abs())
     attr = torch.zeros(T, S, dtype=torch.float64, device=e.device)
     error = torch.zeros(T, dtype=torch.float64, device=e.device)
@@ -345,15 +420,26 @@ def integrated_gradients(model: Seq2Seq, src: torch.Tensor, tgt: torch.Tensor, s
         # (a caller that stops the run, as a page does for a new sentence, waits for one chunk at
         # most); the segments are independent rows, so the numbers are the same
         parts, finished = [], 0
-        if round_ == 0 and fast_first_round and not isinstance(model, Seq2Seq):
+        if round_ == 0 and fast:
             # a Transformer's first round: every token on [0, 1], so all share the same points t_k e;
             # one forward of the `steps` points and one backward batched over tokens (_row_gradients),
             # not T x steps teacher-forced rows through captum (same sums to float rounding)
             sizes, alphas = approximation_parameters("gausslegendre")
+            on_rows = None
+            if report is not None:
+                report(shares["end_points"], f"first round: the model at {steps} points along the path")
+
+                def on_rows(f: float) -> None:
+                    report(_share(shares, "first_forward", "first_round", f),
+                           f"first round: gradients for {round(f * T)} of {T} output pieces")
             g = _row_gradients(model, e, src, tgt, torch.tensor(alphas(steps)), torch.tensor(sizes(steps)),
-                               on_rows=None if on_progress is None else (lambda f: on_progress(0.8 * f)))
+                               on_rows=on_rows)
             parts.append((g * e).sum(-1).detach().double())
-        for rows in (torch.arange(j.numel(), device=e.device).tensor_split(PROGRESS_CHUNKS if on_progress else 1)
+        elif report is not None:
+            report(shares["end_points"] if round_ == 0 else _round_share(shares, round_, 0.0, splits),
+                   f"first round: 0 of {T} output pieces" if round_ == 0 else
+                   f"round {round_ + 1}: {j.numel()} segments where the path is steep, halved")
+        for rows in (torch.arange(j.numel(), device=e.device).tensor_split(PROGRESS_CHUNKS if report else 1)
                      if not parts else []):
             if not rows.numel():
                 continue
@@ -361,17 +447,22 @@ def integrated_gradients(model: Seq2Seq, src: torch.Tensor, tgt: torch.Tensor, s
                                       additional_forward_args=(j[rows],), n_steps=steps,
                                       method="gausslegendre").sum(-1).detach().double())
             finished += rows.numel()
-            if on_progress is not None:     # the first round is most of the work: 80%, the rest shares 20%
+            if report is not None:     # the first round is most of the work; the later rounds share the rest
                 done = finished / j.numel()
-                on_progress(0.8 * done if round_ == 0 else 0.8 + 0.2 * (round_ - 1 + done) / splits)
+                if round_ == 0:
+                    report(_share(shares, "end_points", "first_round", done),
+                           f"first round: {finished} of {T} output pieces")
+                else:
+                    report(_round_share(shares, round_, done, splits),
+                           f"round {round_ + 1}: {finished} of {j.numel()} steep segments")
         piece = torch.cat(parts)
         err = piece.sum(1) - (f_b - f_a)
         done = (err.abs() <= budget[j] * (b - a)) | (round_ == splits)
         attr.index_add_(0, j[done], piece[done])
         error.index_add_(0, j[done], err[done])
         if bool(done.all()):
-            if on_progress is not None:
-                on_progress(1.0)
+            if report is not None:
+                report(1.0, "done")
             break
         open_ = ~done
         j, a, b, f_a, f_b = j[open_], a[open_], b[open_], f_a[open_], f_b[open_]
@@ -405,21 +496,26 @@ def forced_log_probs(model: Seq2Seq, src_rows: torch.Tensor, tgt: torch.Tensor) 
 
 
 def leave_one_out(model: Seq2Seq, src: torch.Tensor, tgt: torch.Tensor,
-                  on_progress: Callable[[float], None] | None = None) -> np.ndarray:
+                  on_progress: Progress | None = None) -> np.ndarray:
     """(T, S): a_ij = log p(y_j | y_<j, x) - log p(y_j | y_<j, x with x_i -> <unk>) for
     every piece, </s> included; the sentence and its S variants decoded as one batch (in
-    PROGRESS_CHUNKS batches when `on_progress(share done)` listens)."""
+    PROGRESS_CHUNKS batches when `on_progress(share done[, what it is doing])` listens: heard
+    before the first batch too)."""
     S = src.size(1)
     rows = src.repeat(S + 1, 1)
     rows[torch.arange(1, S + 1), torch.arange(S)] = _unk(model)   # row i + 1 lacks piece i
-    if on_progress is None:
+    report = _reporter(on_progress)
+    if report is None:
         logp = forced_log_probs(model, rows, tgt).double()
     else:
-        parts = []
+        parts, decoded = [], 0
+        report(0.0, f"the sentence and its {S} variants, each without one piece: 0 of {S + 1}")
         for k, chunk in enumerate(rows.tensor_split(PROGRESS_CHUNKS)):
             if chunk.size(0):
                 parts.append(forced_log_probs(model, chunk, tgt).double())
-            on_progress((k + 1) / PROGRESS_CHUNKS)
+            decoded += chunk.size(0)
+            report((k + 1) / PROGRESS_CHUNKS, f"the sentence and its {S} variants, each without one piece: "
+                                              f"{decoded} of {S + 1}")
         logp = torch.cat(parts)
     return (logp[0:1] - logp[1:]).t().cpu().numpy()
 
@@ -509,10 +605,15 @@ def source_ids(tr: Translator, text: str) -> list[int]:
 
 
 def target_ids(tr: Translator, text: str, reference: str | None) -> tuple[list[int], str]:
-    """The output to explain: the reference's pieces, or the model's greedy translation."""
+    """The output to explain: the reference's pieces, or the model's greedy translation (which
+    stops within the model's positions); a reference longer than them is refused in one line."""
     if reference is not None:
         ids = tr.tokenizer.target_ids(clean_text(reference, what="reference"))
         frm = "reference"
+        limit = positions(tr)
+        if beyond_positions(limit, 0, len(ids)) is not None:
+            raise InputError(f"The reference is {len(ids)} pieces long; {tr.name} reads at most {limit} "
+                             "(its position embeddings).")
     else:
         ids = greedy(tr, text).target_ids
         frm = "greedy"

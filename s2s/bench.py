@@ -26,6 +26,10 @@ rollout, value zeroing) of the 20-word sentence forced with its French (REFERENC
 of 5 (contrib_model, contrib_pieces: source and target pieces); forced_ms, one forced decoding
 of the same pair by the same model, and contrib_vs_forced = contrib_ms / forced_ms (target: <= 3);
 grad_x_input_ms, gradient x input of the same pair, median of 3.
+steer_ms: steering (DecodeSettings.target_prefix) as the Translate page's "steer a step" runs it, a greedy
+decoding of the 20-word sentence by --model given its own first 4 greedy pieces and continuing from the 5th,
+and steer_vs_greedy, its time over plain greedy's on the same sentence, the two alternated run by run
+(medians of --runs; target: <= 1.2).
 peak_rss_mb: the process's peak resident memory.
 With a Hugging Face model (--model hf:NAME or a save_pretrained folder): generate_greedy_ms_p50 and
 generate_beam5_ms_p50, transformers' own generate() on the same sentence at the same settings,
@@ -165,6 +169,65 @@ def against_generate(tr: Translator, d: Decoding, runs: int) -> dict:
     out["beam5_vs_generate"] = round(timed_ms(lambda: beam_search(tr, SENTENCE_20, width=5), runs)
                                      / out["generate_beam5_ms_p50"], 2)
     return out
+
+
+def alternating_ms(fns: dict, runs: int, digits: int = 2) -> dict[str, float]:
+    """The median time in ms of each of `fns` (name -> callable), run in turn within each of
+    `runs` rounds (after one warm-up round), every other round in the reverse order, so that a
+    machine's drift (another process, the clock) and going first or second weigh on each alike:
+    the ratio of two of them is then a fair one."""
+    for fn in fns.values():
+        fn()
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for r in range(runs):
+        for name, fn in (list(fns.items()) if r % 2 == 0 else reversed(fns.items())):
+            t = time.perf_counter()
+            fn()
+            times[name].append((time.perf_counter() - t) * 1000)
+    return {name: round(statistics.median(ts), digits) for name, ts in times.items()}
+
+
+STEER_FROM = 5      # steer_ms: the output is given up to this piece, the decoding continues from it
+
+
+def steer_timing(tr: Translator, d: Decoding, runs: int) -> dict:
+    """steer_ms: greedy decoding of SENTENCE_20 given the first STEER_FROM - 1 pieces of its own
+    greedy output `d` (fewer where `d` is shorter: never its </s>), so that it continues from
+    the STEER_FROM-th, as steering one step does; steer_vs_greedy: that over plain greedy's time,
+    the two alternated (alternating_ms), medians of `runs`. The prefix's steps cost a decoder
+    step each, as greedy's do: the target is <= 1.2."""
+    prefix = d.target_ids[:min(STEER_FROM - 1, max(len(d.target_ids) - 1, 0))]
+    ms = alternating_ms({"greedy": lambda: greedy(tr, SENTENCE_20),
+                         "steer": lambda: greedy(tr, SENTENCE_20, target_prefix=prefix)}, runs)
+    return {"steer_ms": ms["steer"], "steer_vs_greedy": round(ms["steer"] / ms["greedy"], 2)}
+
+
+NEIGHBOURS_PAIRS = 1000     # neighbours_ms without a built index: one of this many pairs of the shipped sample
+
+
+def neighbours_timing(tr: Translator, d: Decoding, runs: int) -> dict:
+    """neighbours_ms: one s2s.neighbours.search of SENTENCE_20 read along its greedy output `d` (the
+    page has that decoding already): its forced pass, the 5 nearest training sentences, every step's
+    5 nearest training decoder states and the 2-D projection, median of `runs`. Against the model's
+    own index where one is built (python -m s2s.neighbours build), else against one built here, in a
+    temporary folder, of the first NEIGHBOURS_PAIRS pairs of the shipped sample (no ../shared needed);
+    neighbours_pairs and neighbours_states say which: how many pairs and decoder states were searched.
+    On one thread, as the app runs it (ui/models.py): a second thread only waits on a busy machine."""
+    import tempfile
+
+    from .neighbours import SAMPLE, IndexNotReady, build_index, load_index, search
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            try:
+                index = load_index(tr)
+            except IndexNotReady:
+                index = build_index(tr, SAMPLE, tmp, pairs=NEIGHBOURS_PAIRS)
+            ms = timed_ms(lambda: search(tr, index, SENTENCE_20, 5, d.target_ids), runs)
+    finally:
+        torch.set_num_threads(threads)
+    return {"neighbours_ms": ms, "neighbours_pairs": index.n_pairs, "neighbours_states": index.n_states}
 
 
 def nbytes(*tensors: torch.Tensor) -> int:
@@ -334,6 +397,7 @@ def main(argv=None) -> int:
     if contrib_of is not None:
         out.update(contributions_timing(contrib_of))
     d = greedy(tr, SENTENCE_20)
+    out.update(steer_timing(tr, d, a.runs))
     if hasattr(tr.model, "hf"):                   # a Hugging Face model: against its own generate()
         out.update(against_generate(tr, d, a.runs))
     if isinstance(tr.model, Seq2Seq):             # the memory floor, measured in this run (see above)
@@ -364,6 +428,7 @@ def main(argv=None) -> int:
     out["cached_result_kb"] = kb(d.without_states())
     out["result_with_states_kb"] = kb(d)
     out["cached_result_kb_longest"] = kb(longest_decoding(tr).without_states())
+    out.update(neighbours_timing(tr, d, a.runs))
     texts = [SENTENCES[i % len(SENTENCES)] for i in range(a.batch_sentences)]
     t = time.perf_counter()
     greedy_batch(tr, texts)

@@ -29,10 +29,16 @@ so the output splits exactly into one vector per input position plus the residua
                     from the source rather than the target prefix (Ferrando et al., "Towards
                     opening the black box of NMT: source and target contributions", 2022)
     rollout         the same rollout with 0.5 (head-mean alpha) + 0.5 I for each block, the
-                    residual as the identity (Abnar & Zuidema 2020; encoder-decoder form as above)
+                    residual as the identity (Abnar & Zuidema 2020; encoder-decoder form as above).
+                    Its source share is no measurement: each cross block keeps half of the residual
+                    and every other block's rows sum to 1, so after decoder layer l it is 1 - 0.5^l
+                    for every word of every sentence (ROLLOUT_SHARE); none is reported
     value zeroing   for decoder layer l and source token j: set v_j = 0 in that layer's
                     cross-attention, recompute the layer, c_ij = 1 - cos(y_i^{-j}, y_i) on its
-                    output (Mohebbi et al. 2023), all (l, j) in one batch of L x S rows
+                    output (Mohebbi et al. 2023), all (l, j) in one batch of L x S rows. A score
+                    under VZ_FLOOR is float noise, not an effect, and counts as 0 (inseq's floor);
+                    a row with none above it is left zero ("no measurable effect at this layer")
+                    rather than normalised into a full distribution of noise
 
 The rollout of a decoder:
 
@@ -72,6 +78,12 @@ METHODS = ("weights", "norm", "alti", "rollout", "value_zeroing")
 LABELS = {"weights": "weights", "norm": "norm", "alti": "ALTI+", "rollout": "rollout",
           "value_zeroing": "value zeroing"}
 RECURRENT_METHODS = ("weights", "norm")
+# Rollout's source share after decoder layer l (1-based), the same for every word of every
+# sentence: the method's construction, not the model's (module docstring)
+ROLLOUT_SHARE = "rollout's source share is 1 − 0.5^l after decoder layer l for every word, by its construction"
+# value zeroing: 1 - cos below this is float noise (float32 cosines of near-equal vectors); inseq
+# 0.7.1 (attr/feat/ops/value_zeroing.py, min_score_threshold) uses the same floor
+VZ_FLOOR = 1e-5
 NOT_APPLICABLE = ("{method} needs a Transformer's stack of attention blocks; a recurrent model has one attention "
                   "(weights and norm apply).")
 EPS = 1e-12
@@ -330,9 +342,11 @@ def decomposition(block: Block, self_block: bool) -> tuple[torch.Tensor, torch.T
 
 def alti_block(block: Block, self_block: bool) -> torch.Tensor:
     """(I, K) ALTI contributions of the block, rows summing to 1 (K as in decomposition):
-    c_ik = max(0, ||y_i||_1 - ||y_i - T_i(x_k)||_1) / sum_k', with y_i = sum_k T_i(x_k)."""
-    T, _ = decomposition(block, self_block)
-    y = T.sum(1, keepdim=True)
+    c_ik = max(0, ||y_i||_1 - ||y_i - T_i(x_k)||_1) / sum_k', with y_i = sum_k T_i(x_k) + the
+    bias part: the block's real output, b_O (pre-LN) or the normed b_O and beta (post-LN), as
+    the authors' resultant holds it (mt-upc/transformer-contributions, src/contributions.py)."""
+    T, rest = decomposition(block, self_block)
+    y = T.sum(1, keepdim=True) + rest[:, None]
     c = (y.abs().sum(-1) - (y - T).abs().sum(-1)).clamp(min=0)
     return c / c.sum(1, keepdim=True).clamp(min=EPS)
 
@@ -385,7 +399,8 @@ def value_zeroing(model, t: Trace) -> torch.Tensor:
         extra = {"post": True} if b.post_norm is not None else {}
         zeroed = site.finish(x.to(dtype), a.to(dtype), **extra).float()        # (T, S, d)
         cos = F.cosine_similarity(zeroed, real[:, None], dim=-1)             # (T, S)
-        out.append((1 - cos).clamp(min=0))
+        score = 1 - cos
+        out.append(torch.where(score < VZ_FLOOR, torch.zeros_like(score), score))
     return torch.stack(out)
 
 
@@ -406,8 +421,10 @@ class Contributions:
 
     layers[method]: (L, T, S), one matrix per decoder layer (the rollouts after that layer),
     rows normalised over the source; heads[method]: (L, H, T, S) for weights and norm;
-    source_share[method]: (L, T) for alti and rollout, the share of output i that came from
-    the source (the rest from the target prefix). A recurrent model has L = H = 1."""
+    source_share[method]: (L, T) for alti, the share of output i that came from the source (the
+    rest from the target prefix); rollout's is a constant (ROLLOUT_SHARE) and is not kept.
+    A recurrent model has L = H = 1. A row of zeros: no source piece had a measurable effect
+    (value zeroing under VZ_FLOOR, or ALTI+ clipping every source column at 0)."""
     source_tokens: list[str]
     target_tokens: list[str]
     target_ids: list[int]
@@ -505,7 +522,8 @@ def contributions(model, src: torch.Tensor, tgt: torch.Tensor, methods: Sequence
                                     0.5 * b.weights.mean(0)], 1) for b in t.cross]
             rolled = torch.stack(roll_out(enc, dec, cross))                       # (L, T, S + T)
             S = src.size(1)
-            share[m] = np_(rolled[:, :, :S].sum(-1))
+            if m == "alti":
+                share[m] = np_(rolled[:, :, :S].sum(-1))
             layers[m] = normalised(np_(rolled[:, :, :S]))
             seconds[m] = time.perf_counter() - t0
     if "value_zeroing" in wanted:

@@ -122,7 +122,7 @@ def _hub_perplexity(tr: Translator, pairs: Sequence[Pair], batch_size: int = 16)
         for r, (x, y) in enumerate(zip(src, tgt)):
             ids[r, :len(x)], mask[r, :len(x)], labels[r, :len(y)] = torch.tensor(x), 1, torch.tensor(y)
         logits = hf(input_ids=ids.to(tr.device), attention_mask=mask.to(tr.device), labels=labels.to(tr.device)).logits
-        logp = torch.log_softmax(logits.float(), -1)
+        logp = torch.log_softmax(tr.model.pieces_only(logits).float(), -1)    # over its pieces, as forced decoding
         keep = labels.to(tr.device) != -100
         nll -= float(logp.gather(-1, labels.clamp_min(0).to(tr.device)[..., None])[..., 0][keep].sum())
         n += int(keep.sum())

@@ -18,7 +18,8 @@ token_log_probs, the integration settings and completeness error, and with --cou
 a counterfactual object. --test prints, over the first --limit pairs of a TSV (English, French)
 whose English has at most --max-words words, each forced with its French: the quantiles of
 tau per method, the argmax agreement shares, the share of steps whose argmax survives a
-random permutation of alpha_j, and the integration's completeness.
+random permutation of alpha_j, and the integration's completeness; a pair longer than a hub
+model's positions is left out, counted in `skipped`.
 
 Bad input (a missing model, a model without attention, empty or too long text) gives one
 line on stderr starting with "error:" and exit status 2.
@@ -37,11 +38,13 @@ import torch
 
 from .attributions import IG_SPLITS, IG_STEPS, IG_TOLERANCE, METHODS, SHORT, agreement, check_model, explain, source_ids
 from .checkpoint import CheckpointError, Translator, load_translator
-from .contributions import ALIGN_METHODS, ATTRIBUTIONS, NOT_APPLICABLE, applies, explain_contributions
+from .contributions import ALIGN_METHODS, ATTRIBUTIONS, NOT_APPLICABLE, ROLLOUT_SHARE, applies, explain_contributions
 from .counterfactual import EPSILON, KINDS, counterfactual, permutation_survival, trace
+from .decode import positions
 from .hub import MODEL_HELP
+from .hub_config import beyond_positions
 from .model import Seq2Seq
-from .text import InputError, OneLineErrorParser, check_range
+from .text import InputError, OneLineErrorParser, check_range, clean_text
 
 # ---------------------------------------------------------------------------------------
 # Over a test set
@@ -75,6 +78,16 @@ def read_test_pairs(path: str | Path, limit: int, max_words: int) -> list[tuple[
     return pairs
 
 
+def fits_positions(tr: Translator, english: str, french: str) -> bool:
+    """Whether the pair, forced, fits the model's positions (a hub model's max_position_embeddings;
+    the shipped models have no limit). A test set's pair that does not is left out of the
+    summary and counted (`skipped`); one sentence too long is refused in one line instead
+    (decode.encode_source, attributions.target_ids)."""
+    limit = positions(tr)
+    return not limit or beyond_positions(limit, len(tr.tokenizer.source_ids(clean_text(english))),
+                                         len(tr.tokenizer.target_ids(clean_text(french, what="reference")))) is None
+
+
 def summarize(tr: Translator, pairs: Sequence[tuple[str, str]], ig_steps: int = IG_STEPS, seed: int = 0) -> dict:
     """Over (English, French) pairs, each forced with its French: the distribution of tau
     per attribution, the share of steps whose argmax agrees with attention's, and the share
@@ -84,7 +97,10 @@ def summarize(tr: Translator, pairs: Sequence[tuple[str, str]], ig_steps: int = 
     same = {m: [] for m in METHODS}
     survives, deltas, steps, t0 = [], [], 0, time.perf_counter()
     recurrent = isinstance(tr.model, Seq2Seq)        # permuting alpha_j replaces a recurrent decoder's one attention
-    for n, (en, fr) in enumerate(pairs):
+    fitting = [(en, fr) for en, fr in pairs if fits_positions(tr, en, fr)]
+    if not fitting:
+        raise InputError(f"none of the {len(pairs)} pairs fits {tr.name}'s {positions(tr)} positions")
+    for n, (en, fr) in enumerate(fitting):
         e = explain(tr, en, reference=fr, ig_steps=ig_steps)
         for m in METHODS:
             ts, ss = agreement(e.attention, e.attributions[m])
@@ -105,7 +121,7 @@ def summarize(tr: Translator, pairs: Sequence[tuple[str, str]], ig_steps: int = 
         return {"median": q[2], "mean": round(float(v.mean()), 4), "q10": q[0], "q25": q[1], "q75": q[3],
                 "q90": q[4], "steps": int(v.size)}
 
-    return {"model": tr.name, "sentences": len(pairs), "steps": steps,
+    return {"model": tr.name, "sentences": len(fitting), "skipped": len(pairs) - len(fitting), "steps": steps,
             "kendall_tau": {m: dist(taus[m]) for m in METHODS},
             "argmax_agreement": {m: round(float(np.mean(same[m])), 4) for m in METHODS},
             "permutation_survival": round(float(np.mean(survives)), 4) if recurrent else None,
@@ -175,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--models", help="with --table: the checkpoints folder (default checkpoints/)")
     p.add_argument("--method", action="append", choices=[*ALIGN_METHODS, "all"], metavar="METHOD",
                    help="instead of the comparison with attention: this method's matrices, one per decoder layer "
-                        "where it has layers, and the source share (ALTI+, rollout); "
+                        "where it has layers, and ALTI+'s source share (rollout's is 1 - 0.5^l by construction); "
                         f"one of {', '.join(ALIGN_METHODS)} or all; may be given more than once")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("text", nargs="*", help="the English text (after --, if it starts with a dash)")
@@ -267,6 +283,8 @@ def method_json(tr: Translator, text: str, reference: str | None, names: Sequenc
             out["heads"].append({"method": name, "layer": layer, "matrices": r(heads)})
         for layer, share in enumerate(c.source_share.get(m, []), 1):
             out["source_share"].append({"method": name, "layer": layer, "share": r(share)})
+        if m == "rollout":
+            out.setdefault("notes", {})[name] = ROLLOUT_SHARE
     return out
 
 
@@ -283,10 +301,13 @@ def _print_methods(tr: Translator, text: str, a: argparse.Namespace) -> int:
     src = out["source_tokens"]
     for m in out["matrices"]:
         where = f" layer {m['layer']}" if m["layer"] is not None else ""
-        tops = [src[int(np.abs(row).argmax())] for row in m["matrix"]]
+        # a row of zeros (value zeroing under its floor): no source piece had a measurable effect
+        tops = [src[int(np.abs(row).argmax())] if np.abs(row).sum() > 0 else "(none)" for row in m["matrix"]]
         print(f"{m['method']}{where}: " + ", ".join(f"{y}<-{x}" for y, x in zip(out["target_tokens"], tops)))
     for s in out["source_share"]:
         print(f"{s['method']} layer {s['layer']} source share: " + " ".join(f"{v:.2f}" for v in s["share"]))
+    for name, note in out.get("notes", {}).items():
+        print(f"{name}: {note}")
     return 0
 
 

@@ -31,7 +31,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .hub_config import HubConfig, describe_config  # noqa: F401  (re-exported: the registry reads them here)
+from .hub_config import HubConfig, count_parameters, describe_config  # noqa: F401  (the registry reads HubConfig here)
 
 if TYPE_CHECKING:
     import torch
@@ -141,7 +141,7 @@ def registry_row(spec: str) -> tuple[str, dict]:
     if "translation_en_to_fr" in (config.get("task_specific_params") or {}):
         cfg.languages = "en→fr"
     model = cfg.to_dict()
-    n = _parameters(f.parent / "model.safetensors")
+    n = _parameters(f.parent / "model.safetensors", cfg.model_type)
     if n:
         model["parameters"] = n
     size = "" if not n else f", {n / 1e6:,.1f} M parameters" if n >= 1e5 else f", {n:,} parameters"
@@ -149,23 +149,26 @@ def registry_row(spec: str) -> tuple[str, dict]:
             f"{cfg.heads} heads, d = {cfg.d_model}{size}" + ("" if local else " (Hugging Face hub)"), model)
 
 
-def _parameters(weights: Path) -> int | None:
-    """How many numbers a safetensors file holds, from its header alone (no weights read);
-    tied weights stored once count once. None without such a file."""
+def _parameters(weights: Path, model_type: str) -> int | None:
+    """The model's parameter count (count_parameters) from its safetensors file's header alone
+    (no weights read; tied weights are stored once). None without such a file."""
     if not weights.is_file():
         return None
     from safetensors import safe_open
     try:
         with safe_open(str(weights), "pt") as f:
-            total = 0
-            for key in f.keys():
-                n = 1
-                for d in f.get_slice(key).get_shape():
-                    n *= d
-                total += n
-            return total
+            return count_parameters(((key, f.get_slice(key).get_shape()) for key in f.keys()), model_type)
     except Exception:        # a corrupt file: loading it will say so
         return None
+
+
+def loaded_parameters(hf_model) -> int:
+    """count_parameters of a loaded transformers model: its state dict (parameters and saved
+    buffers), each stored tensor once (tied embeddings are one tensor under several names)."""
+    seen: dict[tuple[int, tuple], tuple[str, tuple]] = {}
+    for name, t in hf_model.state_dict().items():
+        seen.setdefault((t.data_ptr(), tuple(t.shape)), (name, tuple(t.shape)))
+    return count_parameters(seen.values(), hf_model.config.model_type)
 
 
 def _source(spec: str | Path) -> tuple[str, bool]:
@@ -298,7 +301,7 @@ def load_hub(spec: str | Path, device: torch.device | str | None = None, source_
     from .hub_model import HubSeq2Seq
     model = HubSeq2Seq(hf_model, cfg, tok, forced_bos=forced_bos)
     label = display_name(str(spec))
-    n_params = sum(p.numel() for p in hf_model.parameters())
+    n_params = loaded_parameters(hf_model)      # the registry's count (registry_row), from the same rule
     size = f"{n_params / 1e6:,.1f} M" if n_params >= 1e5 else f"{n_params:,}"
     where = f"the folder {name}" if local else "the Hugging Face hub"
     description = (f"{label}: {config.model_type} from {where}, {cfg.encoder_layers}+{cfg.decoder_layers} layers × "

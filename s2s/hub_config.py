@@ -1,6 +1,8 @@
 """What the registry and the pages read of a Hugging Face model, from its config alone (no
-weights, no torch): HubConfig, and describe_config that fills it. The loader (hub.py) and the
-adapter (hub_model.py) both read it, so it lives in neither.
+weights, no torch): HubConfig, describe_config that fills it, what fits its positions
+(beyond_positions) and how many parameters it has (count_parameters). The loader (hub.py), the
+adapter (hub_model.py) and the commands that force pairs through a model read it, so it lives in
+none of them.
 """
 from __future__ import annotations
 
@@ -48,3 +50,49 @@ def describe_config(config) -> HubConfig:
                      encoder_layers=enc, decoder_layers=first("decoder_layers", "num_decoder_layers", default=enc),
                      vocab_size=first("vocab_size"), head_dim=first("d_kv", "head_dim", default=d // max(heads, 1)),
                      max_positions=first("max_position_embeddings"))
+
+
+def beyond_positions(max_positions: int, source: int, target: int) -> str | None:
+    """Why a forced pair of `source` and `target` piece ids does not fit a model with
+    `max_positions` positions ("the target is 140 pieces long"), or None where it fits (or the
+    model has no limit: 0). The encoder reads one position per source piece and the decoder one
+    per target piece (its start token, then every piece but the last), so each side may be as
+    long as the model's positions; one more and the position embedding's lookup fails
+    (IndexError: index out of range in self)."""
+    if max_positions <= 0:
+        return None
+    if source > max_positions:
+        return f"the source is {source} pieces long"
+    if target > max_positions:
+        return f"the target is {target} pieces long"
+    return None
+
+
+# Model types whose position table is computed (sin and cos of the position), not learned:
+# transformers makes it again at load time, and newer versions do not save it
+SINUSOIDAL_POSITIONS = ("marian", "pegasus")
+
+
+def count_parameters(tensors, model_type: str) -> int:
+    """How many numbers the model learned, from (name, shape) pairs: a weights file's header
+    (the registry, which reads no weights) or a loaded model's state dict (the loader), one pair
+    per stored tensor, so that tied embeddings (T5's, Marian's shared input and output) count
+    once. Both places call this, so the sidebar and `python -m s2s.fetch` say one number.
+
+    Counted: every weight and bias, Marian's final_logits_bias among them: transformers keeps it
+    as a buffer, not a parameter, but it is the output bias Marian trained, and it is in every
+    weights file. Not counted: a sinusoidal position table (Marian's embed_positions), which is
+    a function of the position, not learned; a Parameter in transformers (hence 0.5 M more in
+    `sum(p.numel() for p in model.parameters())` for opus-mt-en-fr's 512 x 512 x 2), it is
+    absent from a file saved by transformers 5 and present in one saved by older versions, so
+    counting it would make one model's size depend on when it was saved."""
+    skip = model_type in SINUSOIDAL_POSITIONS
+    total = 0
+    for name, shape in tensors:
+        if skip and name.endswith("embed_positions.weight"):
+            continue
+        n = 1
+        for d in shape:
+            n *= int(d)
+        total += n
+    return total

@@ -16,8 +16,27 @@ from torch import nn
 from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 from transformers.modeling_outputs import BaseModelOutput
 
-from .hub_config import HubConfig
+from .hub_config import HubConfig, beyond_positions
 from .interface import Constraints, Memory, State, Step
+from .text import InputError
+
+
+def unwritable_ids(hf_tokenizer, rows: int) -> list[int]:
+    """The ids below `rows` (the model's output rows) that are no piece of its tokenizer: an
+    embedding padded past the vocabulary (T5's 32,128 rows for 32,100 pieces, NLLB's, a Marian
+    whose vocab.json is shorter than its embedding). Writing one ends a decoding in
+    sentencepiece's "IndexError: piece id is out of range", or in <unk>. The ids below
+    len(tokenizer) are its pieces; past it, an id is one only where the tokenizer names it
+    something other than <unk> (M2M100 numbers its language codes after its pieces)."""
+    out = []
+    for i in range(len(hf_tokenizer), rows):
+        try:
+            token = hf_tokenizer.convert_ids_to_tokens(i)
+        except Exception:       # IndexError (sentencepiece), KeyError (a vocab.json's dict)
+            token = None
+        if not isinstance(token, str) or token == hf_tokenizer.unk_token:
+            out.append(i)
+    return out
 
 
 @dataclass
@@ -37,7 +56,14 @@ class HubSeq2Seq(nn.Module):
     State: (s_j (B, d), the model's EncoderDecoderCache). Step.alpha is the last decoder
     layer's cross-attention averaged over heads (B, S), as for the shipped Transformer;
     Step.cross_attention (B, L, H, S) and Step.self_attention (B, L, H, j+1) hold every
-    layer and head; Step.context is alpha's average of the encoder states, sum_i alpha_ji h_i."""
+    layer and head; Step.context is alpha's average of the encoder states, sum_i alpha_ji h_i.
+
+    Every logits it returns (decode_step, forced_steps, forward, logits_at) has the ids that are
+    no piece of its tokenizer at -inf (pieces_only): here, once, rather than in the searches'
+    processors, because the searches' top-k "next tokens" lists, token ranks and reported
+    log-probs are read from these logits before any processor. So no search (greedy, beam,
+    sampling, batched) and no list ever proposes such an id, and every log p, searched, forced,
+    attributed or a perplexity, is over the same pieces."""
 
     is_lstm = False
 
@@ -47,6 +73,26 @@ class HubSeq2Seq(nn.Module):
         self.cfg = cfg
         self.tokenizer = tokenizer
         self.forced_bos = forced_bos
+        ids = unwritable_ids(tokenizer.hf, cfg.vocab_size)
+        self.unwritable = torch.tensor(ids, device=next(hf_model.parameters()).device) if ids else None
+
+    def pieces_only(self, logits: torch.Tensor) -> torch.Tensor:
+        """`logits` (..., V) with every unwritable id (unwritable_ids) at -inf, out of place
+        (the gradient still flows to the others). Those rows were never a training target, so
+        a trained model should give them little probability; nothing stops an untrained or
+        badly converted one from giving them the most."""
+        if self.unwritable is None:
+            return logits
+        return logits.index_fill(-1, self.unwritable.to(logits.device), float("-inf"))
+
+    def check_positions(self, source: int, target: int) -> None:
+        """InputError, one line, for a pass longer than the model's positions: the searches
+        stop within them, and every caller that forces a pair checks it first; this is the
+        last guard before the position embedding's IndexError."""
+        reason = beyond_positions(self.cfg.max_positions, source, target)
+        if reason is not None:
+            raise InputError(f"{reason[0].upper()}{reason[1:]}; the model reads at most {self.cfg.max_positions} "
+                             "(its position embeddings).")
 
     def constraints(self) -> Constraints:
         """What the model's generation config says about which token may be chosen:
@@ -57,6 +103,7 @@ class HubSeq2Seq(nn.Module):
                 "suppress": list(gen.suppress_tokens or []), "begin_suppress": list(gen.begin_suppress_tokens or [])}
 
     def encode(self, src: torch.Tensor, src_len: torch.Tensor):
+        self.check_positions(src.size(1), 0)
         mask = torch.arange(src.size(1), device=src.device)[None, :] < src_len.to(src.device)[:, None]
         out = self.hf.get_encoder()(input_ids=src, attention_mask=mask.long(), output_attentions=True,
                                     return_dict=True)
@@ -92,20 +139,22 @@ class HubSeq2Seq(nn.Module):
         cross = torch.stack(out.cross_attentions, 1)[:, :, :, -1]               # (B, L, H, S)
         alpha = cross[:, -1].float().mean(1)                                    # (B, S)
         context = torch.bmm(alpha[:, None].to(memory.states.dtype), memory.states)[:, 0]
-        return Step(out.logits[:, -1], (s, out.past_key_values), feed, alpha, context,
+        return Step(self.pieces_only(out.logits[:, -1]), (s, out.past_key_values), feed, alpha, context,
                     cross_attention=cross, self_attention=torch.stack(out.decoder_attentions, 1)[:, :, :, -1])
 
     def forced_steps(self, tgt_in: torch.Tensor, memory: HubMemory, state: State = ()) -> list[Step]:
         """Every position of a forced decoding in one pass: the Steps decode_step would return
         (`state`, the empty cache, is not needed)."""
+        self.check_positions(0, tgt_in.size(1))
         out = self._run(tgt_in, memory)
+        logits = self.pieces_only(out.logits)
         s = out.decoder_hidden_states[-1]                                        # (B, T, d)
         cross = torch.stack(out.cross_attentions, 1)                              # (B, L, H, T, S)
         self_w = torch.stack(out.decoder_attentions, 1)                           # (B, L, H, T, T)
         alpha = cross[:, -1].float().mean(1)                                      # (B, T, S)
         context = torch.bmm(alpha.to(memory.states.dtype), memory.states)
         feed = self.initial_feed(tgt_in.size(0))
-        return [Step(out.logits[:, j], (s[:, j],), feed, alpha[:, j], context[:, j],
+        return [Step(logits[:, j], (s[:, j],), feed, alpha[:, j], context[:, j],
                      cross_attention=cross[:, :, :, j], self_attention=self_w[:, :, :, j, :j + 1])
                 for j in range(tgt_in.size(1))]
 
@@ -114,11 +163,12 @@ class HubSeq2Seq(nn.Module):
         """Teacher forcing, as the shipped models' forward: (B, T) previous tokens -> logits
         (B, T, V) and the last layer's head-mean cross-attention (B, T, S). `embedded` (B, S, d),
         if given, is read instead of the ids' embeddings (the model's inputs_embeds)."""
+        self.check_positions(src.size(1), tgt_in.size(1))
         mask = torch.arange(src.size(1), device=src.device)[None, :] < src_len.to(src.device)[:, None]
         ids = dict(input_ids=src) if embedded is None else dict(inputs_embeds=embedded)
         out = self.hf(**ids, attention_mask=mask.long(), decoder_input_ids=tgt_in, output_attentions=True,
                       return_dict=True)
-        return out.logits, out.cross_attentions[-1].mean(1)
+        return self.pieces_only(out.logits), out.cross_attentions[-1].mean(1)
 
     def logits_at(self, src: torch.Tensor, src_len: torch.Tensor, tgt_in: torch.Tensor, positions: torch.Tensor,
                   embedded: torch.Tensor | None = None) -> torch.Tensor:
@@ -127,6 +177,7 @@ class HubSeq2Seq(nn.Module):
         position's final hidden state, so the model's own head (its lm_head, Marian's
         final_logits_bias, T5's rescaling) runs once per row rather than at every position:
         for a 60k vocabulary that head is most of the cost (s2s.attributions scores one step per row)."""
+        self.check_positions(src.size(1), int(positions.max()) + 1)
         rows = torch.arange(src.size(0), device=src.device)
         me = threading.get_ident()      # the model is shared: another thread's pass goes through untouched
 
@@ -146,7 +197,7 @@ class HubSeq2Seq(nn.Module):
                           return_dict=True)
         finally:
             handle.remove()
-        return out.logits[:, 0]
+        return self.pieces_only(out.logits[:, 0])
 
     def embed(self, src: torch.Tensor) -> torch.Tensor:
         """(B, S) ids -> (B, S, d), the encoder's input embeddings as its inputs_embeds takes them,

@@ -4,10 +4,13 @@
     python -m s2s.translate --model DIR --beam 5 --json -- "Where is the station?"
     python -m s2s.translate --model DIR --sample --temperature 0.8 --top-k 20 --seed 3 -- "Hello."
     python -m s2s.translate --model DIR --reference "Je suis allé au cours." -- "I went to the lecture."
+    python -m s2s.translate --model DIR --target-prefix "Je suis venu" -- "I went to the lecture."
 
 --json prints one object: translation, source_tokens, target_tokens, attention
 (len(target_tokens) rows of len(source_tokens) weights, null without attention), log_prob,
-token_log_probs. Bad input gives a message on stderr and exit status 2.
+token_log_probs; with --target-prefix also prefix_length, the prefix's length in target
+pieces (the translation, its tokens and log-probs include the prefix's). Bad input gives a
+message on stderr and exit status 2.
 
 A file, one sentence per line:
 
@@ -26,7 +29,7 @@ as translating each line on its own. A progress bar goes to stderr when it is a 
     and the exit status stays 0.
 Exit status 2 means nothing was translated: a missing or unreadable input file, an output
 file that cannot be written, a missing or broken checkpoint, an out-of-range setting, or
---input combined with a text, --sample or --reference (those translate one text).
+--input combined with a text, --sample, --reference or --target-prefix (those translate one text).
 """
 from __future__ import annotations
 
@@ -59,6 +62,9 @@ def main(argv=None) -> int:
     p.add_argument("--max-len", type=int, help="most target pieces to generate (1-250)")
     p.add_argument("--no-repeat", type=int, default=0, metavar="N",
                    help="greedy and beam search: block any N-gram from occurring twice in a translation (0 = off)")
+    p.add_argument("--target-prefix", metavar="FRENCH",
+                   help="steer: the translation starts with this French text and the decoding (greedy, --beam or "
+                        "--sample) continues from it")
     p.add_argument("--json", action="store_true", help="print one JSON object (one per line with --input)")
     p.add_argument("--input", metavar="FILE", help="translate every line of FILE ('-': standard input), batched")
     p.add_argument("--output", metavar="FILE", help="with --input: write the translations here (default: stdout)")
@@ -76,20 +82,32 @@ def main(argv=None) -> int:
         text = ""
     try:
         tr = load_translator(a.model, **model_options(a))
+        prefix = a.target_prefix
         if a.reference is not None:
-            settings = DecodeSettings("forced")
+            settings = DecodeSettings("forced", target_prefix=prefix)
         elif a.sample:
             settings = DecodeSettings("sample", temperature=a.temperature, top_k=a.top_k, seed=a.seed,
-                                      max_len=a.max_len)
+                                      max_len=a.max_len, target_prefix=prefix)
         elif a.beam is not None:
-            settings = DecodeSettings("beam", width=a.beam, n_best=1, max_len=a.max_len, no_repeat=a.no_repeat)
+            settings = DecodeSettings("beam", width=a.beam, n_best=1, max_len=a.max_len, no_repeat=a.no_repeat,
+                                      target_prefix=prefix)
         else:
-            settings = DecodeSettings("greedy", max_len=a.max_len, no_repeat=a.no_repeat)
+            settings = DecodeSettings("greedy", max_len=a.max_len, no_repeat=a.no_repeat, target_prefix=prefix)
         d = decode(tr, text, settings, reference=a.reference)
     except (CheckpointError, InputError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print(json.dumps(d.to_json(), ensure_ascii=False) if a.json else d.translation)
+    if d.prefix_unknown:      # as the app's note on typed text: <unk> would look like characters dropped
+        n = len(d.prefix_unknown)
+        print(f"note: {n} character{'s' if n > 1 else ''} of the target prefix {'are' if n > 1 else 'is'} not in "
+              f"this model's vocabulary and read as <unk>: {' '.join(d.prefix_unknown[:20])}", file=sys.stderr)
+    if a.json:
+        out = d.to_json()
+        if prefix is not None:
+            out["prefix_length"] = d.prefix_length      # 0 for an empty prefix, which steers nothing
+        print(json.dumps(out, ensure_ascii=False))
+    else:
+        print(d.translation)
     return 0
 
 
@@ -113,8 +131,9 @@ def translate_file(a) -> int:
     try:
         if a.text:
             raise InputError("give either --input FILE or a text to translate, not both")
-        if a.sample or a.reference is not None:
-            raise InputError("--input translates greedily or with --beam N; --sample and --reference take one text")
+        if a.sample or a.reference is not None or a.target_prefix is not None:
+            raise InputError("--input translates greedily or with --beam N; --sample, --reference and "
+                             "--target-prefix take one text")
         width = 1 if a.beam is None else check_range("Beam width", a.beam, 1, MAX_BEAM)
         if a.max_len is not None:
             check_range("Max length", a.max_len, 1, MAX_DECODE_LEN)

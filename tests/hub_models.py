@@ -56,10 +56,11 @@ OPUS_MT_EN_FR = dict(d_model=512, encoder_layers=6, decoder_layers=6, encoder_at
 OPUS_MT_EN_FR_VOCAB = 59514
 
 
-def marian(out: str | Path, sizes: dict = SIZES, vocab_size: int | None = None) -> Path:
+def marian(out: str | Path, sizes: dict = SIZES, vocab_size: int | None = None, extra_rows: int = 0) -> Path:
     """A Marian model; `sizes` and `vocab_size` (its embedding rows, past the tokenizer's own
-    pieces) give it another shape: marian(out, OPUS_MT_EN_FR, OPUS_MT_EN_FR_VOCAB) is
-    opus-mt-en-fr's, as `python -m s2s.bench` times it."""
+    pieces, every one of them in its vocab.json) give it another shape: marian(out, OPUS_MT_EN_FR,
+    OPUS_MT_EN_FR_VOCAB) is opus-mt-en-fr's, as `python -m s2s.bench` times it. `extra_rows`:
+    that many embedding rows past the end of its vocab.json, ids the tokenizer cannot decode."""
     from transformers import MarianConfig, MarianMTModel, MarianTokenizer
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -72,7 +73,7 @@ def marian(out: str | Path, sizes: dict = SIZES, vocab_size: int | None = None) 
         tok = MarianTokenizer(str(out / "source.spm"), str(out / "target.spm"), str(out / "vocab.json"),
                               source_lang="en", target_lang="fr")
     V = len(pieces)
-    cfg = MarianConfig(vocab_size=V, pad_token_id=V - 1, decoder_start_token_id=V - 1, eos_token_id=0,
+    cfg = MarianConfig(vocab_size=V + extra_rows, pad_token_id=V - 1, decoder_start_token_id=V - 1, eos_token_id=0,
                        forced_eos_token_id=0, scale_embedding=True, **sizes)      # as opus-mt's configs
     torch.manual_seed(0)
     model = MarianMTModel(cfg)

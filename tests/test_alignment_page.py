@@ -122,6 +122,33 @@ def test_the_shift_rule_reads_the_attention_one_step_later(env, tmp_path):
     assert "one step later" not in texts(at) and "has it as input (shift)" in texts(at)
 
 
+def tau_line(at) -> str:
+    """The "Is it an explanation?" caption: each method's median Kendall τ against leave-one-out."""
+    return next((c.value for c in at.caption if c.value.startswith("Is it an explanation?")), "")
+
+
+def test_the_tau_line_names_every_method_that_has_run():
+    """Issue #54: ui.alignment_tabs.explanation_taus, the τ line's figures: every one-pass method
+    the contributions hold and every gradient attribution run so far (integrated gradients once
+    it has run), in the method list's order; leave-one-out never against itself."""
+    from types import SimpleNamespace
+
+    from s2s.attributions import agreement
+    from ui.alignment_tabs import explanation_taus, tau_caption
+    rng = np.random.default_rng(0)
+    loo, weights, gxi, ig = (rng.dirichlet(np.ones(4), size=3) for _ in range(4))
+    c = SimpleNamespace(layers={"weights": weights[None]}, matrix=lambda method: weights)
+    offered = ["weights", "norm", "grad-x-input", "ig", "loo"]          # norm: not in these contributions
+    median = lambda m: float(np.median(agreement(m, loo)[0]))            # noqa: E731
+    before = explanation_taus(c, offered, loo, {"grad_x_input": gxi})
+    assert list(before) == ["weights", "grad × input"]
+    after = explanation_taus(c, offered, loo, {"grad_x_input": gxi, "integrated_gradients": ig,
+                                               "leave_one_out": loo})
+    assert after == pytest.approx({"weights": median(weights), "grad × input": median(gxi),
+                                   "integrated gradients": median(ig)})
+    assert tau_caption(after).endswith(f"integrated gradients {median(ig):+.2f}.")
+
+
 def test_attribution_tab_switches_methods_over_one_map(env):
     """One map, one method switch: the weights are the forced attention, norm reweights them,
     grad x input and leave-one-out draw at once, integrated gradients only when asked."""
@@ -143,6 +170,8 @@ def test_attribution_tab_switches_methods_over_one_map(env):
     at.radio(key="explain_method").set_value("grad-x-input").run()
     assert not at.exception and chart(at, "contribution_map") is not None
     assert "Kendall τ" in texts(at) and "leave-one-out" in texts(at)
+    assert tau_line(at).startswith("Is it an explanation?") and "grad × input" in tau_line(at)
+    assert "integrated gradients" not in tau_line(at)                        # not run yet
     at.radio(key="explain_method").set_value("ig").run()
     assert not at.exception and chart(at, "contribution_map") is None        # not run yet: asked for
     assert any("about" in i.value and "runs the model many times" in i.value for i in at.info)
@@ -150,6 +179,9 @@ def test_attribution_tab_switches_methods_over_one_map(env):
     assert not at.exception, at.exception
     ig = array(chart(at, "contribution_map")["data"][0]["z"]).astype(float)
     assert np.allclose(ig.sum(1), 1.0)
+    # issue #54: once run, integrated gradients is in the τ line with every other method that has run
+    names = [part.rsplit(" ", 1)[0] for part in tau_line(at).split(": ", 1)[1].rstrip(".").split(", ")]
+    assert names == ["weights", "norm", "grad × input", "integrated gradients"], tau_line(at)
     at.radio(key="explain_method").set_value("weights").run()
     at.radio(key="explain_method").set_value("ig").run()                   # once run, kept for this sentence
     assert chart(at, "contribution_map") is not None
@@ -364,6 +396,25 @@ def test_pasted_pairs_are_aligned_as_the_same_file_would_be(env, downloads):
     assert "has 501 lines; the limit here is 500 pairs" in " ".join(e.value for e in at.error)
 
 
+def test_the_per_pair_table_is_as_tall_as_its_rows(env, monkeypatch):
+    """Issue #54: the per-pair table had a fixed 250 px, 3 blank rows under a 3-pair paste; it is
+    as tall as its rows and header now, and 250 px (scrolling) for the 37 trial pairs."""
+    import ui.show
+    heights, table = [], ui.show.table
+
+    def recorded(df, *args, **kwargs):
+        heights.append((len(df), kwargs.get("height")))
+        return table(df, *args, **kwargs)
+    monkeypatch.setattr(ui.show, "table", recorded)
+    at = corpus_page(align_model="reverser", corpus_rule="argmax", corpus_source="paste",
+                     corpus_text="a b c d ||| d c b a\nno tab on this line\nc a f\tf a c\n")
+    assert not at.exception, at.exception
+    assert heights[-1] == (3, 4 * ui.show.GRID_ROW_PX + 3)        # header and 3 rows: no blank row
+    at.radio(key="corpus_source").set_value("example").run()
+    assert heights[-1] == (37, 250)
+    assert ui.show.grid_height(0, 250) == ui.show.GRID_ROW_PX + 3 and ui.show.grid_height(6, 250) == 248
+
+
 @pytest.mark.parametrize("pairs,gold,message", [
     (b"a\tb\n" * 60_000, None, "the limit here is 200 KB"),
     (b"a b\tb a\n" * 501, None, "has 501 lines; the limit here is 500 pairs"),
@@ -487,3 +538,36 @@ def test_each_method_as_an_alignment_and_an_explanation_for_the_chosen_model(env
     assert "Written by `python -m s2s.alignment" in texts(at) and "Kobayashi" in texts(at)
     at = page(align_model="reverser", alignment_tab="Attention vs attribution")
     assert not at.exception and "Measured for the shipped models only" in texts(at)
+
+
+def test_the_attribution_estimate_and_the_progress_line(monkeypatch):
+    """Issue #54: an on-demand run's estimate is the sentence's one-pass trace times its output pieces
+    (integrated gradients) or its source pieces + 1 (leave-one-out), times the factor measured for
+    the kind of model (tools/calibrate_attributions.py); a Transformer's integrated gradients cost
+    it more traces than a recurrent model's (its trace is one pass for every step, the recurrent
+    one a pass a step). The bar's line says the method, its stage and the time left: the
+    estimate's remainder early on, then the run's own pace."""
+    from types import SimpleNamespace
+
+    import ui.alignment_tabs as tabs
+    c = SimpleNamespace(seconds={"trace": 0.2}, target_tokens=["x"] * 10, source_tokens=["y"] * 7)
+    assert set(tabs.IG_PASSES) == set(tabs.LOO_PASSES) == {"recurrent", "transformer", "hub"}
+    assert all(v > 0 for v in list(tabs.IG_PASSES.values()) + list(tabs.LOO_PASSES.values()))
+    for kind in tabs.IG_PASSES:
+        assert tabs.attribution_estimate(c, "integrated_gradients", kind) == pytest.approx(
+            tabs.IG_PASSES[kind] * 0.2 * 10)
+        assert tabs.attribution_estimate(c, "leave_one_out", kind) == pytest.approx(tabs.LOO_PASSES[kind] * 0.2 * 8)
+    assert tabs.IG_PASSES["transformer"] > tabs.IG_PASSES["recurrent"]
+    monkeypatch.setitem(tabs.IG_PASSES, "hub", 3.0)                          # the constants are read on every call
+    assert tabs.attribution_estimate(c, "integrated_gradients", "hub") == pytest.approx(6.0)
+    twice = SimpleNamespace(seconds={"trace": 0.4}, target_tokens=["x"] * 10, source_tokens=["y"] * 7)
+    assert tabs.attribution_estimate(twice, "integrated_gradients", "hub") == pytest.approx(12.0)  # a slower server
+    early = tabs.progress_text("integrated gradients", 0.1, "the path's end points: the sentence", 2.0, 30.0)
+    assert early == "integrated gradients: the path's end points: the sentence · 10%, about 28 s left"
+    paced = tabs.progress_text("integrated gradients", 0.5, "first round: gradients for 4 of 8 output pieces",
+                               10.0, 12.0)
+    assert paced.endswith("· 50%, about 10 s left")                          # its own pace: 10 s for half
+    refining = tabs.progress_text("integrated gradients", 0.92, "round 2: 3 of 6 steep segments", 2.0, 9.0)
+    assert refining.endswith("· 92%, about 7 s left")                        # the estimate's remainder is longer
+    late = tabs.progress_text("leave-one-out", 0.2, "the sentence and its 7 variants", 40.0, 30.0)
+    assert late.endswith("about 1 s left")                                 # past the estimate: never 0 or less

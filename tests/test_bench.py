@@ -116,6 +116,66 @@ def test_browser_bench_summary_flags_the_actions_over_target():
     assert bb.compared({"old": {"ms_p50": {"a": 1000, "b": 400}}, "new": {"ms_p50": {"a": 500, "c": 10}}}) == {"a": 0.5}
 
 
+def test_browser_bench_times_a_hub_models_first_use_on_a_warmed_up_server(monkeypatch):
+    """Issue #54: with --hub, tools/bench_browser.py times `hub_first_use` (target 5 s) before the hub
+    model's explain link, once the server has warmed up: its CPU idle for IDLE_S (longer than the
+    warm-up's pause after a page's run), read from /proc; a server that stays busy is a TimeoutError."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+    spec = importlib.util.spec_from_file_location("bench_browser", ROOT / "tools" / "bench_browser.py")
+    bb = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bb)
+    assert bb.TARGET_MS["hub_first_use"] == 5000 and "hub_first_use" in bb.__doc__
+    assert bb.IDLE_S > 2.0                                       # ui.warm.QUIET_S: the warm-up's pause
+    recorded = []
+    monkeypatch.setattr(bb, "new_tab", lambda b, url: 1.0)
+    monkeypatch.setattr(bb, "explain_link", lambda b, url, model, *a: recorded.append(("link", model)) or 1.0)
+    monkeypatch.setattr(bb, "hub_first_use", lambda b, url, hub, pid: recorded.append(("first use", hub, pid)) or 1.0)
+    sentence = iter([("a", "a"), ("b", "b")])
+    bb.explain_links(None, "url", ["en-fr-additive"], "/hub", sentence, lambda name, measure: measure(), pid=42)
+    assert recorded == [("link", "en-fr-additive"), ("first use", "/hub", 42), ("link", "/hub")]
+    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        assert bb.wait_idle(idle.pid, quiet_s=0.5, timeout_s=30) < 30
+        with pytest.raises(TimeoutError):
+            bb.wait_idle(busy.pid, quiet_s=0.5, share=0.01, timeout_s=2)
+    finally:
+        idle.kill(), busy.kill()
+        idle.wait(), busy.wait()
+
+
+def test_the_attribution_calibration_prints_each_kinds_factor_and_its_runs(untrained_translators, capsys):
+    """tools/calibrate_attributions.py (issue #54), shrunk to one sentence on tiny models: per kind,
+    each run's integrated gradients and leave-one-out over ui.alignment_tabs.attribution_work (the
+    trace times the pieces), the median as the factor, and when each progress stage ended."""
+    import importlib.util
+    import json
+
+    from conftest import ROOT
+    spec = importlib.util.spec_from_file_location("calibrate", ROOT / "tools" / "calibrate_attributions.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    assert tool.main(["--sentences", "1", "--kinds", "recurrent", "transformer",
+                      "--recurrent", str(untrained_translators["additive"].path),
+                      "--transformer", str(untrained_translators["transformer"].path)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out["IG_PASSES"]) == set(out["LOO_PASSES"]) == {"recurrent", "transformer"}
+    assert out["threads"] == 1 and out["machine"]["cores"] and set(out["current"]) == {"IG_PASSES", "LOO_PASSES"}
+    for kind, got in out["kinds"].items():
+        (run,) = got["runs"]
+        assert got["ig_passes"] == pytest.approx(run["ig_passes"], abs=0.01)         # one run: the median
+        assert run["ig_passes"] == pytest.approx(run["ig_s"] / (run["trace_s"] * run["output_pieces"]), rel=0.02)
+        assert run["loo_passes"] == pytest.approx(run["loo_s"] / (run["trace_s"] * (run["source_pieces"] + 1)),
+                                                  rel=0.02)
+        stages = run["stages"]
+        assert 0 < stages["end_points"] <= stages["first_round"] <= 1
+        assert (stages["first_forward"] is None) == (kind == "recurrent")      # a Transformer's forward pass
+
+
 def test_train_step_bench_prints_each_setting_as_json():
     """tools/bench_train_step.py, shrunk to one small step per setting: four settings (fp32 and
     bf16, each with glibc's default allocator and with train_transformer.sh's), each in its own

@@ -93,6 +93,21 @@ def test_the_projector_enlarges_the_pages_text_not_only_its_charts(server, chrom
     assert sizes["on"]["caption"] >= 16 and sizes["on"]["caption"] > sizes["off"]["caption"], sizes
     if sizes["on"]["label"] is not None:
         assert sizes["on"]["label"] >= 16.5, sizes
+    # issue #54: the Start page's topic sentences (Markdown's :small[…]) stayed at 14 px; with the
+    # Projector on they are the body text's size, as every other line of the outline
+    for projector in ("off", "on"):
+        page = watched_page(chrome, 1280, 720)
+        page.goto(f"{server}/?projector={projector}")
+        page.wait_for_selector("text=Vanishing gradients and gates", timeout=90_000)
+        settle(page)
+        sizes[projector] = page.evaluate("""() => {
+          const ps = [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stMarkdownContainer"] p')]
+              .filter(p => p.querySelector('strong') && p.querySelector('span'));
+          return ps.map(p => [parseFloat(getComputedStyle(p).fontSize),
+                              parseFloat(getComputedStyle(p.querySelector('span')).fontSize)]); }""")
+        page.close()
+    assert len(sizes["on"]) >= 8 and all(small == 14 for _, small in sizes["off"]), sizes     # one per topic
+    assert all(small >= 17.5 and small == body for body, small in sizes["on"]), sizes
 
 
 def test_a_result_that_no_longer_matches_the_controls_says_so_until_translate(server, chrome):

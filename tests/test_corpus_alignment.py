@@ -157,8 +157,10 @@ def test_choose_on_picks_the_best_head_of_the_trial_gold(tmp_path):
     p = run("--model", str(zoo), "--input", str(tsv), "--output", str(out), "--choose-on", str(TRIAL), "--json")
     assert p.returncode == 0, p.stderr
     tr = load_translator(zoo)
-    (l, h), aer = C.choose_head(tr, A.read_gold(TRIAL, "trial"), "grow-diag")
-    assert json.loads(p.stdout)["head"] == {"layer": l + 1, "head": h + 1, "aer": round(aer, 4), "on": "trial"}
+    (l, h), aer, skipped = C.choose_head(tr, A.read_gold(TRIAL, "trial"), "grow-diag")
+    assert skipped == 0                 # a shipped model has no position limit
+    assert json.loads(p.stdout)["head"] == {"layer": l + 1, "head": h + 1, "aer": round(aer, 4), "on": "trial",
+                                            "skipped": 0}
 
 
 def test_torchrun_writes_the_single_process_file(tmp_path):

@@ -454,6 +454,36 @@ def test_progress_is_reported_and_changes_no_number(untrained_translators):
         assert heard == sorted(heard) and heard[-1] == 1.0 and len(heard) >= 4
 
 
+def test_progress_says_what_it_does_from_the_start(untrained_translators, monkeypatch):
+    """Issue #54: on an opus-mt-sized model a page's bar read "starting…" at 0% for the first 6 s of
+    a 35 s run. A two-argument on_progress hears (share, what it is doing) from the start: the
+    path's end points, then the first round's forward pass before that round's gradients are taken,
+    then each chunk of its batched backward; every call with a stage text, the share never falling,
+    ending at 1.0. Leave-one-out is heard before its first batch too."""
+    tr = untrained_translators["transformer"]
+    src, tgt = ids(tr, reference=REFERENCE)
+    heard: list[tuple[float | None, str]] = []
+    row_gradients = A._row_gradients           # the first round's work: its start marked among what is heard
+    monkeypatch.setattr(A, "_row_gradients", lambda *a, **k: (heard.append((None, "<first round runs>")),
+                                                             row_gradients(*a, **k))[1])
+    A.integrated_gradients(tr.model, src, tgt, on_progress=lambda done, stage: heard.append((done, stage)))
+    shares = [d for d, _ in heard if d is not None]
+    assert shares == sorted(shares) and shares[0] == 0.0 and shares[-1] == 1.0
+    assert all(isinstance(s, str) and s and "starting" not in s for _, s in heard)
+    first = [s for _, s in heard].index("<first round runs>")
+    before = [s for _, s in heard[:first]]
+    assert any(s.startswith("the path's end points: the sentence") for s in before)
+    assert any(s.startswith("the path's end points: zero embeddings") for s in before)
+    assert before[-1].startswith("first round: the model at 16 points")
+    chunks = [(d, s) for d, s in heard[first + 1:] if s.startswith("first round: gradients")]
+    assert len(chunks) >= 3 and all(d <= A.IG_SHARES["transformer"]["first_round"] for d, _ in chunks)
+    assert chunks[-1][1] == f"first round: gradients for {tgt.numel()} of {tgt.numel()} output pieces"
+    heard.clear()
+    A.leave_one_out(tr.model, src, tgt, on_progress=lambda done, stage: heard.append((done, stage)))
+    assert heard[0][0] == 0.0 and heard[-1][0] == 1.0 and all(s for _, s in heard)
+    assert heard[-1][1].endswith(f"{src.size(1) + 1} of {src.size(1) + 1}")
+
+
 def test_cudnn_is_paused_while_any_pass_runs_and_then_restored():
     """Attributions through the recurrent encoder on a GPU run with cuDNN off (its RNN backward
     refuses eval mode); overlapping passes on two threads must not leave it off, nor turn it

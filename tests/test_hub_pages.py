@@ -164,3 +164,123 @@ def test_a_shipped_model_out_of_its_depth_names_the_words_and_offers_a_hub_model
     assert _widget(at, "model").value == str(renamed) and not at.exception
     assert at.text_area(key="text").value == "the convolutional cat sat on the mat ."
     assert not [c.value for c in at.caption if "never occur" in c.value]     # a hub model ships no counts
+
+
+def test_your_corpus_waits_for_a_button_that_says_how_long_with_a_hub_model(offered):
+    """Issue #54: a hub model on Your corpus forced all 37 trial pairs through itself on opening
+    the tab (11.5 s for opus-mt), with no button and no estimate. Now it waits for a button that
+    gives the time (from the model's size before its first corpus, then from its measured
+    speed); once run, the corpus is not asked for again."""
+    import ui.alignment_tabs as tabs
+    from conftest import app_page
+    tabs.corpus_runs.clear()              # a fresh server: nothing run, no speed measured
+    tabs.corpus_weights_cached.clear()
+    at = app_page("pages/alignment.py")
+    _widget(at, "align_model").set_value(str(offered["marian"]))
+    at.session_state["alignment_tab"] = "Your corpus"
+    at.run()
+    assert not at.exception, at.exception
+    button = at.button(key="corpus_run")
+    assert button.label == "Align 37 pairs (under 1 s)"           # a tiny model; opus-mt's would say ~11 s
+    assert any("37 pairs" in i.value and "from its size" in i.value and "M parameters" in i.value for i in at.info)
+    assert not at.metric and chart(at, "corpus_figure") is None   # nothing aligned yet
+    button.click().run()
+    assert not at.exception, at.exception
+    assert {m.label for m in at.metric} >= {"AER (whole corpus)", "Precision", "Recall"}
+    assert chart(at, "corpus_figure") is not None
+    at.number_input(key="corpus_pair").set_value(2).run()         # another pair: no second ask
+    assert not at.exception and not [b for b in at.button if b.key == "corpus_run"] and at.metric
+    at.selectbox(key="corpus_rule").set_value("shift").run()       # another reading: asked, at the measured speed
+    assert any("from its speed on an earlier corpus here" in i.value for i in at.info)
+    assert at.button(key="corpus_run").label.startswith("Align 37 pairs (")
+
+
+def test_the_corpus_estimate_comes_from_the_models_size_then_its_speed(monkeypatch):
+    """Before a model's first corpus its time is its size times CORPUS_S_PER_PARAM_WORD: an
+    opus-mt-sized model (75 M parameters) on the 37 trial pairs (1,382 words) is over
+    CORPUS_ASK_S, as the 11.5 s measured; the shipped models' (under 8 M) are not."""
+    from types import SimpleNamespace
+
+    import torch
+
+    import ui.alignment_tabs as tabs
+    monkeypatch.setattr(tabs, "corpus_runs", lambda: {"done": {}, "rate": {}})
+    pairs = [(("w",) * 20, ("m",) * 17)] * 37 + [None]                # 1,369 words; a line that could not be read
+    model = lambda n: SimpleNamespace(model=SimpleNamespace(parameters=lambda: [torch.zeros(n)]))  # noqa: E731
+    opus, _ = tabs.corpus_estimate("opus", model(75_000_000), pairs)
+    shipped, basis = tabs.corpus_estimate("shipped", model(7_600_000), pairs)
+    assert 8 < opus < 15 and shipped < tabs.CORPUS_ASK_S < opus and "7.6 M parameters" in basis
+    runs = {"done": {}, "rate": {"opus": 0.01}}
+    monkeypatch.setattr(tabs, "corpus_runs", lambda: runs)
+    assert tabs.corpus_estimate("opus", model(75_000_000), pairs) == (pytest.approx(13.69),
+                                                                        "from its speed on an earlier corpus here")
+    assert tabs.about(0.4) == "under 1 s" and tabs.about(11.5) == "about 12 s" and tabs.about(300) == "about 5 min"
+
+
+def test_the_operators_hub_models_load_after_the_warm_up_and_a_page_waits_for_that_load(offered, monkeypatch):
+    """Issue #54: a hub model's first use cost 17.4 s on Translate, most of it the load. The warm-up
+    loads the operator's hub models after the shipped ones, in the list's order, each with a first
+    decoding; a page that asks for one meanwhile waits for that same load (one load per model,
+    counted here), saying so, and draws its heatmap. The load is held until the page has asked."""
+    import threading
+
+    from ui import models, warm
+    marian, m2m100 = str(offered["marian"]), str(offered["m2m100"])
+    earlier = warm._warm_thread              # an earlier test's app started the process's warm-up: its end first
+    if isinstance(earlier, threading.Thread) and earlier is not threading.current_thread():
+        earlier.join(600)
+    monkeypatch.setattr(warm, "_warm_thread", None)                 # as in a fresh server process
+    for event in ("_default_warm", "_plotly_imported", "_altair_ready"):
+        monkeypatch.setattr(warm, event, threading.Event())
+    monkeypatch.setattr(models, "_preloads", {})
+    models.load_path.clear()
+    loads, hub_loading, page_asked = [], threading.Event(), threading.Event()
+    real_load, real_preloading = models.load_translator, models.preloading
+
+    def load(path, *a, **k):
+        loads.append(str(path))
+        if str(path) == marian:                 # held until the page has asked for it
+            hub_loading.set()
+            assert page_asked.wait(120)
+        return real_load(path, *a, **k)
+
+    def preloading(path):
+        busy = real_preloading(path)
+        if path == marian and busy:
+            page_asked.set()
+        return busy
+
+    import s2s.decode
+    decoded, real_greedy = [], s2s.decode.greedy
+    monkeypatch.setattr(s2s.decode, "greedy", lambda tr, *a, **k: decoded.append(tr) or real_greedy(tr, *a, **k))
+    monkeypatch.setattr(models, "load_translator", load)
+    monkeypatch.setattr(models, "preloading", preloading)
+    thread = warm.warm_up()
+    assert hub_loading.wait(180), loads
+    shipped = [p for p in loads if p not in (marian, m2m100)]
+    assert loads[-1] == marian and len(shipped) == 5 and m2m100 not in loads      # the shipped models first
+    assert models.preloading(marian) and warm._altair_ready.is_set()
+    pages = []
+    page = threading.Thread(target=lambda: pages.append(translate_page(timeout=180, model=marian, text=TEXT,
+                                                                        maxlen="12")))
+    page.start()
+    page.join(240)
+    thread.join(240)
+    assert not page.is_alive() and not thread.is_alive()
+    (at,) = pages
+    assert not at.exception, at.exception
+    assert _widget(at, "model").value == marian and chart(at, "heatmap") is not None
+    assert loads.count(marian) == 1 and loads.count(m2m100) == 1 and loads[-1] == m2m100    # one load each
+    assert not models.preloading(marian) and any(tr is models.load_path(marian) for tr in decoded)   # its first decode
+
+
+def test_a_server_whose_operator_lists_no_hub_model_loads_none(monkeypatch, hub_models):
+    """Only the operator's list is loaded early: nothing without S2S_HUB_MODELS, never a model a
+    session named (S2S_ALLOW_ANY_MODEL), never an entry the registry refuses (nothing is downloaded
+    to find out: the rows are read from configs)."""
+    from ui import models
+    monkeypatch.delenv("S2S_HUB_MODELS", raising=False)
+    monkeypatch.setenv("S2S_ALLOW_ANY_MODEL", "1")
+    assert models.listed_hub_models() == []
+    monkeypatch.setenv("S2S_HUB_MODELS", f"hf:not a name,{hub_models['t5']}")
+    assert models.listed_hub_models() == [str(hub_models["t5"])]

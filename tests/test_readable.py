@@ -229,3 +229,64 @@ def test_a_projector_table_shows_numbers_in_the_format_asked_for():
     shown = pa.ipc.open_stream(at.table[0].proto.arrow_data.styler.display_values).read_all().to_pandas()
     assert list(shown["score"]) == ["-2.650", "-2.058"]
     assert list(shown["log p"]) == ["-0.916", "-3.5"] and list(shown["rank"]) == ["1", "2"]
+
+
+@pytest.mark.parametrize("projector,width", [(False, 410), (True, 560), (False, 205), (True, 280)])
+def test_a_value_on_a_bar_is_written_whole(projector, width):
+    """Issue #54: "0.093" on a short bar lost its first digit: plotly wrote it inside a bar too
+    short for it (at the smallest size, uniformtext "show") and the plot's edge cut it. A value
+    goes inside a bar long enough for it, else past the bar's end (the value axis reaching past
+    that text) when it takes at most half the axis, else where plotly puts it; nothing clipped at
+    the axis. Widths: the page's half and quarter columns (the step bars, forced decoding's log p)."""
+    px = F.label_px(projector)
+    cases = [F.token_bars(list("abcdef"), [0.093, 0.008, 0.001, 0.0, 0.024, 0.874], "α", value_range=(0, 1)),
+             F.token_bars(list("abc"), [0.97, 0.96, 0.02], "p", value_range=(0, 1)),
+             F.token_bars(list("abc"), [-5.2, -0.3, -1.1], "log p", texts=["-5.20 #3", "-0.30 #1", "-1.10 #2"])]
+    for fig in cases:
+        F.for_screen(fig, projector, width)
+        bars, axis = fig.data[0], fig.layout.xaxis
+        assert bars.cliponaxis is False
+        length = width - 20 - 70 - max(0.0, 0.62 * px - 10)      # as for_screen reckons the plot area: margins, a
+        # colour bar or legend beside it (none here: a conservative 70 px), the one-letter row labels
+        lo, hi = axis.range if axis.range is not None else (min(0, *bars.x), max(0, *bars.x))
+        unit = length / (hi - lo)
+        for v, t, where in zip(bars.x, bars.text, bars.textposition):
+            need = 0.62 * px * len(t) + 6
+            if where == "inside":      # long enough for its text
+                assert abs(v) * unit >= need, (t, v)
+            elif where == "outside":   # past the bar's end, within the axis
+                end = (v - lo) * unit + need if v >= 0 else (hi - v) * unit + need
+                assert end <= length + 1e-6, (t, v, end, length)
+            else:                      # neither sure: plotly's own choice, from the text as drawn
+                assert where == "auto" and need > length / 2, (t, v)
+    first = cases[0].data[0]
+    assert first.textposition[0] == "outside" and first.textposition[-1] == "inside"   # 0.093 past its bar
+
+
+@pytest.mark.parametrize("projector", [False, True])
+def test_the_find_cells_legend_is_below_the_toolbars_row(projector):
+    """Issue #54: the chart's toolbar (TOOLBAR_PX tall, top right, on hover) covered the legend's
+    last entry on Find cells. The legend starts below that row, in the figure's top margin."""
+    fig = F.for_screen(F.cell_traces_figure("ab{c}", {f"layer 0 cell {i} (r=+0.8{i})": [0.1] * 5 for i in range(3)},
+                                            feature=[0, 1, 1, 0, 0], feature_name="brace depth"), projector, 1120)
+    legend, height = fig.layout.legend, fig.layout.height
+    assert legend.yref == "container" and legend.yanchor == "top" and legend.orientation == "h"
+    assert (1 - legend.y) * height >= F.TOOLBAR_PX - 1e-6                # its top below the toolbar's row
+    assert fig.layout.margin.t >= F.TOOLBAR_PX + 1.3 * legend.font.size     # and a row of entries above the plot
+
+
+def test_the_projectors_heads_grid_is_unlabelled_and_keeps_its_height():
+    """Issue #54: with the Projector on, every row of three layers labelled at 18 px ran the Heads
+    grid to 953 px, past the first screen; unlabelled (labels=False), it keeps the height the page
+    gives it, and no axis draws some of its labels (the enlarged head beside it names them)."""
+    rng = np.random.default_rng(4)
+    ys = ["Elle", "a", "un", "grand", "chien", "noir.", "</s>"]
+    xs = ["She", "has", "a", "big", "black", "dog.", "</s>"]
+    grid = F.for_screen(F.heads_grid(rng.dirichlet(np.ones(7), size=(3, 4, 7)), xs, ys, width=760, height=480,
+                                     labels=False), True, 672)
+    assert grid.layout.height == 480
+    axes = [k for k in grid.layout.to_plotly_json() if k.startswith(("xaxis", "yaxis"))]
+    assert len(axes) == 24 and all(grid.layout[k].showticklabels is False for k in axes)
+    labelled = F.for_screen(F.heads_grid(rng.dirichlet(np.ones(7), size=(3, 4, 7)), xs, ys, width=760, height=480),
+                            True, 672)
+    assert labelled.layout.height > 720                                   # what the Projector drew before

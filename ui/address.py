@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Callable
+from typing import Callable, Iterable
 
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager  # internal: see run_through_app
@@ -266,3 +266,32 @@ def restore_kept() -> None:
     for key in state.get("_kept_across_pages", ()):
         if key in state:
             state[key] = state[key]
+
+
+# ------------------------------------------------------------------ choices that depend on the model
+def check_choice(key: str, options: Iterable, default, resend: bool = False) -> None:
+    """Make `key`'s value one of `options`, before anything reads it or draws its widget: a value
+    that is not one of them (by its type too: the label "3" is not the layer 3) becomes `default`;
+    no options at all (this model has no such choice: a recurrent model's layer) drop it; an
+    absent one stays absent, for its widget's own default.
+
+    Why the type: a select box's or radio's value travels between browser and server as its
+    label. When the model changes, a value can stay while its label changes ("3 (last)" of
+    three layers is "3" of six). Streamlit then keeps the value without telling the browser,
+    which sends the old label back with the next click, and Streamlit, finding no option of
+    that label, hands the page the label itself, a str. `resend` (on the run that changes the
+    model, for a widget whose labels depend on it) writes a valid value back as well, which
+    makes Streamlit send the browser this run's label of it. None is not written back: it
+    reaches the browser as no value, which shows the widget's placeholder."""
+    state = st.session_state
+    options = list(options)
+    if not options:
+        state.pop(key, None)
+        return
+    if key not in state:
+        return
+    value = state[key]
+    if not any(value is o or (type(value) is type(o) and value == o) for o in options):
+        state[key] = default
+    elif resend and value is not None:
+        state[key] = value

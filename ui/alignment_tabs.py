@@ -32,9 +32,11 @@ from s2s.alignment import (
     head_scores,
     links,
     method_summary,
+    pairs_that_fit,
     read_gold,
     score,
     shifted,
+    skipped_note,
     word_attention,
 )
 from s2s.alignment.corpus import (
@@ -97,18 +99,22 @@ METHOD_HELP = {"weights": "the cross-attention α_ij (the heatmap's), the mean o
                "alti": "each source piece's share of the output through attention, the residual and the layer norms, "
                        "rolled out through the encoder and the decoder (Ferrando et al. 2022).",
                "rollout": "the head-mean weights with the residual as ½ I, multiplied through the encoder and the "
-                          "decoder (Abnar & Zuidema 2020).",
+                          "decoder (Abnar & Zuidema 2020). Its share from the source is 1 − 0.5^l after decoder "
+                          "layer l for every word of every sentence, by the method's construction (each cross block "
+                          "keeps half of the residual), not a measurement: no bars.",
                "value-zeroing": "how far the layer's output turns (1 − cos) when source piece j's value is set to "
-                                "zero in that layer (Mohebbi et al. 2023).",
+                                "zero in that layer (Mohebbi et al. 2023); under 1e-5 counts as 0 (float noise, "
+                                "inseq's floor).",
                "grad-x-input": "∂ log p(y_j)/∂x_i · x_i, one batched backward pass.",
                "ig": "gradient × input along the path from zero embeddings (Sundararajan et al. 2017, captum).",
                "loo": "the fall in log p(y_j) when piece i becomes <unk>."}
-# attribution_estimate's calibration: an on-demand run's seconds per (one-pass trace second x output
-# piece) for integrated gradients, per (trace second x source piece) for leave-one-out, by kind of
-# model (measured on the 2-core machine, 2026-11-26: "She has a big black dog." for the shipped
-# models, the opus-mt-shaped Marian for a hub model; docs/speed.md)
-IG_PASSES = {"recurrent": 4.0, "transformer": 34.0, "hub": 5.0}
-LOO_PASSES = {"recurrent": 0.1, "transformer": 0.25, "hub": 0.25}
+# attribution_estimate's calibration: an on-demand run's seconds per unit of attribution_work (one-pass
+# trace second x output piece for integrated gradients, x source piece + 1 for leave-one-out), by kind
+# of model: the medians of `python tools/calibrate_attributions.py --sentences 4` (en-fr-additive,
+# en-fr-transformer, the opus-mt-shaped Marian; four sentences each, one thread), 2-core machine,
+# 2026-11-28, with other work beside it (docs/speed.md)
+IG_PASSES = {"recurrent": 3.0, "transformer": 18.0, "hub": 4.6}
+LOO_PASSES = {"recurrent": 0.78, "transformer": 0.73, "hub": 0.57}
 CORPUS_SOURCES = {"example": "Example: the 37 Hansards trial pairs and their gold", "upload": "Upload a file",
                   "paste": "Paste a few pairs"}
 # a link scrolls the tab bar just below the header (~64-104 px at 1280 x 720): the gold figure, the
@@ -142,14 +148,19 @@ def word_attention_cached(path: str, english: tuple, french: tuple, shift: bool 
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def head_aer_cached(path: str, folder: str, split: str, rule: str) -> dict:
-    """AER of every layer x head of a Transformer on a gold set, with `rule` (s2s.alignment.head_scores)."""
+    """AER of every layer x head of a Transformer on a gold set, with `rule` (s2s.alignment.head_scores);
+    the pairs longer than the model's positions left out, said in `note`."""
     tr = ui.models.load_path(path)
-    pairs = gold_pairs(folder, split)
+    every = gold_pairs(folder, split)
+    pairs, skipped = pairs_that_fit(tr, every)
+    note = skipped_note(tr, skipped, len(every)) + "." if skipped else ""
+    if not pairs:
+        raise InputError(note)
     heads = [word_attention(tr, g.english, g.french, heads=True, shift=shifted(rule)) for g in pairs]
     table = head_scores(heads, pairs, rule)
     mean = score([links(head_or_mean(w), rule) for w in heads], pairs)
     return {"aer": [[s.aer for s in row] for row in table], "best": best_head(table), "mean_aer": mean.aer,
-            "pairs": len(pairs)}
+            "pairs": len(pairs), "note": note}
 
 
 @st.cache_data(max_entries=64, show_spinner="Reading the model's contributions…")
@@ -192,9 +203,10 @@ STORED = 64
 
 def attribution(path: str, text: str, reference: str | None, method: str, on_progress=None) -> dict:
     """One gradient attribution of the forced output contributions_cached explains, as the
-    map shows it (|a_ij| over its row's sum), and its seconds; `on_progress(share done)` is
-    called as it goes. Not st.cache_data: a progress bar drawn from inside a cached function
-    cannot be replayed, so the results are kept in attribution_store instead."""
+    map shows it (|a_ij| over its row's sum), and its seconds; `on_progress(share done, stage)`
+    is called as it goes (s2s.attributions: what the run is doing, from its start). Not
+    st.cache_data: a progress bar drawn from inside a cached function cannot be replayed, so the
+    results are kept in attribution_store instead."""
     from s2s import attributions as attr
     store = attribution_store()
     key = (path, text, reference, method)
@@ -217,15 +229,59 @@ def attribution(path: str, text: str, reference: str | None, method: str, on_pro
     return store[key]
 
 
-def attribution_estimate(c, method: str, kind: str) -> float:
-    """Seconds an on-demand attribution should take here, from the one-pass trace of the same
-    sentence by the same model (its size and this server's speed in one number): integrated
-    gradients costs about IG_PASSES[kind] traces per output piece, leave-one-out LOO_PASSES[kind]
-    per source piece."""
+def attribution_work(c, method: str) -> float:
+    """What an on-demand attribution's time grows with, in trace seconds x pieces: the sentence's
+    one-pass trace by the same model (its size and this server's speed in one number, from
+    `c`, the page's contributions) times its output pieces for integrated gradients (a backward
+    pass per output piece and point on the path), times its source pieces + 1 for leave-one-out
+    (one forced pass of the sentence and of each variant without one piece)."""
     trace_s = c.seconds.get("trace", 0.1)
     if method == "integrated_gradients":
-        return IG_PASSES[kind] * trace_s * len(c.target_tokens)
-    return LOO_PASSES[kind] * trace_s * (len(c.source_tokens) + 1)
+        return trace_s * len(c.target_tokens)
+    return trace_s * (len(c.source_tokens) + 1)
+
+
+def attribution_estimate(c, method: str, kind: str) -> float:
+    """Seconds an on-demand attribution should take here: attribution_work times the factor
+    measured for this kind of model ("recurrent", "transformer" or "hub"), IG_PASSES[kind] for
+    integrated gradients, LOO_PASSES[kind] for leave-one-out."""
+    return (IG_PASSES if method == "integrated_gradients" else LOO_PASSES)[kind] * attribution_work(c, method)
+
+
+PACE_FROM = 0.25     # the progress bar's time left: from the run's own pace too, once this share is done
+
+
+def progress_text(label: str, done: float, stage: str, spent: float, estimate: float) -> str:
+    """The progress bar's line: the method, what it is doing (s2s.attributions' stage text), the
+    share done and the time left: the estimate's remainder, or the run's own pace once PACE_FROM
+    of it is done, whichever is longer (the shares are typical, not this run's: a trained
+    Transformer's integrated gradients spend most of their time refining after the first round,
+    which the share gives 90%); at least 1 s."""
+    left = estimate - spent
+    if done >= PACE_FROM:
+        left = max(left, spent / done * (1 - done))
+    return f"{label}: {stage} · {done:.0%}, about {max(1, round(left))} s left"
+
+
+def explanation_taus(c, offered, loo: np.ndarray, ran: dict[str, np.ndarray]) -> dict[str, float]:
+    """Is it an explanation: the median Kendall τ per output piece between each method's map and
+    leave-one-out's `loo` (|a_ij|, rows normalised), by label, in the order of `offered` (the
+    method list's names): every one-pass method `c` holds (its last layer) and every gradient
+    attribution in `ran` ({method: map}, those run so far); leave-one-out not against itself."""
+    taus = {}
+    for m in offered:
+        method = ALIGN_METHODS[m]
+        shown = c.matrix(method) if method in c.layers else ran.get(method) if method != "leave_one_out" else None
+        if shown is not None:
+            taus[METHOD_LABELS[m]] = float(pd.Series(agreement(shown, loo)[0]).median())
+    return taus
+
+
+def tau_caption(taus: dict[str, float]) -> str:
+    """The line under the map that gives explanation_taus."""
+    return ("Is it an explanation? Median Kendall τ per output piece between each method's row (the last layer) "
+            "and leave-one-out's |a_ij| on this sentence: " + ", ".join(f"{k} {v:+.2f}" for k, v in taus.items())
+            + ".")
 
 
 @st.cache_data(max_entries=64, show_spinner="Replacing the attention…")
@@ -269,9 +325,12 @@ def heads_of_model(name: str, path: str, source: str, english, french, rule: str
         st.caption(f"AER of each layer × head's cross-attention read as links ({rule}) over the {h['pairs']} "
                    f"{source} pairs; lower is better. Outlined: the best, layer {l + 1} · head {k + 1} "
                    f"(AER {h['aer'][l][k]:.3f}); the last layer's head mean, the matrix the other views show: "
-                   f"{h['mean_aer']:.3f}.")
+                   f"{h['mean_aer']:.3f}." + (f" {h['note']}" if h["note"] else ""))
     with c2:
-        w = word_attention_heads_cached(path, tuple(english), tuple(french), shifted(rule))[l, k]
+        try:
+            w = word_attention_heads_cached(path, tuple(english), tuple(french), shifted(rule))[l, k]
+        except InputError:      # this pair is longer than the model's positions: said above, by the pair's view
+            return
         predicted = links(w, rule)
         ui.show.plotly_chart(gold_alignment_figure(english, french, w, set(gold.sure), set(gold.possible), predicted,
                                               words="gold words"), width="stretch", key="best_head_figure",
@@ -288,7 +347,56 @@ def word_attention_heads_cached(path: str, english: tuple, french: tuple, shift:
 
 @st.cache_data(max_entries=8, show_spinner=False)
 def corpus_weights_cached(path: str, pairs: tuple, shift: bool, heads: bool) -> list:
-    return corpus_weights(ui.models.load_path(path), pairs, shift, heads)
+    """corpus_weights, its run recorded: the key in corpus_runs, the model's seconds a word in
+    its rate."""
+    t0 = time.perf_counter()
+    out = corpus_weights(ui.models.load_path(path), pairs, shift, heads)
+    runs = corpus_runs()
+    runs["done"][(path, pairs, shift, heads)] = True
+    while len(runs["done"]) > 8:                   # as many as the cache keeps
+        runs["done"].pop(next(iter(runs["done"])))
+    runs["rate"][path] = (time.perf_counter() - t0) / max(1, corpus_words(pairs))
+    return out
+
+
+@st.cache_resource
+def corpus_runs() -> dict:
+    """What Your corpus has run, shared by every session: "done", the corpus_weights_cached keys
+    run (a reader who asked for a corpus, or another reader of it, is not asked again); "rate",
+    each model's measured seconds per word on this server."""
+    return {"done": {}, "rate": {}}
+
+
+# Your corpus runs at once when it should take at most CORPUS_ASK_S; past that, or for a Hugging
+# Face model, it waits for a button that says how long. Before a model's first corpus the time
+# is estimated from its size: CORPUS_S_PER_PARAM_WORD seconds per parameter per word (English +
+# French), from an opus-mt-sized Marian (75 M parameters) on the 37 trial pairs (1,382 words):
+# 11.5 s on the 2-core machine (issue #54; 7.6 s measured here, 2026-11-28, one thread beside
+# other work). The shipped models: 0.25-0.45 s measured, 0.6-1.2 s estimated.
+CORPUS_ASK_S = 2.0
+CORPUS_S_PER_PARAM_WORD = 1.1e-10
+
+
+def corpus_words(pairs) -> int:
+    """Words of both sides of every pair (a line that could not be read has none)."""
+    return sum(len(p[0]) + len(p[1]) for p in pairs if p)
+
+
+def corpus_estimate(path: str, tr, pairs) -> tuple[float, str]:
+    """Seconds Your corpus should take to force `pairs` through the model, and what the figure
+    comes from: the model's rate measured on an earlier corpus, else its size."""
+    words = corpus_words(pairs)
+    rate = corpus_runs()["rate"].get(path)
+    if rate is not None:
+        return rate * words, "from its speed on an earlier corpus here"
+    params = sum(t.numel() for t in tr.model.parameters())
+    return CORPUS_S_PER_PARAM_WORD * params * words, f"from its size, {params / 1e6:,.1f} M parameters"
+
+
+def about(seconds: float) -> str:
+    """A duration as a button says it: "about 12 s", "about 3 min", "under 1 s"."""
+    return ("under 1 s" if seconds < 1 else f"about {seconds:.0f} s" if seconds < 90
+            else f"about {seconds / 60:.0f} min")
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
@@ -407,9 +515,11 @@ def pasted_corpus() -> tuple[list, None, str] | None:
     return pairs, None, "pasted-pairs"
 
 
-def corpus_view(name: str, path: str, transformer: bool) -> None:
+def corpus_view(name: str, path: str, transformer: bool, tr=None, hub: bool = False) -> None:
     """Your corpus: links for every pair of a file, a download, a sentence browser and, with
-    gold links, AER (also per layer x head for a Transformer)."""
+    gold links, AER (also per layer x head for a Transformer). A corpus that should take over
+    CORPUS_ASK_S, or any for a Hugging Face model (`hub`), waits for a button that says how
+    long (corpus_estimate, from `tr`); one run before, by any reader, is not asked again."""
     S = st.session_state
     left, right = st.columns([1, 3])
     with left:
@@ -431,7 +541,16 @@ def corpus_view(name: str, path: str, transformer: bool) -> None:
         return
     pairs, gold, stem = got
     with right:
-        with st.spinner(f"Forcing {len(pairs)} pairs through {name}…"):
+        seconds = None
+        if tr is not None and (path, tuple(pairs), shifted(rule), transformer) not in corpus_runs()["done"]:
+            seconds, basis = corpus_estimate(path, tr, pairs)
+            if hub or seconds > CORPUS_ASK_S:        # issue #54: 37 pairs took 11.5 s on opening the tab
+                st.info(f"Aligning these {len(pairs)} pairs forces each through {name}: {about(seconds)} on this "
+                        f"server ({basis}).")
+                if not st.button(f"Align {len(pairs)} pairs ({about(seconds)})", key="corpus_run", type="primary"):
+                    return
+        with st.spinner(f"Forcing {len(pairs)} pairs through {name}…"
+                        + (f" ({about(seconds)})" if seconds is not None and seconds >= 1 else "")):
             weights = corpus_weights_cached(path, tuple(pairs), shifted(rule), transformer)
         head = None
         if transformer:
@@ -494,7 +613,8 @@ def corpus_view(name: str, path: str, transformer: bool) -> None:
     # the scores first: the sentences are long, and at 1280 px they pushed the scores off-screen
     table = pd.DataFrame(rows)
     table = table[[c for c in ("pair", "links", "AER", "precision", "recall") if c in table] + ["English", "French"]]
-    ui.show.table(table, width="stretch", height=250, formats={k: "%.3f" for k in ("AER", "precision", "recall")})
+    ui.show.table(table, width="stretch", height=ui.show.grid_height(len(table), 250),
+                  formats={k: "%.3f" for k in ("AER", "precision", "recall")})
     if transformer and gold is not None:
         st.subheader("Every layer × head as an aligner, on this corpus")
         with st.spinner("Scoring every layer × head…"):
@@ -677,14 +797,13 @@ def attention_vs_attribution(tr, info, path: str) -> None:
                         clicked = st.button(f"Run {METHOD_LABELS[method_name]}", key="explain_run", type="primary")
                     if clicked:
                         ask.empty()
-                        bar = st.progress(0.0, text=f"{METHOD_LABELS[method_name]}: starting…")
+                        label = METHOD_LABELS[method_name]
+                        bar = st.progress(0.0, text=progress_text(label, 0.0, "getting ready", 0.0, estimate))
                         t0 = time.perf_counter()
 
-                        def progress(done: float) -> None:
-                            spent = time.perf_counter() - t0
-                            left_s = spent / done * (1 - done) if done > 0 else estimate
-                            bar.progress(min(done, 1.0), text=f"{METHOD_LABELS[method_name]}: {done:.0%}, "
-                                                              f"about {left_s:.0f} s left")
+                        def progress(done: float, stage: str) -> None:     # what the run does, from its start
+                            bar.progress(min(done, 1.0),
+                                         text=progress_text(label, done, stage, time.perf_counter() - t0, estimate))
                         a = attribution(path, text, ref, method, on_progress=progress)
                         bar.empty()
                         matrix, seconds = a["matrix"], a["seconds"]
@@ -696,6 +815,8 @@ def attention_vs_attribution(tr, info, path: str) -> None:
             xs, ys, shown = merge_to_words(c.source_tokens, c.target_tokens, matrix)
             if share is not None:
                 share = [float(np.mean([share[k] for k in idx])) for _, idx in word_spans(c.target_tokens)]
+            # a row of zeros is no distribution: no source piece had a measurable effect there
+            unmoved = [y for y, row in zip(ys, np.asarray(shown)) if not np.asarray(row).sum() > 0]
             px = label_px(ui.show.projector())
             longest = max((len(t) for t in xs), default=1)
             fig = contribution_map(xs, ys, shown, METHOD_LABELS[method_name], share,
@@ -709,7 +830,9 @@ def attention_vs_attribution(tr, info, path: str) -> None:
                            f"({len(c.target_tokens)} steps, words merged from their pieces); "
                            f"this map took {1000 * (seconds or 0):,.0f} ms."
                            + (" Bars: each output word's share that came from the source; the rest came from "
-                              "the French written before it." if share is not None else ""))
+                              "the French written before it." if share is not None else "")
+                           + (f" No measurable effect at this layer for {', '.join(map(repr, unmoved))}: "
+                              "those rows are blank." if unmoved else ""))
             # in the right column, beside the method list: on a link's first 1280 x 720 screen
             with right, st.container(key="point_attribution"):
                 ui.show.plotly_chart(fig, share=0.75, width="stretch", key="contribution_map",
@@ -721,13 +844,11 @@ def attention_vs_attribution(tr, info, path: str) -> None:
                    if not info.is_hub or (path, text, ref, "leave_one_out") in attribution_store()
                    else None)
             if loo is not None:
-                taus = {METHOD_LABELS[m]: pd.Series(agreement(c.matrix(ALIGN_METHODS[m]), loo["matrix"])[0]).median()
-                        for m in offered if ALIGN_METHODS[m] in c.layers}
-                gxi = attribution(path, text, ref, "grad_x_input")
-                taus[METHOD_LABELS["grad-x-input"]] = pd.Series(agreement(gxi["matrix"], loo["matrix"])[0]).median()
-                right.caption("Is it an explanation? Median Kendall τ per output piece between each method's row "
-                           "(the last layer) and leave-one-out's |a_ij| on this sentence: "
-                           + ", ".join(f"{k} {v:+.2f}" for k, v in taus.items()) + ".")
+                # every gradient attribution that has run on this sentence: grad × input (one pass, run
+                # here), integrated gradients once asked for (issue #54: it was left out after its run)
+                ran = {m: attribution(path, text, ref, m)["matrix"] for m in ("grad_x_input", "integrated_gradients")
+                       if m == "grad_x_input" or (path, text, ref, m) in attribution_store()}
+                right.caption(tau_caption(explanation_taus(c, offered, loo["matrix"], ran)))
     if e is not None:         # no heading over nothing when the model or the text cannot be explained
         st.subheader("Counterfactual attention at one step")
         c = st.columns([2, 2, 1])
@@ -786,4 +907,4 @@ def attention_vs_attribution(tr, info, path: str) -> None:
 # ------------------------------------------------------------------ your corpus
 def your_corpus(tr, info, path: str) -> None:
     """Your corpus: links for a file or pasted pairs, scored against gold links if given."""
-    corpus_view(info.name, path, info.arch == "transformer")
+    corpus_view(info.name, path, info.arch == "transformer", tr, info.is_hub)

@@ -8,8 +8,10 @@ imports no torch: the Start page lists the models while the warm-up (ui/warm.py)
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -88,8 +90,11 @@ def model_path(name: str) -> str:
 
 
 # ------------------------------------------------------------------ loading
-@st.cache_resource(show_spinner="Loading the model…", max_entries=16)
+@st.cache_resource(show_spinner=False, max_entries=16)      # get_model shows the spinner, naming the model
 def load_path(path: str) -> Translator:
+    """One model, loaded once per server process. Two threads asking for the same path at once
+    (a page, and the warm-up's load of the operator's hub models) share one load: the second
+    waits for the first's (st.cache_resource computes a key under its own lock)."""
     return load_translator(path)
 
 
@@ -104,12 +109,62 @@ def load_model(name: str) -> Translator:
 
 
 def get_model(name: str) -> Translator | None:
-    """The cached model, or an error box naming the checkpoint (the others keep working)."""
+    """The cached model, or an error box naming the checkpoint (the others keep working). While
+    it loads (a model not loaded yet, or an operator's hub model the server is still loading in
+    the background: this waits for that load, not a second one) a spinner names it."""
+    path = model_path(name)
+    early = " (the server began loading it when it started)" if preloading(path) else ""
     try:
-        return load_model(name)
+        with st.spinner(f"Loading {display_name(name)}…{early}"):        # shown after 0.5 s: a load, not a hit
+            return load_path(path)
     except CheckpointError as e:
         st.error(f"This model cannot be loaded: {e}. The other models still work: choose one under the model list.")
         return None
+
+
+# ------------------------------------------------------------------ the operator's hub models, loaded early
+# A hub model's first use cost 17.4 s on Translate (opus-mt-en-fr's shape, 2 cores; its decode 3.8 s),
+# most of it the load. The operator listed it, so the warm-up (ui/warm.py) loads it after the shipped
+# models: listed_hub_models() in order, each by preload(); a page that asks for one meanwhile waits for
+# that load (get_model, load_path), saying so.
+_preload_lock = threading.Lock()
+_preloads: dict[str, threading.Event] = {}      # path -> set once the server's own load of it has ended
+
+
+def listed_hub_models() -> list[str]:
+    """The hub models the server loads before anyone asks: the operator's list (S2S_HUB_MODELS), in
+    its order, less those whose registry row has an error (a malformed name, a model that does not
+    translate: read from configs, nothing downloaded). Never a model a session named in the "any
+    model" box (S2S_ALLOW_ANY_MODEL): that one loads when chosen. Empty when the list is."""
+    specs = offered_models()
+    return [i.name for i in _hub_rows(tuple(specs)) if i.error is None] if specs else []
+
+
+def preload(path: str, then=None) -> bool:
+    """Load the model at `path` in the calling thread (the warm-up's), then call `then(model)` (its
+    first decoding), unless the server has begun loading it already; False if it did not load here
+    (the page that asks for it then loads it itself, and shows why it cannot). Meanwhile
+    preloading(path) is true and a page asking for it waits for this load."""
+    with _preload_lock:
+        if path in _preloads:
+            return False
+        done = _preloads[path] = threading.Event()
+    try:
+        tr = load_path(path)
+        if then is not None:
+            then(tr)
+        return True
+    except Exception as e:     # in the background: the page that asks for it says why, on its own load
+        logging.getLogger(__name__).warning("the server could not load %s in advance: %s", display_name(path), e)
+        return False
+    finally:
+        done.set()
+
+
+def preloading(path: str) -> bool:
+    """Whether the server's background load of `path` (preload) is under way now."""
+    done = _preloads.get(path)
+    return done is not None and not done.is_set()
 
 
 @st.cache_data(show_spinner=False)

@@ -119,6 +119,16 @@ def table(df, where=None, formats: dict[str, str] | None = None, **dataframe_kwa
     return (where or st).dataframe(df, hide_index=True, **dataframe_kwargs)
 
 
+GRID_ROW_PX = 35       # a data grid's row, and its header row, in px (Streamlit's st.dataframe)
+
+
+def grid_height(rows: int, most: int) -> int:
+    """The height of a data grid of `rows` rows: its rows and header (and its 1 px borders), at
+    most `most` (past it the grid scrolls). A fixed height over the rows drew blank rows under
+    a short table (issue #54: 3 pairs in 250 px)."""
+    return min(most, (rows + 1) * GRID_ROW_PX + 3)
+
+
 def thinned_note(fig, where=None) -> None:
     """One line under a chart whose token labels for_screen thinned (in `where`, a container
     right under a chart drawn into a slot): which axis, how many of its labels are drawn, and

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+import ui.address
 import ui.models
 import ui.show
 from s2s import figures
@@ -104,6 +105,35 @@ def io_line(english: str, french: str, french_label: str = "") -> None:
     with the translation above it out of sight. Both are text, escaped once."""
     with point("io"):
         ui.show.escaped(f"{english}  →  {french_label}{french}", size="1.1rem")
+
+
+# ------------------------------------------------------------------ choices kept from another model
+def check_choices(tr: Translator, name: str) -> None:
+    """Every choice that one model's widgets make and another model's read, made valid for this
+    model before the address or a widget reads it (ui.address.check_choice): a Transformer's
+    layer and head of the heatmap, the Heads tab's kind, layer, head and view, the probe
+    sentence of Attention emerges. A model without them (a recurrent one) drops them. Their
+    ranges come from the config, as the decoding will have them: the address is written
+    before the text is decoded."""
+    S = st.session_state
+    changed = S.get("_choices_model") != name
+    S["_choices_model"] = name
+    m = tr.config["model"]
+    transformer = tr.arch == "transformer"
+    layers, heads = (m["decoder_layers"], m["heads"]) if transformer else (0, 0)
+    if transformer:
+        S.setdefault("tf_layer", layers - 1)       # the last layer's mean first
+    # the Layer box labels the last layer "(last)": the same layer has another label under
+    # another model, which the browser learns only from a value written back (`resend`)
+    ui.address.check_choice("tf_layer", range(layers), layers - 1, resend=changed)
+    ui.address.check_choice("tf_head", [None, *range(heads)], None, resend=changed)
+    ui.address.check_choice("heads_kind", list(HEAD_KINDS) if transformer else [], "cross")
+    kind_layers = m.get("encoder_layers", layers) if S.get("heads_kind") == "encoder" else layers
+    ui.address.check_choice("heads_layer", range(kind_layers), kind_layers - 1)
+    ui.address.check_choice("heads_head", range(heads), 0)
+    ui.address.check_choice("heads_view", list(HEADS_VIEWS) if transformer else [], "weights")
+    if trace := tr.metrics.get("trace"):     # a model without one says so in its tab and keeps the choice
+        ui.address.check_choice("probe", range(len(trace["probes"])), 0)
 
 
 # ------------------------------------------------------------------ the tabs
@@ -453,9 +483,12 @@ def heads(tr: Translator, d: Decoding, words: bool, model: str, text: str) -> No
                    f"uniform over the tokens each row may read: {np.log(np.maximum(support, 1)).mean():.2f}")
         big_note = (f"Mean entropy of this head: {mean_entropy(w[layer, head]):.2f} nats "
                     f"(0: each row on one token; {uniform}).")
+    # with the Projector on the small maps go unlabelled (heads_grid's `labels`): every row of three
+    # layers labelled at 18 px ran the grid to 953 px, past the first screen (issue #54)
+    projector = ui.show.projector()
     with grid:
         grid_fig = figures.heads_grid(w, x, y, kind, selected=(layer, head), width=760, height=480,
-                                      value_name="‖α f(x)‖" if norm else "α")
+                                      value_name="‖α f(x)‖" if norm else "α", labels=not projector)
         ui.show.plotly_chart(grid_fig, share=0.6, key="heads_grid", notes=False,
                         on_select=lambda: pick_head(L, H), selection_mode="points",
                         config=ui.show.camera("heads_grid", model, text[:40]))
@@ -465,6 +498,8 @@ def heads(tr: Translator, d: Decoding, words: bool, model: str, text: str) -> No
                       "to enlarge it. Each head has its own projections W_Q, W_K, W_V of size "
                       f"{tr.config['model'].get('head_dim') or tr.config['model']['d_model'] // H}: "
                       "softmax((x W_Q)(x' W_K)ᵀ / √d_k)."
+                      + (" The small maps are unlabelled with the Projector on: the enlarged one names its rows "
+                         "and columns, and hovering names every cell." if projector else "")
                       + (" Decoder self-attention is causal: a step reads only the pieces before it."
                          if kind == "decoder" else ""))
     big_note_box.caption(big_note)
@@ -482,15 +517,12 @@ def pick_head(layers: int, heads: int) -> None:
 
 def attention_emerges(tr: Translator, d: Decoding, words: bool, model: str, text: str) -> None:
     """The attention of a probe sentence at steps of the model's training (its metrics' trace)."""
-    S = st.session_state
     trace = tr.metrics.get("trace")
     if not trace or d.attention is None:
         st.info("This model has no attention trace.")
         return
     probes = trace["probes"]
     points = trace["points"]
-    if S.get("probe", 0) >= len(probes):      # another model's probes: fewer of them
-        S.pop("probe", None)
     i = st.selectbox("Probe sentence", range(len(probes)), format_func=lambda i: probes[i]["source"], key="probe")
     k = st.select_slider("Training step", options=list(range(len(points))), value=len(points) - 1,
                          format_func=lambda k: str(points[k]["step"]),

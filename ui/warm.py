@@ -36,9 +36,10 @@ def warm_up() -> threading.Thread | None:
     """Once per server process, in the background: import torch and what the pages compute
     with, read the registry, load the default model and decode once (the first decode builds
     its weight layouts, ~0.3 s a model here), then the Bottleneck page's first screen, then
-    every other translation model (Compare attention and a model switch use them). The first
-    page a class sees is the start page, which needs none of this; by the time someone presses
-    a link, its page finds it all in the caches (`tools/bench_browser.py`,
+    every other translation model (Compare attention and a model switch use them), then the
+    Hugging Face models the operator lists (ui.models.preload), each with its first decoding.
+    The first page a class sees is the start page, which needs none of this; by the time someone
+    presses a link, its page finds it all in the caches (`tools/bench_browser.py`,
     start_link_first_heatmap and start_link_bottleneck). Returns the thread that started,
     None if one already ran."""
     global _warm_thread
@@ -214,3 +215,9 @@ def _warm_models() -> None:
         if name != models.DEFAULT_MODEL and name not in bottleneck:
             _step_aside()
             warm(name)
+    # Last, the Hugging Face models the operator lists (none without S2S_HUB_MODELS): no Start link
+    # needs one, and each is a long load (most of opus-mt's 17.4 s first use on Translate, 2 cores). A
+    # page that asks for one meanwhile waits for this same load (models.get_model).
+    for spec in models.listed_hub_models():
+        _step_aside()
+        models.preload(spec, then=lambda tr: s2s.decode.greedy(tr, "Hello."))

@@ -65,14 +65,26 @@ from .scores import (
                     head_scores,
                     method_scores,
                     method_summary,
+                    pairs_that_fit,
                     score,
                     scores_json,
+                    skipped_note,
 )
-from .words import WordPieces, pieces_to_words, to_words, word_attention, word_inputs, word_method, word_pieces
+from .words import (
+                    WordPieces,
+                    fitting_inputs,
+                    pieces_to_words,
+                    to_words,
+                    too_long,
+                    word_attention,
+                    word_inputs,
+                    word_method,
+                    word_pieces,
+)
 
 __all__ = ["aer_table", "gold_tokens", "statistical_links", "main", "SPLITS", "GoldError", "GoldPair", "Link",
            "read_gold", "DEFAULT_RULE", "NEIGHBOURS", "RULE_PARAMS", "RULES", "Rule", "SWEEP", "SYMMETRIZATIONS",
            "argmax_links", "grow_diag_links", "links", "ratio_links", "shifted", "symmetrize", "threshold_links",
            "TABLE_RULES", "Scores", "best_head", "best_head_row", "evaluate", "head_scores", "method_scores",
-           "method_summary", "score", "scores_json", "WordPieces", "pieces_to_words", "to_words", "word_attention",
-           "word_inputs", "word_method", "word_pieces"]
+           "method_summary", "pairs_that_fit", "score", "scores_json", "skipped_note", "WordPieces", "fitting_inputs",
+           "pieces_to_words", "to_words", "too_long", "word_attention", "word_inputs", "word_method", "word_pieces"]

@@ -26,8 +26,10 @@ from .scores import (
     last_layer,
     method_scores,
     pair_progress,
+    pairs_that_fit,
     score,
     scores_json,
+    skipped_note,
 )
 from .words import word_attention
 
@@ -102,8 +104,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise InputError(f"{tr.name} has no attention to read (a fixed-vector model)")
         if a.heads and tr.arch != "transformer":
             raise InputError(f"{tr.name} is a recurrent model: it has one attention, not layers x heads")
+        total = len(gold)
+        gold, skipped = pairs_that_fit(tr, gold)
+        if skipped:
+            note = f"{a.split}: {skipped_note(tr, skipped, total)}"
+            if not gold:
+                raise InputError(note)
+            print(note, file=sys.stderr)
         if a.method is not None:
-            return _print_method(a, tr, gold)
+            return _print_method(a, tr, gold, skipped)
         t = time.perf_counter()
         weights = []
         for n, g in enumerate(gold, 1):
@@ -116,12 +125,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if a.heads:
-        return _print_heads(a, tr.name, weights, gold, seconds)
+        return _print_heads(a, tr.name, weights, gold, seconds, skipped)
     for rule in SWEEP if a.sweep else [Rule.of(a.rule)]:
         s = score([links(w, rule) for w in weights], gold)
         r = {"aer": round(s.aer, 4), "precision": round(s.precision, 4), "recall": round(s.recall, 4),
-             "sentences": s.sentences, "rule": rule.name, "params": rule.params, "model": tr.name, "split": a.split,
-             "links": s.links, "sure": s.sure, "seconds": round(seconds, 1)}
+             "sentences": s.sentences, "skipped": skipped, "rule": rule.name, "params": rule.params, "model": tr.name,
+             "split": a.split, "links": s.links, "sure": s.sure, "seconds": round(seconds, 1)}
         if a.json:
             print(json.dumps(r))
         else:
@@ -132,12 +141,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _print_heads(a: argparse.Namespace, name: str, weights: list[np.ndarray], gold: list[GoldPair],
-                 seconds: float) -> int:
+                 seconds: float, skipped: int) -> int:
     """--heads: AER of every layer x head (rows: layers), the best head, and the head mean."""
     table = head_scores(weights, gold, a.rule)
     l, h = best_head(table)
     mean = score([links(head_or_mean(w), a.rule) for w in weights], gold)
-    r = {"model": name, "split": a.split, "rule": a.rule, "sentences": len(gold),
+    r = {"model": name, "split": a.split, "rule": a.rule, "sentences": len(gold), "skipped": skipped,
          "heads_aer": [[round(s.aer, 4) for s in row] for row in table],
          "best_head": {"layer": l + 1, "head": h + 1, "aer": round(table[l][h].aer, 4),
                        "precision": round(table[l][h].precision, 4), "recall": round(table[l][h].recall, 4)},
@@ -153,7 +162,7 @@ def _print_heads(a: argparse.Namespace, name: str, weights: list[np.ndarray], go
     return 0
 
 
-def _print_method(a: argparse.Namespace, tr: Translator, gold: list[GoldPair]) -> int:
+def _print_method(a: argparse.Namespace, tr: Translator, gold: list[GoldPair], skipped: int) -> int:
     """--method: the AER, precision and recall of that method's links, per decoder layer with --layers."""
     method = ALIGN_METHODS[a.method]
     t = time.perf_counter()
@@ -164,7 +173,7 @@ def _print_method(a: argparse.Namespace, tr: Translator, gold: list[GoldPair]) -
     rows = [{"layer": k, **scores_json(s)} for k, s in zip(numbers, scores)]
     best = min(rows, key=lambda r: r["aer"])
     r = {"model": tr.name, "split": a.split, "rule": a.rule, "params": Rule.of(a.rule).params, "method": a.method,
-         "sentences": len(gold), "sure": scores[0].sure, "layers": rows, "best_layer": best,
+         "sentences": len(gold), "skipped": skipped, "sure": scores[0].sure, "layers": rows, "best_layer": best,
          "seconds": round(time.perf_counter() - t, 1)}
     if a.json:
         print(json.dumps(r))

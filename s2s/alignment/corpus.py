@@ -9,8 +9,8 @@ PAIRS.tsv holds `English<TAB>French` a line; the words are each side's whitespac
 to the model as they are (s2s.alignment.word_inputs). LINKS.txt gets one line per input line:
 `i-j` pairs, English word i linked to French word j, both from 0, sorted (the Pharaoh format
 of fast_align, eflomal and GIZA++'s converters). A line that cannot be aligned (no tab, an
-empty side, too long for the model, not UTF-8) gets an empty line, and their count goes to
-stderr; every other line stays where it is.
+empty side, too long for the model or for its positions, not UTF-8) gets an empty line, and their
+count goes to stderr; every other line stays where it is.
 
 The attention is read as s2s.alignment reads it (pieces summed and averaged into words, a
 rule turning weights into links). A Transformer's attention is its last layer's head mean,
@@ -41,8 +41,8 @@ from ..decode import forced_batch_attention
 from ..text import MAX_CORPUS_BYTES, MAX_CORPUS_PAIRS, MAX_DECODE_LEN, MAX_SOURCE_TOKENS, InputError
 from .gold import GoldError, GoldPair, Link, read_gold
 from .rules import links, shifted
-from .scores import Scores, best_head, head_scores, score
-from .words import to_words, word_attention, word_inputs
+from .scores import Scores, best_head, head_scores, pairs_that_fit, score, skipped_note
+from .words import to_words, too_long, word_attention, word_inputs
 
 Pair = tuple[tuple[str, ...], tuple[str, ...]]
 BATCH_SIZE = 32
@@ -154,14 +154,16 @@ def word_weights(tr: Translator, pairs: Sequence[Pair], shift: bool = False, hea
                  ) -> list[np.ndarray | None]:
     """Each pair's attention over its words, forced as one batch: (French words x English
     words), or with `heads` a Transformer's (layers, heads, French, English); None for a pair
-    the model cannot take (too long, a word of nothing but control characters)."""
+    the model cannot take (too long for the limits or for the model's positions, a word of
+    nothing but control characters)."""
     inputs: list = []
     for en, fr in pairs:
         try:
             wp = word_inputs(tr, en, fr)
         except InputError:
             wp = None
-        if wp is not None and (len(wp.source) > MAX_SOURCE_TOKENS + 16 or len(wp.target) > MAX_DECODE_LEN):
+        if wp is not None and (len(wp.source) > MAX_SOURCE_TOKENS + 16 or len(wp.target) > MAX_DECODE_LEN
+                               or too_long(tr, wp) is not None):
             wp = None
         inputs.append(wp)
     ok = [i for i, wp in enumerate(inputs) if wp is not None]
@@ -228,12 +230,18 @@ def align_corpus(tr: Translator, pairs: Sequence[Pair | None], rule: str, head: 
     return out
 
 
-def choose_head(tr: Translator, gold: Sequence[GoldPair], rule: str) -> tuple[tuple[int, int], float]:
-    """The (layer, head), from 0, whose links under `rule` have the lowest AER on `gold`, and that AER."""
+def choose_head(tr: Translator, gold: Sequence[GoldPair], rule: str) -> tuple[tuple[int, int], float, int]:
+    """The (layer, head), from 0, whose links under `rule` have the lowest AER on `gold`, that AER,
+    and how many of the gold's pairs were left out, longer than the model's positions
+    (scores.pairs_that_fit); an InputError where none is left."""
+    total = len(gold)
+    gold, skipped = pairs_that_fit(tr, gold)
+    if not gold:
+        raise InputError(f"--choose-on: {skipped_note(tr, skipped, total)}")
     table = head_scores([word_attention(tr, g.english, g.french, heads=True, shift=shifted(rule)) for g in gold],
                         gold, rule)
     l, h = best_head(table)
-    return (l, h), table[l][h].aer
+    return (l, h), table[l][h].aer, skipped
 
 
 def gold_for(path: str, split: str, pairs: Sequence[Pair | None]) -> list[GoldPair]:
@@ -305,8 +313,9 @@ def align_file(model: str, input: str, output: str | None, *, rule: str, gold: s
                 raise InputError(f"{tr.name} is a recurrent model: it has one attention, not layers x heads")
             L, H = tr.model.cfg.decoder_layers, tr.model.cfg.heads
             if choose_on is not None:
-                picked, aer = choose_head(tr, read_gold(choose_on, choose_split), rule)
-                chosen = {"layer": picked[0] + 1, "head": picked[1] + 1, "aer": round(aer, 4), "on": choose_split}
+                picked, aer, left_out = choose_head(tr, read_gold(choose_on, choose_split), rule)
+                chosen = {"layer": picked[0] + 1, "head": picked[1] + 1, "aer": round(aer, 4), "on": choose_split,
+                          "skipped": left_out}
             else:
                 if layer is None or head is None:
                     raise InputError("give both --layer and --head (from 1), or --choose-on GOLD_DIR")

@@ -86,7 +86,7 @@ RULES = ("argmax", "threshold", "ratio", "grow-diag", "shift")
 # the four recurrent attention models, and per rule the setting with the lowest mean AER over
 # them (the figures: docs/attention.md). shift (Chen et al. 2020): argmax of the attention one
 # step later (to_words), for Transformers.
-RULE_PARAMS = {"argmax": {}, "threshold": {"tau": 0.2}, "ratio": {"fraction": 0.9}, "grow-diag": {"final": False},
+RULE_PARAMS = {"argmax": {}, "threshold": {"tau": 0.25}, "ratio": {"fraction": 0.9}, "grow-diag": {"final": False},
                "shift": {}}
 DEFAULT_RULE = "grow-diag"
 
@@ -94,7 +94,7 @@ DEFAULT_RULE = "grow-diag"
 @dataclass(frozen=True)
 class Rule:
     """A link rule with its parameters: one value where a name and its settings would travel
-    apart. Rule.of("threshold") has tau 0.2 (RULE_PARAMS); Rule.of("threshold", tau=0.3) not."""
+    apart. Rule.of("threshold") has tau 0.25 (RULE_PARAMS); Rule.of("threshold", tau=0.3) not."""
     name: str = DEFAULT_RULE
     params: dict = field(default_factory=dict, hash=False)
 

@@ -9,10 +9,11 @@ import numpy as np
 
 from ..checkpoint import Translator
 from ..contributions import ALIGN_METHODS
+from ..decode import positions
 from ..text import InputError
 from .gold import GoldPair, Link
 from .rules import DEFAULT_RULE, Rule, links, shifted
-from .words import to_words, word_attention, word_inputs
+from .words import fitting_inputs, to_words, too_long, word_attention, word_inputs
 
 # ---------------------------------------------------------------------------------------
 # Scores
@@ -43,6 +44,29 @@ def score(predicted: Sequence[set[Link]], gold: Sequence[GoldPair]) -> Scores:
                   links=a, sure=s, sentences=len(gold))
 
 
+def pairs_that_fit(tr: Translator, gold: Sequence[GoldPair]) -> tuple[list[GoldPair], int]:
+    """The gold pairs `tr` can be forced through whole, and how many it cannot: a pair longer
+    than a hub model's positions (words.too_long) is left out of the scores, counted, as a corpus
+    line too long is (corpus.py). The shipped models have no such limit: every pair, 0."""
+    if not positions(tr):
+        return list(gold), 0
+    kept = []
+    for n, g in enumerate(gold, 1):
+        try:
+            wp = word_inputs(tr, g.english, g.french)
+        except InputError as e:
+            raise InputError(f"pair {n}: {e}") from None
+        if too_long(tr, wp) is None:
+            kept.append(g)
+    return kept, len(gold) - len(kept)
+
+
+def skipped_note(tr: Translator, skipped: int, total: int) -> str:
+    """The one line that says how many pairs pairs_that_fit left out, and why."""
+    return (f"{skipped} of the {total} pairs left out: longer than {tr.name}'s {positions(tr)} positions "
+            "(its position embeddings)")
+
+
 def head_scores(head_weights: Sequence[np.ndarray], gold: Sequence[GoldPair], rule: str | Rule = DEFAULT_RULE
                 ) -> list[list[Scores]]:
     """A Transformer's every layer x head scored as an aligner: `head_weights` holds one
@@ -71,7 +95,7 @@ def method_scores(tr: Translator, gold: Sequence[GoldPair], method: str, rules: 
     mats: dict[bool, list[np.ndarray]] = {shift: [] for shift in shifts}
     for n, g in enumerate(gold, 1):
         try:
-            wp = word_inputs(tr, g.english, g.french)
+            wp = fitting_inputs(tr, g.english, g.french)
             pieces = method_matrices(tr, wp.source, wp.target, method)
         except InputError as e:
             raise InputError(f"pair {n}: {e}") from None

@@ -8,7 +8,8 @@ from typing import Sequence
 import numpy as np
 
 from ..checkpoint import Translator
-from ..decode import forced
+from ..decode import forced, positions
+from ..hub_config import beyond_positions
 from ..text import InputError, clean_text
 from ..tokenizer import Tokenizer
 
@@ -96,6 +97,26 @@ def word_inputs(tr: Translator, english: Sequence[str], french: Sequence[str]) -
                       english_of, french_of, len(around_src) - 1, len(around_tgt) - 1, len(english), len(french))
 
 
+def too_long(tr: Translator, wp: WordPieces) -> str | None:
+    """Why the pair cannot be forced through `tr` whole, in one line, or None where it can: a
+    side longer than a hub model's positions (max_position_embeddings; 128 for some listed
+    Marians, where the Hansards have longer pairs). Translating keeps within them by its length
+    limit; a forced pair's length is the pair's own, so every caller that forces one asks first,
+    and a set of pairs leaves it out with a count (scores.pairs_that_fit, corpus.word_weights)."""
+    reason = beyond_positions(positions(tr), len(wp.source), len(wp.target))
+    return None if reason is None else (f"The pair does not fit: {reason}; {tr.name} reads at most "
+                                        f"{positions(tr)} pieces a side (its position embeddings).")
+
+
+def fitting_inputs(tr: Translator, english: Sequence[str], french: Sequence[str]) -> WordPieces:
+    """word_inputs, refused in one line (InputError) where the pair is too long for `tr` (too_long)."""
+    wp = word_inputs(tr, english, french)
+    reason = too_long(tr, wp)
+    if reason is not None:
+        raise InputError(reason)
+    return wp
+
+
 def to_words(attention: np.ndarray, wp: WordPieces, shift: bool = False) -> np.ndarray:
     """(..., target pieces, source pieces) attention of a forced decoding -> (..., French
     words, English words), leaving out the </s> column (a parking place, not a word), the row
@@ -121,8 +142,9 @@ def word_attention(tr: Translator, english: Sequence[str], french: Sequence[str]
     without </s> (rows sum to a little under 1); `shift`: read one step later (to_words).
 
     With `heads`, a Transformer's every layer and head instead: (layers, heads, len(french),
-    len(english)); None for a recurrent model (it has one attention)."""
-    wp = word_inputs(tr, english, french)
+    len(english)); None for a recurrent model (it has one attention). A pair longer than the
+    model's positions is an InputError (too_long)."""
+    wp = fitting_inputs(tr, english, french)
     d = forced(tr, " ".join(english), reference_ids=wp.target, source_ids=wp.source)
     if d.attention is None:
         raise InputError(f"{tr.name} has no attention to read (a fixed-vector model)")
@@ -137,5 +159,5 @@ def word_method(tr: Translator, english: Sequence[str], french: Sequence[str], m
     ALTI+, rollout, value zeroing per decoder layer; an attribution as one layer) over the
     gold's words under forced decoding of the gold French, merged as word_attention merges."""
     from ..contributions import method_matrices
-    wp = word_inputs(tr, english, french)
+    wp = fitting_inputs(tr, english, french)
     return to_words(method_matrices(tr, wp.source, wp.target, method), wp, shift)

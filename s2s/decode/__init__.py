@@ -8,6 +8,10 @@ the attention matrix (target x source) and the decoder state of every step.
     sampling     y_j ~ softmax(logits / T), optionally restricted to the top k (ancestral)
     forced       y_j = the reference's j-th token (teacher forcing): how the model aligns
                  and scores a given pair
+    steering     every method above may be given how the output starts, y_1 .. y_n
+                 (`DecodeSettings.target_prefix`: French text or target ids): the search
+                 continues from y_n (beam search: every hypothesis shares the prefix), and the
+                 Decoding scores the prefix as the model does (`prefix_length` marks it)
 
 What may be chosen at a step is one list of logits processors that every search applies
 (`DecodeSettings.processors`), each (prefix, scores, last) -> scores, the interface of
@@ -37,7 +41,7 @@ whatever implements s2s.interface.Seq2SeqModel; the searches call only that.
 from __future__ import annotations
 
 from ..text import InputError
-from .batch import beam_search_batch, forced_batch_attention, greedy_batch, greedy_batch_stopped, pad_batch
+from .batch import beam_search_batch, forced_batch_attention, greedy_batch, greedy_batch_stopped, no_prefix, pad_batch
 from .processors import (
                          BadWords,
                          ForceToken,
@@ -75,6 +79,7 @@ from .search import (
                          length_limit,
                          positions,
                          sample,
+                         target_prefix_ids,
 )
 from .settings import LENGTH_PENALTY, METHOD_NAMES, DecodeSettings, lp
 
@@ -84,5 +89,5 @@ __all__ = ["BadWords", "Chooser", "DecodeSettings", "Decoding", "ForceToken", "H
            "attention_of", "beam_search", "block_diagonal", "decode_by_sentence", "join_decodings",
            "beam_search_batch", "block_repeats", "decode", "encode_source", "forced",
            "forced_batch_attention", "greedy", "greedy_batch", "greedy_batch_stopped", "is_search_error",
-           "length_limit", "lp", "model_processors", "pad_batch", "positions", "repeated_ngram_mask",
-           "sample", "source_coverage"]
+           "length_limit", "lp", "model_processors", "no_prefix", "pad_batch", "positions", "repeated_ngram_mask",
+           "sample", "source_coverage", "target_prefix_ids"]

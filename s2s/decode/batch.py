@@ -11,10 +11,19 @@ import torch
 import torch.nn.functional as F
 
 from ..loaded import Translator
+from ..text import InputError
 from .processors import apply_processors
 from .result import Decoding
 from .search import encode_source, length_limit
 from .settings import DecodeSettings, lp
+
+
+def no_prefix(settings: DecodeSettings) -> DecodeSettings:
+    """`settings`, if they steer nothing: a target prefix is where one sentence's translation
+    starts, which a batch of sentences does not share (decode each with `decode`)."""
+    if settings.steered:
+        raise InputError("A target prefix steers one sentence's translation: batched decoding takes none.")
+    return settings
 
 
 def pad_batch(rows: Sequence[Sequence[int]], pad_id: int, device: torch.device | str = "cpu") -> torch.Tensor:
@@ -62,7 +71,7 @@ def greedy_batch_stopped(tr: Translator, texts: Sequence[str], settings: DecodeS
                          batch_size: int = 64) -> tuple[list[str], list[bool]]:
     """`greedy_batch`, and for each sentence whether the decoder produced </s> itself
     (False: it ran to the length limit)."""
-    settings = replace(settings, method="greedy").checked()
+    settings = no_prefix(replace(settings, method="greedy").checked())
     processors, max_len = settings.processors(tr), settings.max_len
     model, tok = tr.model, tr.tokenizer
     srcs = [encode_source(tr, t) for t in texts]
@@ -120,8 +129,9 @@ def beam_search_batch(tr: Translator, texts: Sequence[str], settings: DecodeSett
     rows in one decoder batch; a sentence's rows leave the batch when it stops. Returns one
     Decoding per text with tokens, translation and token log-probs, plus the attention
     matrix if `attention`; no per-step states, n-best or beam tree (`beam_search` has them).
-    InputError if any text is unusable (check lines with `encode_source` first)."""
-    settings = replace(settings, method="beam", n_best=None).checked()
+    InputError if any text is unusable (check lines with `encode_source` first), or if
+    `settings` has a target prefix (`no_prefix`)."""
+    settings = no_prefix(replace(settings, method="beam", n_best=None).checked())
     srcs = [encode_source(tr, t) for t in texts]
     order = sorted(range(len(srcs)), key=lambda i: len(srcs[i]))   # similar lengths: little padding
     out: list[Decoding | None] = [None] * len(srcs)

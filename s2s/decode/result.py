@@ -37,6 +37,10 @@ class Decoding:
     cross_attention: np.ndarray | None = None            # (layers, heads, target, source)
     encoder_self_attention: np.ndarray | None = None     # (layers, heads, source, source)
     decoder_self_attention: np.ndarray | None = None     # (layers, heads, target, target), 0 above the diagonal
+    # steering (DecodeSettings.target_prefix): the first prefix_length target pieces were given, not
+    # chosen; their log-probs, ranks and attention rows are the model's own, as for any other step
+    prefix_length: int = 0
+    prefix_unknown: list[str] = field(default_factory=list)   # the prefix's characters read as <unk>
 
     @property
     def log_prob(self) -> float:
@@ -56,6 +60,8 @@ class Decoding:
         for name in ("cross_attention", "encoder_self_attention", "decoder_self_attention"):
             if getattr(self, name) is not None:      # a Transformer's: nested lists
                 out[name] = np.round(getattr(self, name), 5).tolist()
+        if self.prefix_length:
+            out["prefix_length"] = self.prefix_length
         return out
 
 
@@ -111,14 +117,16 @@ def join_decodings(parts: Sequence[Decoding]) -> Decoding:
     and per-step lists one after another (each sentence keeps its own </s>), the attention
     block-diagonal (sentence k's output attends to sentence k's source only, which is how it
     was decoded), the translations joined by a space. No per-step vectors, n-best or beam
-    tree: those belong to one search."""
+    tree: those belong to one search. A target prefix steers the first sentence only, so its
+    prefix_length is the whole text's."""
     if len(parts) == 1:
         return parts[0]
     cat = lambda name: [x for d in parts for x in getattr(d, name)]       # noqa: E731
     joined = Decoding(cat("source_tokens"), cat("target_tokens"), cat("target_ids"),
                       " ".join(d.translation for d in parts if d.translation), cat("token_log_probs"),
                       block_diagonal([d.attention for d in parts]), None, None, None, step_top=cat("step_top"),
-                      token_ranks=cat("token_ranks"))
+                      token_ranks=cat("token_ranks"), prefix_length=parts[0].prefix_length,
+                      prefix_unknown=parts[0].prefix_unknown)
     for name in ("cross_attention", "encoder_self_attention", "decoder_self_attention"):
         setattr(joined, name, block_diagonal([getattr(d, name) for d in parts]))
     return joined
@@ -157,6 +165,7 @@ class StepRecord:
         enc_self = memory.self_attention       # a Transformer's encoder self-attention (None: recurrent)
         self.enc_self = None if enc_self is None else enc_self[0].float().cpu().numpy()
         self.ids: list[int] = []
+        self.prefix_length, self.prefix_unknown = 0, []     # steering: the first ids were given (search.py)
         self.logits, self.alphas, self.states, self.cells, self.contexts = [], [], [], [], []
         self.cross, self.dec_self = [], []
 
@@ -187,7 +196,8 @@ class StepRecord:
         attention = _stack(self.alphas).astype(np.float64) if self.alphas else None
         d = Decoding(self.src_tokens, self.tok.pieces(self.ids), list(self.ids), self.tok.decode(self.ids),
                      token_logp, attention, _stack(self.states), _stack(self.contexts), self.enc, tops,
-                     cells=_stack(self.cells) if self.cells else None, token_ranks=ranks)
+                     cells=_stack(self.cells) if self.cells else None, token_ranks=ranks,
+                     prefix_length=min(self.prefix_length, len(self.ids)), prefix_unknown=list(self.prefix_unknown))
         if self.cross:
             T = len(self.ids)
             d.cross_attention = _stack(self.cross).transpose(1, 2, 0, 3)            # (L, H, T, S)

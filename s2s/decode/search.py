@@ -1,8 +1,17 @@
 """The one-sentence searches: greedy, sampling and forced decoding share one left-to-right
 loop; beam search keeps every hypothesis in a tree. `decode(tr, text, settings)` runs the one
-`settings` names."""
+`settings` names.
+
+Steering (`target_prefix`): every search can be told how the output starts, y_1 .. y_n, and
+continues from there. The prefix steps run the model as any step does (decode_step on the
+previous token), but the token is given instead of chosen: no processor, no argmax, no random
+draw (so a sample's seed draws the same continuation whatever the prefix's length costs). Each
+given token is recorded with the model's own log p(y_j | y_<j, x), attention and states, so a
+steered output's log p is what forced decoding of the same output gives. Beam search keeps one
+hypothesis through the prefix (every beam shares it) and branches after it."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable, Sequence
 
 import torch
@@ -19,24 +28,27 @@ def decode(tr: Translator, text: str, settings: DecodeSettings = DecodeSettings(
            reference_ids: Sequence[int] | None = None, on_step=None) -> Decoding:
     """The one entry point: decode `text` as `settings` say (forced: the reference)."""
     s = settings.checked()
+    prefix = s.target_prefix
     if s.method == "beam":
-        return beam_search(tr, text, s.width, s.n_best, s.length_penalty, s.max_len, s.no_repeat)
+        return beam_search(tr, text, s.width, s.n_best, s.length_penalty, s.max_len, s.no_repeat, target_prefix=prefix)
     if s.method == "sample":
-        return sample(tr, text, s.temperature, s.top_k, s.seed, s.max_len, on_step)
+        return sample(tr, text, s.temperature, s.top_k, s.seed, s.max_len, on_step, target_prefix=prefix)
     if s.method == "forced":
-        return forced(tr, text, reference, reference_ids, on_step)
-    return greedy(tr, text, s.max_len, on_step, s.no_repeat)
+        return forced(tr, text, reference, reference_ids, on_step, target_prefix=prefix)
+    return greedy(tr, text, s.max_len, on_step, s.no_repeat, target_prefix=prefix)
 
 
 
 def decode_by_sentence(tr: Translator, text: str, settings: DecodeSettings = DecodeSettings()) -> Decoding:
     """`decode` of each sentence of `text` on its own (s2s.text.split_sentences), joined into one
     Decoding (result.join_decodings: the attention block-diagonal). The shipped models learned
-    from pairs of one or two sentences; a paragraph read at once can lose its place."""
+    from pairs of one or two sentences; a paragraph read at once can lose its place. A target
+    prefix steers the first sentence's translation only (where the output starts)."""
     parts = split_sentences(clean_text(text))
     if not parts:
         raise InputError("Type some English text to translate.")
-    return join_decodings([decode(tr, sentence, settings) for sentence in parts])
+    rest = replace(settings, target_prefix=None)
+    return join_decodings([decode(tr, sentence, settings if k == 0 else rest) for k, sentence in enumerate(parts)])
 
 
 def is_search_error(output: Decoding, reference: Decoding, method: str, length_penalty: float = LENGTH_PENALTY,
@@ -84,6 +96,43 @@ def length_limit(tr: Translator, n_src: int, max_len: int | None) -> int:
     return min(limit, positions(tr) - 1) if positions(tr) > 1 else limit
 
 
+def target_prefix_ids(tr: Translator, prefix: str | Sequence[int] | None) -> tuple[list[int], list[str]]:
+    """The target piece ids a steering prefix stands for, and the characters of a text prefix
+    that the target vocabulary lacks (each read as <unk>: the output goes on, and says so).
+
+    Text is cleaned and tokenised as a reference is (the tokenizer's `target_ids`: the target
+    side's own tokenizer, a multilingual model's language code first), less its closing </s>:
+    a prefix goes on. Ids are taken as they are, each a row of the model's output. Empty: none.
+    A </s> may only close a prefix (the output then ends there); anywhere else, InputError."""
+    tok = tr.tokenizer
+    if prefix is None or (isinstance(prefix, str) and not prefix.strip()):
+        return [], []
+    unknown: list[str] = []
+    if isinstance(prefix, str):
+        text = clean_text(prefix, what="target prefix")
+        ids = list(tok.target_ids(text))
+        if ids and ids[-1] == tok.eos_id:
+            ids = ids[:-1]
+        unknown = tok.unknown_characters(text, target=True)
+    else:
+        ids = [int(i) for i in prefix]
+        # the model's output rows, which may pass the tokenizer's pieces (T5's padding, M2M100's codes)
+        vocab = getattr(tr.model.cfg, "vocab_size", 0) or len(tok)
+        if bad := [i for i in ids if not 0 <= i < vocab]:
+            raise InputError(f"Target piece id {bad[0]} is not in this model's vocabulary (ids 0 to {vocab - 1}).")
+    if tok.eos_id in ids[:-1]:
+        raise InputError(f"The target prefix has </s> at piece {ids.index(tok.eos_id) + 1} of {len(ids)}: "
+                         "nothing can follow the end of the sentence.")
+    return ids, unknown
+
+
+def _check_prefix_fits(prefix: Sequence[int], limit: int) -> None:
+    """A prefix as long as the length limit is the whole output; a longer one cannot be written."""
+    if len(prefix) > limit:
+        raise InputError(f"The target prefix is {len(prefix)} pieces long; this decoding writes at most {limit} "
+                         "(its max length): shorten the prefix or raise the max length.")
+
+
 def _encode(tr: Translator, src_ids: list[int]):
     src = torch.tensor([src_ids], device=tr.device)
     return tr.model.encode(src, torch.tensor([len(src_ids)]))
@@ -95,24 +144,31 @@ Chooser = Callable[[int, torch.Tensor], int]   # (step j, processed scores (V,))
 @torch.inference_mode()
 def _left_to_right(tr: Translator, src_ids: list[int], choose: Chooser, max_len: int,
                    on_step: Callable[[int, "Decoding"], None] | None = None,
-                   processors: Sequence[LogitsProcessor] = ()) -> Decoding:
+                   processors: Sequence[LogitsProcessor] = (), prefix: Sequence[int] = (),
+                   prefix_unknown: Sequence[str] = ()) -> Decoding:
     """Greedy, sampling and forced decoding share this loop; only `choose` differs. Each
     step's logits go through `processors` before `choose` sees them. The loop keeps raw
-    per-step tensors; log-softmax and top-k run once at the end."""
+    per-step tensors; log-softmax and top-k run once at the end. The first len(`prefix`)
+    tokens are given (steering): those steps neither process nor choose."""
     model, tok = tr.model, tr.tokenizer
+    _check_prefix_fits(prefix, max_len)
     memory, state = _encode(tr, src_ids)
     feed = model.initial_feed(1)
     y = torch.tensor([tok.bos_id], device=tr.device)
     rec = StepRecord(tr, src_ids, memory)
+    rec.prefix_length, rec.prefix_unknown = len(prefix), list(prefix_unknown)
     for j in range(max_len):
         st = model.decode_step(y, state, feed, memory)
         state, feed = st.state, st.feed
         scores = st.logits[0]
-        if processors:
-            prefix = torch.tensor([rec.ids], dtype=torch.long, device=scores.device).view(1, -1)
-            last = torch.tensor([j == max_len - 1], device=scores.device)
-            scores = apply_processors(processors, prefix, scores[None].float(), last)[0]
-        nxt = choose(j, scores)
+        if j < len(prefix):
+            nxt = int(prefix[j])
+        else:
+            if processors:
+                ids = torch.tensor([rec.ids], dtype=torch.long, device=scores.device).view(1, -1)
+                last = torch.tensor([j == max_len - 1], device=scores.device)
+                scores = apply_processors(processors, ids, scores[None].float(), last)[0]
+            nxt = choose(j, scores)
         rec.add(nxt, st.logits[0], st, 0)
         if on_step is not None:
             on_step(j, rec.result())
@@ -122,32 +178,42 @@ def _left_to_right(tr: Translator, src_ids: list[int], choose: Chooser, max_len:
     return rec.result()
 
 
-def greedy(tr: Translator, text: str, max_len: int | None = None, on_step=None, no_repeat: int = 0) -> Decoding:
-    settings = DecodeSettings("greedy", max_len=max_len, no_repeat=no_repeat).checked()
+def greedy(tr: Translator, text: str, max_len: int | None = None, on_step=None, no_repeat: int = 0,
+           target_prefix: str | Sequence[int] | None = None) -> Decoding:
+    """y_j = argmax of the processed logits, after the `target_prefix` (if any) is given."""
+    settings = DecodeSettings("greedy", max_len=max_len, no_repeat=no_repeat, target_prefix=target_prefix).checked()
     src = encode_source(tr, text)
+    prefix, unknown = target_prefix_ids(tr, settings.target_prefix)
     return _left_to_right(tr, src, lambda j, scores: int(scores.argmax()), length_limit(tr, len(src), max_len), on_step,
-                          settings.processors(tr))
+                          settings.processors(tr), prefix, unknown)
 
 
 def sample(tr: Translator, text: str, temperature: float = 1.0, top_k: int = 0, seed: int = 0,
-           max_len: int | None = None, on_step=None) -> Decoding:
+           max_len: int | None = None, on_step=None, target_prefix: str | Sequence[int] | None = None) -> Decoding:
     """Ancestral sampling from softmax(logits / T), restricted to the top k tokens if k > 0.
-    Reported log-probs are the model's own (T = 1); the same seed gives the same sample."""
-    settings = DecodeSettings("sample", max_len=max_len, temperature=temperature, top_k=top_k, seed=seed).checked()
+    Reported log-probs are the model's own (T = 1); the same seed gives the same sample (the
+    first draw is the first token after `target_prefix`)."""
+    settings = DecodeSettings("sample", max_len=max_len, temperature=temperature, top_k=top_k, seed=seed,
+                              target_prefix=target_prefix).checked()
     src = encode_source(tr, text)
+    prefix, unknown = target_prefix_ids(tr, settings.target_prefix)
     gen = torch.Generator(device="cpu").manual_seed(int(seed))
 
     def choose(j, scores):     # softmax of the processed scores: (logits / T) restricted to the top k
         return int(torch.multinomial(F.softmax(scores.float(), -1).cpu(), 1, generator=gen))
 
-    return _left_to_right(tr, src, choose, length_limit(tr, len(src), max_len), on_step, settings.processors(tr))
+    return _left_to_right(tr, src, choose, length_limit(tr, len(src), max_len), on_step, settings.processors(tr),
+                          prefix, unknown)
 
 
 def forced(tr: Translator, text: str, reference: str | None = None, reference_ids: Sequence[int] | None = None,
-           on_step=None, source_ids: Sequence[int] | None = None) -> Decoding:
+           on_step=None, source_ids: Sequence[int] | None = None,
+           target_prefix: str | Sequence[int] | None = None) -> Decoding:
     """Teacher-force a reference (text, or piece ids ending in EOS): the model's alignment
     and per-token log-probs for that exact pair. `source_ids`, if given, are read instead of
-    `text`'s encoding (s2s.alignment feeds the gold's words piece by piece)."""
+    `text`'s encoding (s2s.alignment feeds the gold's words piece by piece). A
+    `target_prefix` must be where the reference starts (InputError if not): it only marks
+    its pieces (prefix_length), as a steered search's."""
     if source_ids is not None and not 0 < len(source_ids) <= MAX_SOURCE_TOKENS + 16:
         raise InputError(f"The source is {len(source_ids)} pieces long; the limit is {MAX_SOURCE_TOKENS}.")
     src = encode_source(tr, text) if source_ids is None else list(source_ids)
@@ -158,12 +224,17 @@ def forced(tr: Translator, text: str, reference: str | None = None, reference_id
     ref = list(reference_ids)
     if not ref or len(ref) > MAX_DECODE_LEN:
         raise InputError(f"The reference is {len(ref)} pieces long; the limit is {MAX_DECODE_LEN}.")
-    return _forced_steps(tr, src, ref, on_step)
+    prefix, unknown = target_prefix_ids(tr, DecodeSettings("forced", target_prefix=target_prefix).checked()
+                                        .target_prefix)
+    if ref[:len(prefix)] != prefix:
+        raise InputError("The reference does not start with the target prefix: forced decoding writes the reference.")
+    return _forced_steps(tr, src, ref, on_step, len(prefix), unknown)
 
 
 @torch.inference_mode()
 def _forced_steps(tr: Translator, src_ids: list[int], ref: list[int],
-                  on_step: Callable[[int, "Decoding"], None] | None = None) -> Decoding:
+                  on_step: Callable[[int, "Decoding"], None] | None = None, prefix_length: int = 0,
+                  prefix_unknown: Sequence[str] = ()) -> Decoding:
     """Forced decoding through the model's forced_steps: a Transformer runs every position in
     one pass (each step's input, the reference's previous token, is known in advance), a
     recurrent model step by step; the same Decoding as _left_to_right choosing the reference,
@@ -171,6 +242,7 @@ def _forced_steps(tr: Translator, src_ids: list[int], ref: list[int],
     memory, state = _encode(tr, src_ids)
     tgt_in = torch.tensor([[tr.tokenizer.bos_id] + ref[:-1]], device=tr.device)
     rec = StepRecord(tr, src_ids, memory)
+    rec.prefix_length, rec.prefix_unknown = prefix_length, list(prefix_unknown)
     for j, st in enumerate(tr.model.forced_steps(tgt_in, memory, state)):
         rec.add(ref[j], st.logits[0], st, 0)
         if on_step is not None:
@@ -181,18 +253,27 @@ def _forced_steps(tr: Translator, src_ids: list[int], ref: list[int],
 @torch.inference_mode()
 def beam_search(tr: Translator, text: str, width: int = 5, n_best: int | None = None,
                 length_penalty: float = LENGTH_PENALTY,
-                max_len: int | None = None, no_repeat: int = 0) -> Decoding:
+                max_len: int | None = None, no_repeat: int = 0,
+                target_prefix: str | Sequence[int] | None = None) -> Decoding:
     """Beam search; returns the best hypothesis, plus `nbest` and `beam_tree`.
 
     beam_tree lists every hypothesis kept at every step: {step, token, log_prob, parent,
     finished} where parent indexes the same list (-1 for the root). Each step's tensors are
     kept for the whole beam, so the best hypothesis's attention and states are read back
-    along its path in the tree, without decoding it again."""
-    processors = DecodeSettings("beam", width, n_best, length_penalty, max_len, no_repeat).checked().processors(tr)
+    along its path in the tree, without decoding it again.
+
+    With a `target_prefix` y_1 .. y_n the first n steps keep one hypothesis, the prefix (one
+    node a step in the tree, its log-prob sum the model's own log p of the given tokens); the
+    beam branches from step n + 1, and every hypothesis ranked starts with the prefix."""
+    settings = DecodeSettings("beam", width, n_best, length_penalty, max_len, no_repeat,
+                              target_prefix=target_prefix).checked()
+    processors = settings.processors(tr)
     n_best = width if n_best is None else n_best
     model, tok = tr.model, tr.tokenizer
     src_ids = encode_source(tr, text)
+    given, unknown = target_prefix_ids(tr, settings.target_prefix)
     max_len = length_limit(tr, len(src_ids), max_len)
+    _check_prefix_fits(given, max_len)
     memory1, state = _encode(tr, src_ids)
     feed = model.initial_feed(1)
     memory = memory1
@@ -206,10 +287,22 @@ def beam_search(tr: Translator, text: str, width: int = 5, n_best: int | None = 
         st = model.decode_step(y, state, feed, memory)
         steps.append(st)
         logp = F.log_softmax(st.logits.float(), dim=-1)                  # (k, V)
+        if j < len(given):      # steering: one hypothesis, given its token, scored by the model's own log p
+            t = int(given[j])
+            ids, node, total = live[0]
+            tree.append((j, t, total + float(logp[0, t]), node))
+            node_row.append(0)
+            h = (ids + [t], len(tree) - 1, tree[-1][2])
+            if t == tok.eos_id:      # a prefix that ends the sentence is the whole output
+                finished.append(h)
+                break
+            live = [h]
+            state, feed, y = st.state, st.feed, torch.tensor([t], device=tr.device)
+            continue
         if processors:
-            prefix = torch.tensor([h[0] for h in live], dtype=torch.long, device=logp.device).view(len(live), j)
+            written = torch.tensor([h[0] for h in live], dtype=torch.long, device=logp.device).view(len(live), j)
             last = torch.full((len(live),), j == max_len - 1, device=logp.device)
-            logp = apply_processors(processors, prefix, logp, last)
+            logp = apply_processors(processors, written, logp, last)
         V = logp.size(-1)
         scores = torch.tensor([h[2] for h in live], device=logp.device)
         # the best 2w continuations overall are among each hypothesis's own best 2w
@@ -262,6 +355,7 @@ def beam_search(tr: Translator, text: str, width: int = 5, n_best: int | None = 
         path.append(node)
         node = tree[node][3]
     rec = StepRecord(tr, src_ids, memory1)
+    rec.prefix_length, rec.prefix_unknown = len(given), unknown
     for j, node in enumerate(reversed(path)):
         rec.add(ranked[0][0][j], steps[j].logits[node_row[node]], steps[j], node_row[node])
     best = rec.result()

@@ -2,7 +2,9 @@
 length penalty beam search divides by."""
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
+from typing import Sequence
 
 from ..loaded import Translator
 from ..text import MAX_BEAM, MAX_DECODE_LEN, MAX_NO_REPEAT, MAX_TOP_K, TEMPERATURE_RANGE, InputError, check_range
@@ -31,6 +33,10 @@ class DecodeSettings:
         max_len      output pieces at most (None: 2 x source + 10)
         no_repeat    greedy and beam search: block repeated n-grams of this size (0: off)
         temperature, top_k, seed                    sampling
+        target_prefix    every method: what the output must start with (steering), French text
+                     (tokenised by the model's target tokenizer) or target piece ids; the
+                     search continues from it (beam search: every hypothesis shares it). A
+                     list of ids is kept as a tuple, so that settings stay a hashable cache key
     """
     method: str = "greedy"
     width: int = 5
@@ -41,6 +47,15 @@ class DecodeSettings:
     temperature: float = 1.0
     top_k: int = 0
     seed: int = 0
+    target_prefix: str | Sequence[int] | None = None
+
+    def __post_init__(self):
+        if self.target_prefix is not None and not isinstance(self.target_prefix, str):
+            try:        # numpy's and torch's integers too; anything else is left for checked() to refuse
+                prefix = tuple(operator.index(i) for i in self.target_prefix)
+            except TypeError:
+                prefix = tuple(self.target_prefix)
+            object.__setattr__(self, "target_prefix", prefix)      # frozen, hashed: a list is no key
 
     def checked(self) -> "DecodeSettings":
         """Itself, if every option is in range; else InputError saying which is not."""
@@ -54,21 +69,35 @@ class DecodeSettings:
         check_range("Top-k", self.top_k, 0, MAX_TOP_K)
         if self.max_len is not None:
             check_range("Max length", self.max_len, 1, MAX_DECODE_LEN)
+        prefix = self.target_prefix
+        if prefix is not None and not isinstance(prefix, str):
+            if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in prefix):
+                raise InputError("A target prefix is French text or a list of target piece ids (whole numbers >= 0).")
+            check_range("The target prefix's length in pieces", len(prefix), 0, MAX_DECODE_LEN)
         return self
+
+    @property
+    def steered(self) -> bool:
+        """Whether a non-empty target prefix is set (an empty or blank one steers nothing)."""
+        p = self.target_prefix
+        return bool(p.strip() if isinstance(p, str) else p)
 
     def canonical(self) -> "DecodeSettings":
         """The same decoding with the options its method does not read at their defaults (and
         n_best at most width), so that two settings which decode alike are equal: a page's
-        cache key, never split by a slider the method ignores."""
+        cache key, never split by a slider the method ignores. The target prefix is kept for
+        every method (an empty one is None: it steers nothing)."""
+        prefix = self.target_prefix if self.steered else None
         if self.method == "beam":
             n_best = None if self.n_best is None else min(self.n_best, self.width)
-            return DecodeSettings("beam", self.width, n_best, self.length_penalty, self.max_len, self.no_repeat)
+            return DecodeSettings("beam", self.width, n_best, self.length_penalty, self.max_len, self.no_repeat,
+                                  target_prefix=prefix)
         if self.method == "sample":
             return DecodeSettings("sample", max_len=self.max_len, temperature=self.temperature, top_k=self.top_k,
-                                  seed=self.seed)
+                                  seed=self.seed, target_prefix=prefix)
         if self.method == "forced":
-            return DecodeSettings("forced")
-        return DecodeSettings(self.method, max_len=self.max_len, no_repeat=self.no_repeat)
+            return DecodeSettings("forced", target_prefix=prefix)
+        return DecodeSettings(self.method, max_len=self.max_len, no_repeat=self.no_repeat, target_prefix=prefix)
 
     def processors(self, tr: Translator) -> list[LogitsProcessor]:
         """What rules the choice of each token: the model's own constraints, then the settings'."""

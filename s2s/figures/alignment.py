@@ -151,7 +151,7 @@ def counterfactual_figure(source_tokens: Sequence[str], alpha_before: Sequence[f
 
 def heads_grid(weights: np.ndarray, x_tokens: Sequence[str], y_tokens: Sequence[str], kind: str = "cross",
                selected: tuple[int, int] | None = None, width: int = 1200, height: int | None = None,
-               value_name: str = "α") -> go.Figure:
+               value_name: str = "α", labels: bool = True) -> go.Figure:
     """Every layer x head of one attention kind as small heatmaps (BertViz's model view, for
     an encoder-decoder): weights (layers, heads, len(y), len(x)), rows summing to 1; row l,
     column h is layer l's head h. Tokens label the left column's rows and the bottom row's
@@ -162,7 +162,13 @@ def heads_grid(weights: np.ndarray, x_tokens: Sequence[str], y_tokens: Sequence[
     text: a heatmap cannot be selected by a click in plotly, a marker can, so a click reports
     the marker's trace, L*H + l*H + h for layer l's head h (`head_of_trace`). `value_name`
     names what the maps show (colour bar, hover, title) when it is not the weights α: the
-    norm view ‖α f(x)‖, rows scaled to sum to 1 as well."""
+    norm view ‖α f(x)‖, rows scaled to sum to 1 as well.
+
+    `labels=False` (the Projector's grid): no token labels at all. Three layers of 7 rows at
+    the projector's 18 px, every row labelled, are ~750 px tall: past a 1280 x 720 screen with
+    the enlarged head beside it. Unlabelled, the small maps keep `height` and show the
+    patterns (BertViz's thumbnails have no labels either); the enlarged head names its rows
+    and columns, and hover names every cell."""
     from plotly.subplots import make_subplots
 
     w = np.asarray(weights, dtype=float)
@@ -188,10 +194,11 @@ def heads_grid(weights: np.ndarray, x_tokens: Sequence[str], y_tokens: Sequence[
                                      colorbar=dict(title=dict(text=value_name), thickness=12, len=0.6, x=1.05),
                                      hoverinfo="skip"),     # x: right of the row titles
                           row=l + 1, col=h + 1)
-            fig.update_xaxes(showticklabels=l == L - 1, tickmode="array", tickvals=xt, ticktext=[xs[i] for i in xt],
-                             tickangle=-90, tickfont=dict(size=10), row=l + 1, col=h + 1)
-            fig.update_yaxes(showticklabels=h == 0, tickmode="array", tickvals=yt, ticktext=[ys[j] for j in yt],
-                             autorange="reversed", tickfont=dict(size=10), row=l + 1, col=h + 1)
+            fig.update_xaxes(showticklabels=labels and l == L - 1, tickmode="array", tickvals=xt,
+                             ticktext=[xs[i] for i in xt], tickangle=-90, tickfont=dict(size=10), row=l + 1, col=h + 1)
+            fig.update_yaxes(showticklabels=labels and h == 0, tickmode="array", tickvals=yt,
+                             ticktext=[ys[j] for j in yt], autorange="reversed", tickfont=dict(size=10),
+                             row=l + 1, col=h + 1)
     jj, ii = np.meshgrid(range(len(ys)), range(len(xs)), indexing="ij")
     for l in range(L):
         for h in range(H):
@@ -206,7 +213,7 @@ def heads_grid(weights: np.ndarray, x_tokens: Sequence[str], y_tokens: Sequence[
         fig.add_shape(type="rect", xref=f"x{ref} domain", yref=f"y{ref} domain", x0=-0.02, x1=1.02, y0=-0.02, y1=1.02,
                       line=dict(color="#d62728", width=3))
     cell = max(140, min(260, (width - 120) // H))
-    natural = 60 + L * int(cell * min(1.0, max(0.45, len(ys) / max(len(xs), 1)))) + 90
+    natural = 60 + L * int(cell * min(1.0, max(0.45, len(ys) / max(len(xs), 1)))) + (90 if labels else 20)
     fig.update_layout(height=min(natural, height) if height else natural,      # `height`: a first screen's room
                       # the title below the toolbar's row (for_screen), the heads' names below it
                       margin=dict(l=10, r=60, t=84, b=10), plot_bgcolor="white",

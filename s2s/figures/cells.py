@@ -7,7 +7,7 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .screen import display_token, figure
+from .screen import TOOLBAR_PX, display_token, figure
 
 # ---------------------------------------------------------------- LSTM cells
 
@@ -65,7 +65,14 @@ def cell_traces_figure(text: str, traces: dict[str, Sequence[float]], feature: S
                                 customdata=chars, line=dict(width=2),
                                 hovertemplate="%{customdata}: %{y:.3f}<extra>" + html.escape(name, quote=False)
                                 + "</extra>"))
-    return figure(lines, height=300, margin=dict(l=10, r=10, t=10, b=40), legend=dict(orientation="h", y=1.12, x=0),
+    # the legend in the figure's top margin, below the row where the chart's toolbar shows on hover
+    # (TOOLBAR_PX): drawn at the top edge, the toolbar covered its last entry (issue #54). A legend
+    # placed in the figure's frame (yref "container") takes its own room from the plot, a second row
+    # of entries (the Projector's 18 px) included
+    height = 330
+    return figure(lines, height=height, margin=dict(l=10, r=10, t=TOOLBAR_PX + 30, b=40),
+                  legend=dict(orientation="h", x=0, xanchor="left", y=1 - TOOLBAR_PX / height, yref="container",
+                              yanchor="top"),
                   xaxis=dict(title=dict(text="character")),
                   yaxis=dict(title=dict(text=y_title), range=list(y_range), gridcolor="#eeeeee"))
 

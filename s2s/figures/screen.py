@@ -135,6 +135,7 @@ def for_screen(fig: go.Figure, projector: bool = False, width: int = 760, grow: 
         font = getattr(trace, "textfont", None)
         if font is not None and not isinstance(font.size, (tuple, list)):
             font.size = size(font.size)    # a list of sizes was placed label by label (beam_tree_figure)
+    _values_on_bars(fig, plot_w, size(lay.font.size))
     for note in lay.annotations:
         note.font.size = size(note.font.size)
         if note.font.color is None:
@@ -151,6 +152,43 @@ def for_screen(fig: go.Figure, projector: bool = False, width: int = 760, grow: 
             lay.margin.t = need
         lay.title.update(yref="container", y=1 - TOOLBAR_PX / (lay.height or 450), yanchor="top")
     return fig
+
+
+def _values_on_bars(fig: go.Figure, plot_w: float, font_px: int) -> None:
+    """Values written on horizontal bars (textposition "auto") placed where they are read whole.
+    Plotly writes a value inside a bar it measured as just long enough (in whatever font had
+    loaded), uniformtext keeps it at the smallest size, and the axis cut what ran past the bar's
+    base: "0.093" on a short bar lost its "0" (issue #54). Here, reckoning a character at 0.62
+    font sizes and 3 px each side in a plot `plot_w` wide (as for_screen reckons it), a value
+    goes inside a bar long enough for it; past the end of a bar too short for it, when it takes
+    at most half the axis (the axis reaching past it); and where neither is sure (a long text on
+    a narrow chart), plotly's own "auto", from the text and bar as drawn. No value is clipped at
+    the axis (cliponaxis off)."""
+    lay = fig.layout
+    for trace in fig.data:
+        if trace.type != "bar" or trace.orientation != "h" or trace.textposition != "auto" or trace.text is None \
+                or isinstance(trace.text, str) or trace.x is None or not len(trace.x):
+            continue
+        axis = lay["xaxis" + (trace.xaxis or "x")[1:]]
+        length = plot_w * ((axis.domain[1] - axis.domain[0]) if axis.domain else 1.0)
+        values = [float(v) if v is not None else 0.0 for v in trace.x]
+        data = (min(0.0, *values), max(0.0, *values))
+        lo, hi = list(axis.range) if axis.range is not None else data
+        if hi <= lo or length <= 0:
+            continue
+        px = trace.textfont.size or font_px
+        need = [0.62 * px * len(html.unescape(str(t))) + 6 for t in trace.text]
+        where = ["inside" if abs(v) * length / (hi - lo) >= n else "outside" if n <= length / 2 else "auto"
+                 for v, n in zip(values, need)]
+        for v, n, w in zip(values, need, where):
+            if w == "outside":      # the axis long enough that the bar and its text fit (solved for its end)
+                if v >= 0:
+                    hi = max(hi, lo + (v - lo) * length / (length - n))
+                else:
+                    lo = min(lo, hi - (hi - v) * length / (length - n))
+        trace.update(textposition=where, cliponaxis=False)
+        if axis.range is not None or (lo, hi) != data:
+            axis.range = [lo, hi]
 
 
 def altair_for_screen(chart, projector: bool = False):
