@@ -338,7 +338,9 @@ def test_the_method_table_keeps_its_rows_and_its_command(untrained_translators, 
     assert [(r["model"], r["method"]) for r in first["rows"]] == [("transformer", "rollout")]   # not for "dot"
     assert "--method " not in first["command"] and "--method-table" in first["command"]
     assert len(first["rows"][0]["grow-diag"]) == 2 and set(first["rules"]) == {"argmax", "grow-diag", "shift"}
+    out.write_text(json.dumps(first | {"seconds_note": "written by hand"}))      # a note beside the rows stays
     assert main(["--gold", str(gold_dir), "--models", str(zoo), "--method-table", str(out), "--method", "norm"]) == 0
+    assert json.loads(out.read_text())["seconds_note"] == "written by hand"
     rows = json.loads(out.read_text())["rows"]
     assert rows[0] == first["rows"][0] and {(r["model"], r["method"]) for r in rows[1:]} == {
         ("transformer", "norm"), ("dot", "norm")}

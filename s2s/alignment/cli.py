@@ -201,11 +201,13 @@ def _write_method_table(a: argparse.Namespace, argv: Sequence[str] | None) -> in
         if not infos:
             raise InputError(f"no checkpoint with attention in {a.models or checkpoint_root()}")
         wanted = [a.method] if a.method else list(ALIGN_METHODS)
-        kept = []
+        kept, notes = [], {}
         if out_path.is_file():
             old = json.loads(out_path.read_text(encoding="utf-8"))
             if old.get("split") == a.split:
                 kept = old.get("rows", [])
+                # what a person wrote beside the rows (a seconds_note, computed_on's story) stays
+                notes = {k: v for k, v in old.items() if k not in ("command", "split", "sentences", "rules", "rows")}
         done = {(r["model"], r["method"]) for r in kept}
         rows = list(kept)
         for info in infos:
@@ -223,7 +225,7 @@ def _write_method_table(a: argparse.Namespace, argv: Sequence[str] | None) -> in
                 if name == "weights" and tr.arch == "transformer":      # beside the layers: the best single head
                     rows[-1]["best_head"] = best_head_row(tr, gold)
                 body = {"command": "python -m s2s.alignment " + " ".join(args), "split": a.split,
-                        "sentences": len(gold), "rules": list(TABLE_RULES), "rows": rows}
+                        "sentences": len(gold), "rules": list(TABLE_RULES), "rows": rows, **notes}
                 out_path.parent.mkdir(parents=True, exist_ok=True)
                 out_path.write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
                 best = {rule: min(s.aer for s in per_layer) for rule, per_layer in scores.items()}
