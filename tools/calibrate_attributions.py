@@ -90,9 +90,11 @@ def time_one(tr, text: str, reference: str, hub: bool) -> dict:
     loo_s = time.perf_counter() - t0
     stages = stage_times(heard)
     return {"text": text, "source_pieces": len(c.source_tokens), "output_pieces": len(c.target_tokens),
-            "trace_s": round(c.seconds["trace"], 6), "ig_s": round(ig_s, 4), "loo_s": round(loo_s, 4),
-            "ig_passes": round(ig_s / attribution_work(c, "integrated_gradients"), 3),
-            "loo_passes": round(loo_s / attribution_work(c, "leave_one_out"), 3),
+            # microseconds and 4 decimals: a tiny model's leave-one-out takes a few ms, which 4 decimals of a
+            # second would round by several percent
+            "trace_s": round(c.seconds["trace"], 6), "ig_s": round(ig_s, 6), "loo_s": round(loo_s, 6),
+            "ig_passes": round(ig_s / attribution_work(c, "integrated_gradients"), 4),
+            "loo_passes": round(loo_s / attribution_work(c, "leave_one_out"), 4),
             "stages": {k: None if v is None else round(v / ig_s, 3) for k, v in stages.items()}}
 
 
