@@ -11,15 +11,21 @@ import streamlit as st
 import ui.address
 import ui.models
 import ui.show
+import ui.span_select
 from s2s.cells import (
     FEATURES,
+    SPAN_SIGNALS,
     Trace,
     encoder_trace,
     gate_saturation,
+    held_out_text,
+    long_states,
     memory_resets,
+    parse_span,
     rank_cells,
     regex_feature,
     signal_of,
+    span_states,
 )
 from s2s.charlm import sample_text
 from s2s.checkpoint import CheckpointError, default_device
@@ -82,6 +88,75 @@ def translation_trace_cached(path: str, text: str):
             {"forward": memory_resets(fwd), "backward": memory_resets(bwd)})
 
 
+@st.cache_resource(max_entries=2, show_spinner="Reading the held-out text once for this model…")
+def held_out_states(path: str, signal: str) -> tuple[str, np.ndarray, str]:
+    """The held-out text span matches are searched in, its states (T, L, H, float16) and what it
+    is: HELD_OUT_CHARS of the test part of the model's training file where ../shared holds it,
+    else this page's example of the same kind (shipped, never trained on). A resource: 100 MB,
+    shared by every session, never copied (st.cache_data would pickle it on every read)."""
+    lm_ = ui.models.load_charlm_path(path)
+    text_ = held_out_text(lm_.metrics)
+    if text_ is not None:
+        label = f"{len(text_):,} held-out characters of {lm_.metrics['train']['data']} (its test part)"
+    else:
+        code = "linux" in lm_.metrics.get("train", {}).get("data", "")
+        text_ = example_text(list(EXAMPLES)[1 if code else 2])
+        label = f"the shipped held-out example ({len(text_):,} characters; the training text is not on this machine)"
+    return text_, long_states(lm_.model, text_, signal), label
+
+
+TRANSLATION_HELD_OUT = 100    # lines of examples/test_long.tsv searched for a translation model's span matches
+
+
+def _encoder_states(tr, text: str) -> tuple[list[str], dict[str, np.ndarray]]:
+    ids = encode_source(tr, text)
+    fwd, bwd = encoder_trace(tr, ids)
+    return tr.tokenizer.pieces(ids), {s: span_states([fwd, bwd], s) for s in ("hidden", "cell")}
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def encoder_states_cached(path: str, text: str) -> tuple[list[str], dict[str, np.ndarray]]:
+    """A sentence's pieces and its encoder's h and tanh(c), (T, 2, H): forward, backward."""
+    return _encoder_states(ui.models.load_path(path), text)
+
+
+@st.cache_resource(max_entries=2, show_spinner="Reading held-out sentences once for this model…")
+def translation_held_out(path: str) -> tuple[list[str], dict[str, np.ndarray], list[tuple[int, str]]]:
+    """The English of the first TRANSLATION_HELD_OUT held-out lines (Tatoeba test pairs), each
+    through the encoder on its own, joined with an all-zero row between lines (never on, so no
+    match crosses from one line into the next), and where each line starts."""
+    tr = ui.models.load_path(path)
+    lines = [line.split("\t")[0] for line in (EXAMPLE_DIR / "test_long.tsv").read_text(encoding="utf-8").splitlines()
+             if line and not line.startswith("#")][:TRANSLATION_HELD_OUT]
+    pieces, states, starts = [], {"hidden": [], "cell": []}, []
+    for line in lines:
+        try:
+            p, st_ = _encoder_states(tr, line)
+        except InputError:         # a line past the model's limits is left out
+            continue
+        starts.append((len(pieces), line))
+        pieces += p + [""]
+        for k in states:
+            states[k] += [st_[k], np.zeros((1, *st_[k].shape[1:]), dtype=st_[k].dtype)]
+    return pieces, {k: np.concatenate(v) for k, v in states.items()}, starts
+
+
+def jump_to_held_out_line(starts: list[tuple[int, str]], start: int, end: int) -> None:
+    """A held-out match's line becomes the sentence traced, the match selected in it."""
+    at, line = max((s, ln) for s, ln in starts if s <= start)
+    st.session_state.translation_sentence = line
+    st.session_state.enc_span = (start - at, end - at)
+
+
+def jump_to_held_out(held: str, start: int, end: int) -> None:
+    """A held-out match becomes the passage: 600 characters either side of it, the match selected."""
+    a, b = max(0, start - 600), min(len(held), end + 600)
+    S = st.session_state
+    S.cell_text = S.typed = held[a:b]
+    S.source = S.last_source = "Your text"
+    S.chars_span = (start - a, end - a)
+
+
 def best_known_cell(metrics: dict, prefer: str) -> tuple[str, int, int]:
     """The default view: the cell training found for the `prefer`red feature (metrics.json)
     if it is clearly interpretable (|r| >= 0.5), else the cell with the largest |r|."""
@@ -128,11 +203,15 @@ tab_names = ["Colored text", "Find cells", "Gates", "Translation models"]
 ADDRESS = {"model": ("charlm", ui.address.choice([m.name for m in models])),
            "tab": ("cells_tab", ui.address.choice(tab_names)),
            "layer": ("layer", ui.address.number_in(0, 64)), "cell": ("cell", ui.address.number_in(0, 4096)),
-           "signal": ("signal", str), "feature": ("feature", str), "regex": ("regex", str)}
+           "signal": ("signal", str), "feature": ("feature", str), "regex": ("regex", str),
+           # select-a-span (the Start page's link): span=START:END turns it on; read=hidden|cell
+           "span": ("chars_span", parse_span), "read": ("chars_signal", ui.address.choice(SPAN_SIGNALS))}
 # a link may name the tab (?tab=Find+cells) and the rest; read before the model box is drawn
 arrival = ui.address.arrival_query("cells")
 for note in ui.address.read_address(arrival, ADDRESS):
     st.info(note)
+if "span" in arrival and "chars_span" in S:
+    S.span_on = True
 with st.sidebar:
     st.markdown("### Character model")
     if models:
@@ -252,10 +331,25 @@ else:
             signal = c3.selectbox("Shade by", list(signals), format_func=signals.get, key="signal")
             values = signal_of(traces[int(S.layer)], signal)[:, int(S.cell)].numpy()
             lo = -1.0 if signal in ("cell", "hidden", "candidate") else 0.0
-            with st.container(key="point_colored"):    # what the Start topic promises (its first lines on screen)
-                st.html(colored_text_html(shown, values, lo=lo, hi=1.0, value_name=signals[signal].split(",")[0]))
+            # what the Start topic promises (its first lines on screen): filled once the span below is known
+            text_slot = st.container(key="point_colored")
             st.caption("Blue: negative, red: positive (gates: white 0 to blue 1). "
                        "Hover a character for the exact value.")
+            # LSTMVis's select-a-span (ui/span_select.py): its controls under the text, which underlines the span
+            span = None
+            if st.toggle("Select a span: which cells are on exactly there, and where else (LSTMVis)", key="span_on"):
+                *span, span_threshold, span_signal, span_margin = ui.span_select.controls(
+                    "chars", shown, traces[0].SIGNALS, traces[0].MEMORY)
+            with text_slot:
+                st.html(colored_text_html(shown, values, lo=lo, hi=1.0, value_name=signals[signal].split(",")[0],
+                                          mark=tuple(span) if span else None))
+            if span:
+                held = held_out_states(path, span_signal)
+                ui.span_select.show(
+                    "chars", shown, span_states(traces, span_signal), tuple(span), span_threshold, span_signal,
+                    span_margin, value_name=traces[0].SIGNALS[span_signal].split(",")[0],
+                    held_out=ui.span_select.Corpus(lm.model.shown(held[0]), held[1], held[2],
+                                                   lambda s, e, t=held[0]: jump_to_held_out(t, s, e)))
 
     # -------------------------------------------------------------- find cells
     with tabs["Find cells"]:
@@ -346,7 +440,8 @@ with tabs["Translation models"]:
                 c1, c2, c3 = st.columns([2, 4, 1.5], vertical_alignment="bottom")    # the button label fits
                 tname = c1.selectbox("Model", usable, index=usable.index(ui.models.DEFAULT_MODEL)
                                      if ui.models.DEFAULT_MODEL in usable else 0)
-                sentence = c2.text_input("English sentence", value="I went to the lecture.")
+                S.setdefault("translation_sentence", "I went to the lecture.")     # a held-out match may set it
+                sentence = c2.text_input("English sentence", key="translation_sentence")
                 c3.form_submit_button("Trace sentence", type="primary")
             try:
                 d, fwd, bwd, resets = translation_trace_cached(ui.models.model_path(tname), sentence)
@@ -381,6 +476,20 @@ with tabs["Translation models"]:
                                                 f"encoder cell {int(pick)}, backward: tanh(c)", value_range=(-1, 1)),
                                      key="pick_bwd", config=ui.show.camera("pick_bwd", tname, sentence[:40]),
                                      where=c2, share=0.5)
+                # LSTMVis's select-a-span over the sentence's pieces, both directions' cells (ui/span_select.py)
+                if st.toggle("Select a span of pieces: which encoder cells are on exactly there, and where else "
+                             "(LSTMVis)", key="enc_span_on"):
+                    pieces, by_signal = encoder_states_cached(ui.models.model_path(tname), sentence)
+                    *enc_span, enc_t, enc_signal, enc_margin = ui.span_select.controls(
+                        "enc", pieces, {"hidden": "h = o * tanh(c)", "cell": "tanh(c), the memory"}, "hidden")
+                    held_pieces, held_states, starts = translation_held_out(ui.models.model_path(tname))
+                    ui.span_select.show("enc", pieces, by_signal[enc_signal], tuple(enc_span), enc_t, enc_signal,
+                                        enc_margin, layer_names=["forward", "backward"],
+                                        value_name="h" if enc_signal == "hidden" else "tanh(c)",
+                                        held_out=ui.span_select.Corpus(
+                                            held_pieces, held_states[enc_signal],
+                                            f"{len(starts)} held-out English lines (examples/test_long.tsv)",
+                                            lambda s, e: jump_to_held_out_line(starts, s, e)))
 
 ui.address.set_address(ui.address.address_of(ADDRESS, ["model", "tab"] + (
     ["layer", "cell", "signal", "feature", "regex"] if S.get("cells_tab") != "Translation models" else [])))

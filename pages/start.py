@@ -53,6 +53,12 @@ OUTLINE = [
           # case, so p_1 ... p_4 all differ and the shorter output pays a brevity penalty
           (translate("Forced decoding", "I went to the lecture yesterday.",
                      reference="Hier, je suis allé au cours."),)),
+    Topic("What if: the model answers back",
+          # seen on the shipped models (tests/test_what_if_page.py holds it): en-fr-additive's "Elle a un gros
+          # chien noir." steered to "Elle a une" goes on "grande chien noire."; the Transformer's "grosse ... noire"
+          "Steer one word, “une” for “un”: the adjectives after it turn feminine (“grande … noire”), “chien” "
+          "stays. The tabs beside it compare an edit and find the nearest training sentences.",
+          (translate("Step by step", "She has a big black dog.", steer="Elle a une"),)),
     Topic("The bottleneck",
           "A fixed vector beside attention on the same input: BLEU by length, a stress test, what the decoder reads.",
           (Link("pages/bottleneck.py", "Bottleneck", {}, ":material/compress:"),)),
@@ -69,14 +75,22 @@ OUTLINE = [
     Topic("Interpretable cells",
           "A character model reads a passage, each character shaded by one cell; *Find cells* ranks the cells by "
           "feature.",
-          (Link("pages/cells.py", "Cell States › Colored text", {"tab": "Colored text"}, ":material/memory:"),)),
+          (Link("pages/cells.py", "Cell States › Colored text", {"tab": "Colored text"}, ":material/memory:"),
+           # LSTMVis's select-a-span on the War and Peace LSTM's example passage: the opening quote and its first
+           # words, read by the memory tanh(c) (docs/app.md)
+           Link("pages/cells.py", "Cell States · select a span › Colored text",
+                {"model": "charlm-war-and-peace", "tab": "Colored text", "span": "0:12", "read": "cell"},
+                ":material/select:"))),
 ]
 # The last topic links to a Transformer's heads when checkpoints/ has one (read from the configs)
 transformers = [i.name for i in ui.models.translation_models() if i.error is None and i.arch == "transformer"]
 OUTLINE.append(Topic(
     "Self-attention and the Transformer",
-    "Attention without recurrence: every layer × head of cross-attention and of encoder and decoder self-attention.",
-    (translate("Heads", "She has a big black dog.", model=transformers[0]),) if transformers else (),
+    "Attention without recurrence: every layer × head; below them, how one head's query and keys make a row.",
+    # the neuron view of a head of en-fr-transformer that reads the word just written (docs/app.md): the
+    # decoder writing "chien" after "grand" (another Transformer's out-of-range choices fall back to its own)
+    (translate("Heads", "She has a big black dog.", model=transformers[0], heads="decoder", heads_layer="2",
+               heads_head="3", heads_query="5"),) if transformers else (),
     coming="" if transformers else "coming: a trained Transformer (none in checkpoints/ yet)"))
 
 st.title("Start here")

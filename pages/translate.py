@@ -45,9 +45,10 @@ EXAMPLE_LABELS = {COPY_SENTENCE: COPY_SENTENCE + "  (two names no training pair 
 LONG_SENTENCES = 2      # above this many sentences the page advises translating one at a time
 METHODS = {"greedy": "Greedy", "beam": "Beam search", "sample": "Sampling"}
 TABS = ["Step by step", "Beam tree", "Forced decoding", "Compare attention", "Alignment lines", "Heads",
-        "Attention emerges"]
+        "Attention emerges", "Compare an edit", "Neighbours"]
 DEFAULTS = dict(text=EXAMPLES[0], method="greedy", beam=5, nbest=3, temp=1.0, topk=0, seed=0, maxlen=120, norepeat=0,
-                view="words", tab=TABS[0], reference="")     # all can come from the URL (?text=...&tab=Beam+tree)
+                view="words", tab=TABS[0], reference="",     # all can come from the URL (?text=...&tab=Beam+tree)
+                steer="", edit="", cont=False)    # what if: a steering prefix, an edited text, continue the reference
 RANGES = dict(beam=(1, MAX_BEAM), nbest=(1, MAX_BEAM), temp=(0.1, 2.0), topk=(0, 200), seed=(0, 2**31 - 1),
               maxlen=(1, MAX_DECODE_LEN), norepeat=(0, MAX_NO_REPEAT))
 CHOICES = dict(method=list(METHODS), view=["words", "pieces"], tab=TABS)
@@ -130,7 +131,8 @@ arrival = ui.address.arrival_query("translate")
 for note in ui.address.state_from_query(arrival, DEFAULTS, RANGES, CHOICES):
     st.info(note)
 # a Transformer's layer and head (from 1; checked against the model once it is loaded)
-for key, state in (("layer", "tf_layer"), ("heads_layer", "heads_layer"), ("heads_head", "heads_head")):
+for key, state in (("layer", "tf_layer"), ("heads_layer", "heads_layer"), ("heads_head", "heads_head"),
+                   ("heads_query", "heads_query")):      # the neuron view's query (ui/neuron_view.py)
     if arrival.get(key, "").isdigit():
         st.session_state[state] = int(arrival[key]) - 1
 if "sentences" in arrival:      # ?sentences=each: a paragraph translated sentence by sentence
@@ -174,6 +176,7 @@ ui.address.note_stale_results("⚠ The text or the decoding changed since this r
 # waits: the form above is already in the browser, which loads its widgets' code meanwhile,
 # instead of after the wait, just before the heatmap.
 import ui.translate_tabs  # noqa: E402
+import ui.what_if  # noqa: E402
 from s2s.data import unseen_words  # noqa: E402
 from s2s.decode import DecodeSettings, Decoding, attention_of, forced  # noqa: E402
 
@@ -182,6 +185,7 @@ if tr is None:
     st.stop()
 
 S = st.session_state
+ui.what_if.forget_if_changed(name, S.text, arrived="steer" in arrival)
 ui.translate_tabs.check_choices(tr, name)     # before the address below reads another model's layer or head
 settings = dict(method=S.method, beam=S.beam, nbest=S.nbest, temp=float(S.temp), topk=int(S.topk),
                 seed=int(S.seed), maxlen=S.maxlen, norepeat=int(S.norepeat))     # the address's names
@@ -192,6 +196,9 @@ decoding = settings_of(S.method, S.beam, S.nbest, float(S.temp), int(S.topk), in
 # decoding, words or pieces, the tab, the reference, and a Transformer's layer and head.
 ui.address.set_address({"model": name, "text": S.text, "view": S.get("view"), "tab": S.get("tab", TABS[0]),
                         **settings, "reference": S.get("reference") or None,
+                        "cont": 1 if S.get("cont") and S.get("reference") else None,
+                        "steer": S.get("steer") or None,
+                        "edit": S.get("edit") if S.get("edit") not in ("", S.text) else None,
                         "layer": None if S.get("tf_layer") is None else S.tf_layer + 1,
                         "head": (None if "tf_layer" not in S
                                  else ("mean" if S.get("tf_head") is None else S.tf_head + 1)),
@@ -199,6 +206,7 @@ ui.address.set_address({"model": name, "text": S.text, "view": S.get("view"), "t
                         "heads_view": S.get("heads_view") if S.get("heads_kind", "cross") == "cross" else None,
                         "heads_layer": None if S.get("heads_layer") is None else S.heads_layer + 1,
                         "heads_head": None if S.get("heads_head") is None else S.heads_head + 1,
+                        "heads_query": None if S.get("heads_query") is None else S.heads_query + 1,
                         "sentences": "each" if S.get("by_sentence") and n_sentences > LONG_SENTENCES else None})
 if S.get("view") not in CHOICES["view"]:      # None once its selected option is clicked again
     S.view = DEFAULTS["view"]
@@ -318,13 +326,20 @@ else:
 # and figures on each click would waste the shared CPU on views nobody is looking at.
 # (Their widgets' values are kept above, for when a tab reopens.)
 S.setdefault("delay", 0.4)
+# nine tabs: 738 px of labels and 8 gaps of Streamlit's 16 px ran past the main column's 820 px
+# at 1280 x 720 and scrolled the last ones out of view. Gaps of 8 px fit them on one row (a second
+# row would push every tab's first screen 43 px down); should a font run wider, they wrap, every
+# label still in sight
+st.markdown("<style>[data-testid='stTabs'] [role='tablist']{column-gap:0.5rem;flex-wrap:wrap;row-gap:0.2rem}"
+            "</style>", unsafe_allow_html=True)
 tabs = st.tabs(TABS, key="tab", on_change="rerun")
 if arrival.get("tab") in TABS:     # a link to a tab (the Start page's): show the tab, not the heatmap above it
     ui.address.scroll_into_view('[data-testid="stTabs"]')
 
 with tabs[0]:
     if tabs[0].open:
-        ui.translate_tabs.step_by_step(tr, d, words, name, S.text)
+        walked = ui.what_if.steer_panel(tr, d, words, name, S.text, decoding, METHODS[S.method])
+        ui.translate_tabs.step_by_step(tr, walked, words, name, S.text, steer=ui.what_if.steer_controls)
 with tabs[1]:
     if tabs[1].open:
         greedy_d = None
@@ -332,9 +347,14 @@ with tabs[1]:
             greedy = replace(decoding, method="greedy").canonical()
             greedy_d, _ = ui.translate_tabs.decode_cached(ui.models.model_path(name), S.text, greedy, by_sentence)
         ui.translate_tabs.beam_tree(d, S.method, name, S.text, greedy_d)
+        if S.method == "beam" and d.beam_tree:
+            ui.what_if.beam_alternatives(tr, d)
+            ui.what_if.steer_panel(tr, d, words, name, S.text, decoding, METHODS[S.method], key="beam_steer")
 with tabs[2]:
     if tabs[2].open:
-        ui.translate_tabs.forced_decoding(tr, d, words, name, S.text, S.method, METHODS[S.method])
+        ui.translate_tabs.forced_decoding(tr, d, words, name, S.text, S.method, METHODS[S.method],
+                                          continue_from=lambda ref: ui.what_if.continue_reference(
+                                              tr, d, words, name, S.text, decoding, METHODS[S.method], ref))
 with tabs[3]:
     if tabs[3].open:
         ui.translate_tabs.compare_attention(words, name, S.text, DecodeSettings("greedy", max_len=S.maxlen))
@@ -347,6 +367,12 @@ with tabs[5]:
 with tabs[6]:
     if tabs[6].open:
         ui.translate_tabs.attention_emerges(tr, d, words, name, S.text)
+with tabs[7]:
+    if tabs[7].open:
+        ui.what_if.compare_edit(tr, d, words, name, S.text, decoding, METHODS[S.method], by_sentence)
+with tabs[8]:
+    if tabs[8].open:
+        ui.what_if.neighbours_tab(tr, d, words, name, S.text)
 
 # ------------------------------------------------------------------ the model drawn
 drawn = st.expander("The model drawn, with its real sizes", key="diagram_open", on_change="rerun")

@@ -30,7 +30,6 @@ the command and the summary over a test set.
 """
 from __future__ import annotations
 
-import inspect
 import math
 import sys
 import threading
@@ -76,23 +75,7 @@ MAX_TARGET_PIECES = 150
 # ---------------------------------------------------------------------------------------
 # Progress
 
-Progress = Callable[..., None]     # on_progress(share done) or on_progress(share done, what it is doing)
-
-
-def _reporter(on_progress: Progress | None) -> Callable[[float, str], None] | None:
-    """on_progress as integrated_gradients and leave_one_out call it, (share done, stage text):
-    a callback that takes two positional arguments hears both; one that takes one (every
-    caller written before the stage text) hears the share only."""
-    if on_progress is None:
-        return None
-    try:
-        params = list(inspect.signature(on_progress).parameters.values())
-    except (TypeError, ValueError):          # a callable without a signature: the share only
-        params = []
-    if any(p.kind == p.VAR_POSITIONAL for p in params) or sum(
-            p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params) >= 2:
-        return on_progress
-    return lambda done, stage: on_progress(done)
+Progress = Callable[[float, str], None]     # on_progress(share done, what it is doing)
 
 
 def _share(shares: dict[str, float], start: str, end: str, f: float) -> float:
@@ -371,14 +354,13 @@ def integrated_gradients(model: Seq2Seq, src: torch.Tensor, tgt: torch.Tensor, s
     the first round 1.4x faster, the whole run 1.12x (the split rounds go through captum).
     `fast_first_round=False` runs the first round through captum too (the tests compare the two).
 
-    `on_progress(share done, what it is doing)` hears from the start (a one-argument callback
-    hears the share only: _reporter): the path's end points, then the first round's forward
-    pass, then each chunk of its batched backward (a recurrent model: each chunk of the first
+    `on_progress(share done, what it is doing)` hears from the start: the path's end points, then
+    the first round's forward pass, then each chunk of its batched backward (a recurrent model: each chunk of the first
     round), then each later round. The shares are the stages' typical parts of the whole
     (IG_SHARES), so that a page's bar moves from its first second and ends at 1."""
     fast = fast_first_round and not isinstance(model, Seq2Seq)      # the first round in one batched backward
     shares = IG_SHARES["transformer" if fast else "recurrent"]
-    report = _reporter(on_progress)
+    report = on_progress
     if report is not None and "captum.attr" not in sys.modules:
         report(0.0, "loading captum, the integration's library (once per process)")
     from captum.attr import IntegratedGradients  # imported here: it pulls in matplotlib (~0.7 s)
@@ -504,7 +486,7 @@ def leave_one_out(model: Seq2Seq, src: torch.Tensor, tgt: torch.Tensor,
     S = src.size(1)
     rows = src.repeat(S + 1, 1)
     rows[torch.arange(1, S + 1), torch.arange(S)] = _unk(model)   # row i + 1 lacks piece i
-    report = _reporter(on_progress)
+    report = on_progress
     if report is None:
         logp = forced_log_probs(model, rows, tgt).double()
     else:

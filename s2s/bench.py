@@ -10,6 +10,9 @@ every checkpoint; cells_ms_2000_chars: the full trace (every layer, cell state, 
 state and gate) of 2,000 characters by the first character-level model, median of 10;
 sample_ms_800_chars: the Cell States page's "Sample from the model" at its opening settings
 (800 characters, temperature 0.8) by the same model, median of 5;
+span_match_ms: LSTMVis's span matches (s2s.cells.span_matches) of one selection over 100,000 characters of
+held-out text by the same model, from states already read (span_states_ms, once: the page caches them), median
+of 20 (target: <= 1,000);
 gradient_flow_ms: one gradient-flow measurement (s2s.gradients, 2,000 characters, K = 200,
 64 end positions) per cell type of the character models, median of 5, on one thread as the
 app runs it; live_demo_ms: one
@@ -30,6 +33,9 @@ steer_ms: steering (DecodeSettings.target_prefix) as the Translate page's "steer
 decoding of the 20-word sentence by --model given its own first 4 greedy pieces and continuing from the 5th,
 and steer_vs_greedy, its time over plain greedy's on the same sentence, the two alternated run by run
 (medians of --runs; target: <= 1.2).
+neuron_view_ms: the Heads tab's neuron view (s2s.heads, and its figure) of one head and one query (the last
+decoder layer's cross-attention, head 1, the 5th output piece) for the 20-word sentence's greedy output by the
+first Transformer among the checkpoints, median of 10 (target: <= 1,000).
 peak_rss_mb: the process's peak resident memory.
 With a Hugging Face model (--model hf:NAME or a save_pretrained folder): generate_greedy_ms_p50 and
 generate_beam5_ms_p50, transformers' own generate() on the same sentence at the same settings,
@@ -84,6 +90,7 @@ from pathlib import Path
 import torch
 
 from .attributions import explain
+from .cells import HELD_OUT_CHARS, held_out_text, long_states, select_span, span_matches
 from .charlm import sample_text
 from .checkpoint import CheckpointError, Translator, checkpoint_root, list_checkpoints, load_charlm, load_translator
 from .decode import Decoding, beam_search, encode_source, forced, greedy, greedy_batch, length_limit, positions
@@ -230,6 +237,31 @@ def neighbours_timing(tr: Translator, d: Decoding, runs: int) -> dict:
     return {"neighbours_ms": ms, "neighbours_pairs": index.n_pairs, "neighbours_states": index.n_states}
 
 
+def span_timing(lm, runs: int = 20, chars: int = HELD_OUT_CHARS) -> dict:
+    """span_match_ms: the matches of one LSTMVis span selection (s2s.cells.span_matches, every
+    stretch where all the selected cells are on) over `chars` characters of held-out text, from
+    their states as the Cell States page caches them, median of `runs`; span_states_ms: reading
+    those states (h of every layer, s2s.cells.long_states), once, which the page does once per
+    model. The held-out text is the test part of the model's training file where ../shared holds
+    it, else the shipped example passage of its kind repeated (span_text says which). The
+    selection: the first short stretch, from the start of the text on, that selects any cell."""
+    text = held_out_text(lm.metrics, chars=chars)
+    source = "test part"
+    if text is None:
+        code = "linux" in lm.metrics.get("train", {}).get("data", "")
+        example = Path(__file__).resolve().parent.parent / "examples" / ("kernel_heldout.c" if code
+                                                                        else "war_and_peace_heldout.txt")
+        text, source = (example.read_text(encoding="utf-8") * (chars // 500 + 1))[:chars], "example repeated"
+    t = time.perf_counter()
+    states = long_states(lm.model, text)
+    states_ms = round((time.perf_counter() - t) * 1000, 1)
+    span, cells = next(((s, s + k), c) for s in range(0, 2000, 7) for k in (4, 8, 12)
+                       if (c := select_span(states, s, s + k)))
+    ms = timed_ms(lambda: span_matches(states, cells, text, exclude=span), runs)
+    return {"span_match_ms": ms, "span_states_ms": states_ms, "span_chars": len(text), "span_text": source,
+            "span_cells": len(cells), "span_matches": len(span_matches(states, cells, text, exclude=span))}
+
+
 def nbytes(*tensors: torch.Tensor) -> int:
     return sum(t.numel() * t.element_size() for t in tensors)
 
@@ -354,6 +386,17 @@ def contributions_timing(tr: Translator, runs: int = 5) -> dict:
             "grad_x_input_ms": timed_ms(lambda: grad_x_input(tr.model, src, tgt), 3)}
 
 
+def neuron_view_timing(tr: Translator, runs: int = 10) -> float:
+    """neuron_view_ms: one head's row computed and drawn as the Heads tab does, for the page's
+    (cached) greedy output of SENTENCE_20: a forced pass read by hooks, then the figure."""
+    from .figures import neuron_figure
+    from .heads import neuron_view
+    ids = greedy(tr, SENTENCE_20).target_ids
+    last = tr.config["model"]["decoder_layers"] - 1
+    return timed_ms(lambda: neuron_figure(neuron_view(tr, SENTENCE_20, "cross", last, 0, min(4, len(ids) - 1),
+                                                      target_ids=ids)), runs)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m s2s.bench", description=__doc__.splitlines()[0])
     p.add_argument("--model", default=str(checkpoint_root() / "en-fr-additive"), help="translation checkpoint to time")
@@ -392,6 +435,7 @@ def main(argv=None) -> int:
         out["transformer_model"] = t_tr.name
         out["transformer_greedy_ms_p50"] = timed_ms(lambda: greedy(t_tr, SENTENCE_20), a.runs)
         out["transformer_beam5_ms_p50"] = timed_ms(lambda: beam_search(t_tr, SENTENCE_20, width=5), a.runs)
+        out["neuron_view_ms"] = neuron_view_timing(t_tr)
     # contributions: of this model if it is a Transformer (ours or a hub model), else of the shipped Transformer
     contrib_of = tr if not isinstance(tr.model, Seq2Seq) else (transformers[0] if transformers else None)
     if contrib_of is not None:
@@ -440,6 +484,7 @@ def main(argv=None) -> int:
         out["cells_model"] = lm.name
         out["cells_ms_2000_chars"] = timed_ms(lambda: lm.model.trace(text), 10)
         out["sample_ms_800_chars"] = timed_ms(lambda: sample_text(lm.model, "\n", 800, 0.8, 0), 5)
+        out.update(span_timing(lm))
     general = Path(a.align_model)
     if (Path(a.align_gold) / "test.wa").is_file() and general.is_dir():     # corpus alignment, batched
         from .alignment import read_gold

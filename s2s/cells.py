@@ -13,6 +13,14 @@ Correlation is not explanation: a cell can correlate with a feature and do more.
 
 prints {"text", "layers": [{cell, hidden, input_gate, forget_gate, output_gate}, ...]},
 each a list of len(text) rows of H floats.
+
+LSTMVis's select-a-span (Strobelt et al. 2018; select_span, span_matches below):
+
+    python -m s2s.cells --model DIR --text-file FILE --select START:END [--threshold T] [--matches N] --json
+
+prints {"selection", "cells": [{layer, cell, sign, inside, outside}, ...], "matches": [{start, end, text}, ...]}:
+the cells on (sign * h >= T) at every character START..END-1 and off just before and after, cleanest
+first, and every other stretch of the file where all of them are on together.
 """
 from __future__ import annotations
 
@@ -20,6 +28,7 @@ import argparse
 import json
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -30,7 +39,7 @@ from .checkpoint import CheckpointError, Translator, load_charlm
 from .elman import ElmanTrace
 from .gru import GRUTrace
 from .lstm import LayerTrace, LSTMWeights, trace_layer
-from .text import InputError, clean_passage, read_text_file
+from .text import InputError, check_range, clean_passage, read_text_file
 
 SIGNALS = LayerTrace.SIGNALS     # an LSTM's; each trace class lists its own (GRUTrace, ElmanTrace)
 Trace = LayerTrace | GRUTrace | ElmanTrace
@@ -254,7 +263,242 @@ def encoder_trace(tr: Translator, source_ids: list[int]) -> tuple[LayerTrace, La
     return fwd, bwd
 
 
+# ---------------------------------------------------------------- select a span (LSTMVis)
+#
+# Strobelt, Gehrmann, Pfister and Rush, "LSTMVis: A Tool for Visual Analysis of Hidden State
+# Dynamics in Recurrent Neural Networks", IEEE TVCG 24(1), 2018, Sec. 5 ("select" and "match"),
+# and their code, github.com/HendrikStrobelt/LSTMVis: lstmdata/data_handler.py
+# (query_similar_activations) and tools/signed_to_unsigned.py.
+
+SPAN_THRESHOLD = 0.3       # LSTMVis's default activation threshold (data_handler.get_states)
+SPAN_MIN_MATCH = 2         # LSTMVis's cut_off: a match is at least this many positions long
+SPAN_AROUND = 5            # positions either side a selected cell's ranking looks at (select_span)
+HELD_OUT_CHARS = 100_000   # held-out characters searched for matches (the page, the bench)
+DATA_ROOT = Path(__file__).resolve().parents[2] / "shared" / "data"   # where training read its text
+
+
+@dataclass(frozen=True)
+class SpanCell:
+    """One unit LSTMVis selects for a span. As LSTMVis's signed_to_unsigned tool does, each
+    cell counts twice: sign +1 is on where h >= threshold, sign -1 where -h >= threshold (a
+    cell that goes strongly negative inside quotes is as much a quote cell)."""
+    layer: int
+    cell: int
+    sign: int            # +1 or -1
+    inside: float        # the smallest sign * h inside the span
+    outside: float       # the largest sign * h within a few positions before and after it
+
+    @property
+    def score(self) -> float:
+        """How cleanly the cell switches: its weakest value inside minus its strongest in the margin."""
+        return self.inside - self.outside
+
+    def label(self) -> str:
+        return f"layer {self.layer} cell {self.cell}" + (" negative" if self.sign < 0 else "")
+
+
+@dataclass(frozen=True)
+class SpanMatch:
+    """A stretch [start, end) (END excluded) where every selected unit is on together."""
+    start: int
+    end: int
+    text: str
+
+
+SPAN_SIGNALS = ("hidden", "cell")    # what a span selection reads: h (LSTMVis's default), or an LSTM's tanh(c)
+
+
+def span_states(traces: list[Trace], signal: str = "hidden") -> np.ndarray:
+    """(T, L, H) float32 of every layer's h, or of an LSTM's memory tanh(c) (signal "cell")."""
+    if signal not in SPAN_SIGNALS or signal not in traces[0].SIGNALS:
+        raise InputError(f"A span is read from h or, in an LSTM, tanh(c) (got {signal!r}).")
+    return np.stack([signal_of(t, signal).float().cpu().numpy() for t in traces], axis=1)
+
+
+@torch.inference_mode()
+def long_states(model, text: str, signal: str = "hidden", chunk: int = 5_000) -> np.ndarray:
+    """span_states over a long text (the held-out corpus) as float16, for a character model
+    (s2s.charlm.CharLM), read piece by piece with the state carried across: h from each cell
+    type's fused kernel; an LSTM's tanh(c) from lstm.trace_layer continued from the last piece's
+    state, its gates dropped piece by piece. 100,000 characters of a 2 x 256 model are 100 MB
+    in float16, where a whole trace (every gate in float32) would be twelve times that."""
+    if not text:
+        raise InputError("There is no text to read.")
+    rnn, cell = model.rnn, model.cfg.cell
+    if signal not in SPAN_SIGNALS or (signal == "cell" and cell != "lstm"):
+        raise InputError(f"A span is read from h or, in an LSTM, tanh(c) (got {signal!r} for a {cell}).")
+    fused = {"lstm": torch.lstm, "gru": torch.gru, "rnn": torch.rnn_tanh}[cell]
+    out = np.empty((len(text), rnn.num_layers, rnn.hidden_size), dtype=np.float16)
+    ids = model.encode(text).to(model.embed.weight.device)
+    state: list = [None] * rnn.num_layers
+    for t0 in range(0, len(text), chunk):
+        x = model.embed(ids[t0:t0 + chunk]).unsqueeze(1)          # (T, 1, E): one stream
+        for layer in range(rnn.num_layers):
+            params = [getattr(rnn, f"{n}_l{layer}") for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+            zero = x.new_zeros(1, 1, rnn.hidden_size)
+            if cell == "lstm":
+                h0, c0 = state[layer] or (zero, zero)
+                hs, h, c = fused(x, (h0, c0), params, True, 1, 0.0, False, False, False)
+                if signal == "cell":
+                    w = LSTMWeights.of_layer(rnn, layer)
+                    values = trace_layer(w, x[:, 0], hs[:, 0], state=(h0.view(-1), c0.view(-1))).cell.tanh()
+                state[layer] = (h, c)
+            else:
+                hs, h = fused(x, zero if state[layer] is None else state[layer], params, True, 1, 0.0, False,
+                              False, False)
+                state[layer] = h
+            out[t0:t0 + hs.size(0), layer] = (values if signal == "cell" else hs[:, 0]).cpu().numpy()
+            x = hs
+    return out
+
+
+def held_out_text(metrics: dict, data_root: Path = DATA_ROOT, chars: int = HELD_OUT_CHARS) -> str | None:
+    """The first `chars` characters of the test part of the file a character model was trained
+    on (metrics["train"]["data"], under data_root): the last 5 %, as s2s.train_charlm.split_text
+    cuts it (not imported: train_charlm imports this module; a test checks the two agree), text
+    the model never saw; None where the file is not on this machine."""
+    name = metrics.get("train", {}).get("data")
+    path = data_root / name if name else None
+    if path is None or not path.is_file():
+        return None
+    text = path.read_text(encoding="utf-8", errors="replace")
+    return text[int(len(text) * (1 - 0.05)):][:chars]
+
+
+def check_span(n: int, start: int, end: int, what: str = "text") -> None:
+    """InputError unless 0 <= start, start + 2 <= end <= n (characters counted from 0, END excluded)."""
+    if start < 0 or end > n:
+        raise InputError(f"The selection {start}:{end} is outside the {what}, which has {n:,} positions "
+                         f"(0:{n}, the end excluded).")
+    if end - start < SPAN_MIN_MATCH:
+        raise InputError(f"Select at least {SPAN_MIN_MATCH} positions (got {start}:{end}, "
+                         f"{max(0, end - start)}): one position cannot say where a cell switches on and off.")
+
+
+def check_threshold(threshold: float) -> None:
+    """InputError unless 0 < threshold < 1 (h lies in (-1, 1): 0 would count every cell as on, 1 none)."""
+    if not isinstance(threshold, (int, float)) or not 0 < threshold < 1:
+        raise InputError(f"The threshold must be between 0 and 1, both excluded (got {threshold}).")
+
+
+def _as_states(states: np.ndarray | list[Trace]) -> np.ndarray:
+    return span_states(states) if isinstance(states, list) else np.asarray(states)
+
+
+def select_span(states: np.ndarray | list[Trace], start: int, end: int, threshold: float = SPAN_THRESHOLD,
+                margin: int = 1, around: int = SPAN_AROUND) -> list[SpanCell]:
+    """LSTMVis's selection: the units (cell, sign) on at every position of [start, end), that
+    is sign * h >= threshold, and off (below it) at the `margin` positions just before and just
+    after (where the text has them: at its edges that side is not constrained); LSTMVis lets
+    the user widen this margin, and leaves the cells unranked. Ranked here by SpanCell.score,
+    inside - outside: the unit's weakest value inside against its strongest within `around`
+    positions on either side (at least the margin), so that a cell off all around the span
+    comes before one that merely happened to dip at the two borders (with many noisy cells,
+    some pass the borders by chance). `outside` is the threshold where the text leaves no room.
+
+    states: (T, L, H) activations (`span_states`, `long_states`) or a list of traces (their h)."""
+    a = _as_states(states)
+    check_span(len(a), start, end)
+    check_threshold(threshold)
+    if not 0 <= margin <= 100:
+        raise InputError(f"The off margin must be between 0 and 100 positions (got {margin}).")
+    T, L, H = a.shape
+    flat = a.reshape(T, L * H).astype(np.float32)
+    signed = np.concatenate([flat, -flat], axis=1)            # (T, 2LH): LSTMVis's signed_to_unsigned
+
+    def most_around(width: int) -> np.ndarray:
+        border = np.concatenate([signed[max(0, start - width):start], signed[end:end + width]])
+        return border.max(0) if len(border) else np.full(signed.shape[1], -np.inf, dtype=np.float32)
+
+    inside = signed[start:end].min(0)
+    chosen = np.flatnonzero((inside >= threshold) & (most_around(margin) < threshold))
+    outside = most_around(max(margin, around))[chosen]
+    outside = np.where(np.isinf(outside), threshold, outside)       # the span is the whole text
+    order = np.argsort(-(inside[chosen] - outside), kind="stable")
+    cells = []
+    for u, out in zip(chosen[order], outside[order]):
+        col = u % (L * H)
+        cells.append(SpanCell(int(col // H), int(col % H), 1 if u < L * H else -1, float(inside[u]), float(out)))
+    return cells
+
+
+def span_matches(states: np.ndarray | list[Trace], cells: list[SpanCell], text: str | list[str],
+                 threshold: float = SPAN_THRESHOLD, exclude: tuple[int, int] | None = None,
+                 top: int | None = None) -> list[SpanMatch]:
+    """LSTMVis's match view, kept to its exact case: every maximal stretch of at least
+    SPAN_MIN_MATCH positions where all of `cells` are on together (sign * h >= threshold), apart
+    from the selection itself (`exclude`, any stretch overlapping it). LSTMVis also lists
+    stretches where only some of the cells are on, ranked by how many; with every cell required,
+    the ones left differ only in length, so they are ranked by how close their length is to the
+    selection's (then by position), the longest-phrase criterion LSTMVis applies last, aimed at
+    the selection. Vectorised: one comparison of the (T, k) selected columns, one all(), and the
+    run boundaries from np.diff.
+
+    text: the characters (a string) or the pieces (a list) the T positions stand for; a match's
+    text is its characters, or its pieces joined with spaces. A position whose states are all 0
+    (a separator between sentences) is never on, so no match crosses it."""
+    a = _as_states(states)
+    check_threshold(threshold)
+    if len(text) != len(a):
+        raise ValueError(f"text has {len(text)} positions, states {len(a)}")
+    if not cells:
+        return []
+    layers = np.array([c.layer for c in cells])
+    units = np.array([c.cell for c in cells])
+    signs = np.array([c.sign for c in cells], dtype=np.float32)
+    on = ((a[:, layers, units].astype(np.float32) * signs) >= threshold).all(1)     # (T,)
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], on.view(np.int8), [0]])))
+    starts, ends = edges[0::2], edges[1::2]
+    keep = (ends - starts) >= SPAN_MIN_MATCH
+    if exclude is not None:
+        keep &= (ends <= exclude[0]) | (starts >= exclude[1])
+    starts, ends = starts[keep], ends[keep]
+    want = (exclude[1] - exclude[0]) if exclude is not None else 0
+    order = np.lexsort((starts, np.abs((ends - starts) - want)))[:top]
+    join = "".join if isinstance(text, str) else " ".join
+    return [SpanMatch(int(s), int(e), join(text[s:e])) for s, e in zip(starts[order], ends[order])]
+
+
+def in_context(text: str | list[str], start: int, end: int, width: int = 30) -> tuple[str, str, str]:
+    """(before, match, after): up to `width` positions on either side of [start, end)."""
+    join = "".join if isinstance(text, str) else " ".join
+    return join(text[max(0, start - width):start]), join(text[start:end]), join(text[end:end + width])
+
+
+def parse_span(spec: str) -> tuple[int, int]:
+    """"START:END" -> (START, END); InputError naming the form otherwise."""
+    parts = spec.split(":")
+    try:
+        if len(parts) != 2:
+            raise ValueError
+        return int(parts[0]), int(parts[1])
+    except ValueError:
+        raise InputError(f"--select takes START:END, two whole numbers (got {spec!r}).") from None
+
+
 # ---------------------------------------------------------------- CLI
+
+def print_span(text: str, states: np.ndarray, span: tuple[int, int], a: argparse.Namespace) -> int:
+    """--select's answer: the selection's cells and their matches in the same text."""
+    cells = select_span(states, *span, a.threshold, margin=a.margin)
+    matches = span_matches(states, cells, text, a.threshold, exclude=span, top=a.matches)
+    if a.json:
+        print(json.dumps({"selection": {"start": span[0], "end": span[1], "text": text[span[0]:span[1]]},
+                          "signal": a.signal, "threshold": a.threshold, "margin": a.margin,
+                          "cells": [{"layer": c.layer, "cell": c.cell, "sign": c.sign, "inside": round(c.inside, 4),
+                                     "outside": round(c.outside, 4)} for c in cells],
+                          "matches": [{"start": m.start, "end": m.end, "text": m.text} for m in matches]}))
+        return 0
+    print(f"selection {span[0]}:{span[1]}: {text[span[0]:span[1]]!r}")
+    if not cells:
+        print(f"no cell is on (>= {a.threshold}) throughout it and off just before and after: try a lower "
+              "threshold or another stretch")
+    for c in cells:
+        print(f"  {c.label()}: at least {c.inside:+.3f} inside, at most {c.outside:+.3f} around")
+    for m in matches:
+        print(f"  match {m.start}:{m.end}: {m.text!r}")
+    return 0
+
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m s2s.cells", description=__doc__.splitlines()[0])
@@ -262,15 +506,37 @@ def main(argv=None) -> int:
     p.add_argument("--text-file", required=True, help="the text to trace ('-' for stdin)")
     p.add_argument("--json", action="store_true", help="print every activation as JSON")
     p.add_argument("--top", type=int, default=3, help="cells listed per feature without --json")
+    p.add_argument("--select", metavar="START:END",
+                   help="LSTMVis's select-a-span: the cells on throughout characters START..END-1 (counted from 0) "
+                        "and off just before and after, and every other stretch where they are all on")
+    p.add_argument("--threshold", type=float, default=SPAN_THRESHOLD,
+                   help=f"with --select: a cell is on where its value is at least this (0-1; {SPAN_THRESHOLD})")
+    p.add_argument("--matches", type=int, default=20, help="with --select: matches listed (1-1000; 20)")
+    p.add_argument("--margin", type=int, default=1, help="with --select: positions on each side that must be off (1)")
+    p.add_argument("--signal", choices=SPAN_SIGNALS, default="hidden",
+                   help="with --select: h (LSTMVis's default) or an LSTM's memory tanh(c) (cell)")
     a = p.parse_args(argv)
     try:
         lm = load_charlm(a.model)
         raw = read_text_file(a.text_file)
         text = clean_passage(raw)
+        if a.select is not None:
+            span = parse_span(a.select)
+            check_span(len(text), *span)
+            check_threshold(a.threshold)
+            check_range("--matches", a.matches, 1, 1000)
+            check_range("--margin", a.margin, 0, 100)
     except (CheckpointError, InputError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     traces = lm.model.trace(text)
+    if a.select is not None:
+        try:
+            states = span_states(traces, a.signal)
+        except InputError as e:          # tanh(c) asked of a GRU or an RNN
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        return print_span(text, states, span, a)
     if a.json:
         print(json.dumps({"text": text, "layers": [t.to_lists() for t in traces]}))
         return 0

@@ -139,6 +139,10 @@ class Site:
     finish: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None
     """cross-attention only: (residual x, attention output) -> the layer's output, the rest of
     the layer after its cross-attention (the FFN and its norms), position by position"""
+    k: nn.Module | None = None
+    """the key projection, and the attention module holding the projections (its `scaling`, T5's
+    position bias): what s2s.heads reads for one head's q . k_j"""
+    attn: nn.Module | None = None
 
 
 def _pre_ffn(norm: nn.Module, ffn: nn.Module) -> Callable:
@@ -168,10 +172,12 @@ def _bart_finish(layer: nn.Module) -> Callable:
 def _sites(model) -> tuple[list[Site], list[Site], list[Site]]:
     """(encoder self-attention, decoder self-attention, cross-attention) sites, layer by layer."""
     if isinstance(model, Transformer):
-        enc = [Site(l.self_attn.w_q, l.self_attn.w_v, l.self_attn.w_o, l.norm_self) for l in model.encoder]
-        dec = [Site(l.self_attn.w_q, l.self_attn.w_v, l.self_attn.w_o, l.norm_self) for l in model.decoder]
+        enc = [Site(l.self_attn.w_q, l.self_attn.w_v, l.self_attn.w_o, l.norm_self, k=l.self_attn.w_k,
+                    attn=l.self_attn) for l in model.encoder]
+        dec = [Site(l.self_attn.w_q, l.self_attn.w_v, l.self_attn.w_o, l.norm_self, k=l.self_attn.w_k,
+                    attn=l.self_attn) for l in model.decoder]
         cross = [Site(l.cross_attn.w_q, l.cross_attn.w_v, l.cross_attn.w_o, l.norm_cross, l,
-                      _pre_ffn(l.norm_ffn, l.ffn))
+                      _pre_ffn(l.norm_ffn, l.ffn), k=l.cross_attn.w_k, attn=l.cross_attn)
                  for l in model.decoder]
         return enc, dec, cross
     hf = getattr(model, "hf", None)
@@ -180,22 +186,27 @@ def _sites(model) -> tuple[list[Site], list[Site], list[Site]]:
     encoder, decoder = hf.get_encoder(), hf.get_decoder()
     if hasattr(encoder, "layers") and hasattr(decoder, "layers"):           # BART, Marian, M2M100, NLLB, mBART
         try:
-            enc = [Site(l.self_attn.q_proj, l.self_attn.v_proj, l.self_attn.out_proj, l.self_attn_layer_norm)
-                   for l in encoder.layers]
-            dec = [Site(l.self_attn.q_proj, l.self_attn.v_proj, l.self_attn.out_proj, l.self_attn_layer_norm)
-                   for l in decoder.layers]
+            enc = [Site(l.self_attn.q_proj, l.self_attn.v_proj, l.self_attn.out_proj, l.self_attn_layer_norm,
+                        k=l.self_attn.k_proj, attn=l.self_attn) for l in encoder.layers]
+            dec = [Site(l.self_attn.q_proj, l.self_attn.v_proj, l.self_attn.out_proj, l.self_attn_layer_norm,
+                        k=l.self_attn.k_proj, attn=l.self_attn) for l in decoder.layers]
             cross = [Site(l.encoder_attn.q_proj, l.encoder_attn.v_proj, l.encoder_attn.out_proj,
-                          l.encoder_attn_layer_norm, l, _bart_finish(l)) for l in decoder.layers]
+                          l.encoder_attn_layer_norm, l, _bart_finish(l), k=l.encoder_attn.k_proj, attn=l.encoder_attn)
+                     for l in decoder.layers]
             return enc, dec, cross
         except AttributeError:
             pass
     if hasattr(encoder, "block") and hasattr(decoder, "block"):             # T5
-        enc = [Site(b.layer[0].SelfAttention.q, b.layer[0].SelfAttention.v, b.layer[0].SelfAttention.o,
-                    b.layer[0].layer_norm) for b in encoder.block]
-        dec = [Site(b.layer[0].SelfAttention.q, b.layer[0].SelfAttention.v, b.layer[0].SelfAttention.o,
-                    b.layer[0].layer_norm) for b in decoder.block]
-        cross = [Site(b.layer[1].EncDecAttention.q, b.layer[1].EncDecAttention.v, b.layer[1].EncDecAttention.o,
-                      b.layer[1].layer_norm, b, (lambda x, a, ff=b.layer[-1]: ff(x + a))) for b in decoder.block]
+        def t5_self(b):
+            a = b.layer[0].SelfAttention
+            return Site(a.q, a.v, a.o, b.layer[0].layer_norm, k=a.k, attn=a)
+        enc = [t5_self(b) for b in encoder.block]
+        dec = [t5_self(b) for b in decoder.block]
+        def t5_cross(b):
+            a = b.layer[1].EncDecAttention
+            return Site(a.q, a.v, a.o, b.layer[1].layer_norm, b, (lambda x, y, ff=b.layer[-1]: ff(x + y)), k=a.k,
+                        attn=a)
+        cross = [t5_cross(b) for b in decoder.block]
         return enc, dec, cross
     raise InputError(f"Contributions are not available for this architecture "
                      f"({type(hf).__name__}): its attention blocks are not of a known layout.")

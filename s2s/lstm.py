@@ -137,7 +137,7 @@ def run_layer(w: LSTMWeights, xs: torch.Tensor, reverse: bool = False) -> torch.
 
 @torch.inference_mode()
 def trace_layer(w: LSTMWeights, xs: torch.Tensor, hs: torch.Tensor | None = None,
-                reverse: bool = False) -> LayerTrace:
+                reverse: bool = False, state: tuple[torch.Tensor, torch.Tensor] | None = None) -> LayerTrace:
     """Every gate and state of one layer over xs (T, input), from a zero initial state.
 
     The hidden states hs (T, H) come from PyTorch's fused kernel (run here if not given).
@@ -146,19 +146,22 @@ def trace_layer(w: LSTMWeights, xs: torch.Tensor, hs: torch.Tensor | None = None
     then runs step by step, and h_t = o_t tanh(c_t) is recomputed from it. That recomputed h
     equals the fused kernel's only if every gate is right (tests check it within 1e-5).
     With reverse=True the layer reads right to left (a backward encoder direction); the
-    trace is in reading order t = 1..T either way."""
+    trace is in reading order t = 1..T either way. `state` (h_0, c_0), each (H,), continues a
+    forward trace from where an earlier piece of the text left it (hs must then be given:
+    s2s.cells.hidden_states traces a long text piece by piece)."""
     if xs.size(0) == 0:
         raise ValueError("nothing to trace: the sequence is empty")
     if hs is None:
         hs = run_layer(w, xs, reverse)
     if reverse:
         xs, hs = xs.flip(0), hs.flip(0)
-    h_prev = torch.cat([hs.new_zeros(1, w.hidden), hs[:-1]])
+    h0, c0 = state if state is not None else (hs.new_zeros(w.hidden), hs.new_zeros(w.hidden))
+    h_prev = torch.cat([h0.view(1, -1), hs[:-1]])
     pre = F.linear(xs, w.w_ih, w.bias).addmm_(h_prev, w.w_hh.t())        # (T, 4H)
     i, f, g, o = pre.chunk(4, dim=1)
     i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
     written = i * g
-    c, cells = hs.new_zeros(w.hidden), []
+    c, cells = c0, []
     for f_t, w_t in zip(f.unbind(0), written.unbind(0)):                   # the only sequential part
         c = torch.addcmul(w_t, f_t, c)
         cells.append(c)

@@ -15,6 +15,7 @@ Merging pieces into words keeps each row a distribution:
 """
 from __future__ import annotations
 
+import difflib
 import re
 from typing import NamedTuple, Sequence
 
@@ -82,6 +83,18 @@ def word_spans(pieces: Sequence[str], convention: str | None = None) -> list[tup
         text = "".join(_bare(pieces[i], c) for i in idx)
         out.append((text or w, idx))
     return out
+
+
+def changed_words(before: Sequence[str], after: Sequence[str]) -> tuple[list[bool], list[bool]]:
+    """Which words of `before` and of `after` a word diff marks as changed (difflib's longest
+    matching blocks: a word kept in order is unchanged, one replaced, dropped or added is not),
+    one flag per word of each: what steering or an edited source changed in a translation."""
+    old, new = [False] * len(before), [False] * len(after)
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=list(before), b=list(after), autojunk=False).get_opcodes():
+        if op != "equal":
+            old[i1:i2] = [True] * (i2 - i1)
+            new[j1:j2] = [True] * (j2 - j1)
+    return old, new
 
 
 def merge_to_words(source_tokens: Sequence[str], target_tokens: Sequence[str], attention: np.ndarray

@@ -13,6 +13,7 @@ expects around a text (a task prefix, language codes, </s>).
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 from typing import Iterable
 
@@ -48,6 +49,10 @@ class Tokenizer:
 
     def piece(self, i: int) -> str:
         return self.sp.id_to_piece(int(i))
+
+    def piece_id(self, piece: str) -> int:
+        """The id of a piece as `piece` writes it (<unk>'s for one the vocabulary lacks)."""
+        return self.sp.piece_to_id(piece)
 
     def pieces(self, ids: Iterable[int]) -> list[str]:
         return [self.piece(i) for i in ids]
@@ -147,6 +152,13 @@ class HubTokenizer:
     def piece(self, i: int) -> str:
         p = self.hf.convert_ids_to_tokens(int(i))
         return p if isinstance(p, str) else f"<{int(i)}>"     # an id past the tokenizer (T5 pads its vocabulary)
+
+    def piece_id(self, piece: str) -> int:
+        """The id of a piece as `piece` writes it, "<1234>" included (<unk>'s for one it lacks)."""
+        if (m := re.fullmatch(r"<(\d+)>", piece)) and self.hf.convert_tokens_to_ids(piece) in (None, self.unk_id):
+            return int(m.group(1))
+        i = self.hf.convert_tokens_to_ids(piece)
+        return self.unk_id if i is None else int(i)
 
     def pieces(self, ids: Iterable[int]) -> list[str]:
         return [self.piece(i) for i in ids]

@@ -89,6 +89,7 @@ def test_bench_prints_the_floor(tiny_additive, untrained_translators, tmp_path):
     assert out["output_layer_ms"] > 0 and 0 < out["output_layer_floor_ms"] < out["step_floor_ms"]
     assert out["transformer_model"] == "transformer"     # its config's name, found by its arch
     assert out["transformer_greedy_ms_p50"] > 0 and out["transformer_beam5_ms_p50"] > 0
+    assert out["neuron_view_ms"] > 0            # one head's row of the same Transformer (s2s.heads)
     # the contribution methods are timed on the Transformer, against its own forced decoding
     assert out["contrib_model"] == "transformer" and out["contrib_ms"] > 0 and out["forced_ms"] > 0
     assert out["contrib_vs_forced"] == pytest.approx(out["contrib_ms"] / out["forced_ms"], rel=0.02)

@@ -33,7 +33,7 @@ HUB = "opus-mt-en-fr"
 # transformer -> hub -> recurrent -> transformer -> recurrent -> hub -> transformer
 WALK = ["en-fr-transformer", HUB, "en-fr-additive", "en-fr-transformer", "en-fr-additive", HUB, "en-fr-transformer"]
 TRANSLATE_TABS = ["Step by step", "Beam tree", "Forced decoding", "Compare attention", "Alignment lines", "Heads",
-                  "Attention emerges"]
+                  "Attention emerges", "Compare an edit", "Neighbours"]
 ALIGNMENT_TABS = ["Against human alignments", "Attention vs attribution", "Your corpus"]
 # the link; a short max length: the hub model's random weights never write </s>
 TRANSLATE = "/translate?model=en-fr-transformer&text=The+cat+sleeps+on+the+sofa.&maxlen=16"

@@ -52,10 +52,10 @@ LABEL_PX = {"off": 14, "on": 18}
 LUMINANCE_EPS = 0.02      # a label's colour may be this much lighter than the body text (rounding)
 OVERLAP_PX = 1            # two texts overlap when they share more than this many pixels each way
 SLACK_PX = 0.5            # sub-pixel layout: a box 0.3 px under the header still counts as inside
-LONG_POINTS = {"colored"}  # point_ containers longer than a screen (a passage): in sight from the top half down
+LONG_POINTS = {"point_colored"}  # point_ containers longer than a screen (a passage): in sight from the top half down
 # point_ containers wholly on the first screen with the Projector on too (no map there grows past it): the
 # Heads grid beside the enlarged head (issue #54: every layer of the grid labelled at 18 px ended at 953 px)
-WHOLE_ON_PROJECTOR = {"heads"}
+WHOLE_ON_PROJECTOR = {"point_heads"}
 
 
 @pytest.fixture(scope="module")

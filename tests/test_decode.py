@@ -37,14 +37,15 @@ def test_forced_log_prob_is_negative_cross_entropy(untrained_translators, att):
     src, ref = "a b c d", "d c b a"
     d = forced(tr, src, ref)
     batch = make_batch([(tr.tokenizer.encode(src), tr.tokenizer.encode(ref))], BOS)
+    on = tr.device          # the model's device: a GPU machine's too
     with torch.no_grad():
-        logits, attn = tr.model(batch.src, batch.src_len, batch.tgt_in)
-    assert d.log_prob == pytest.approx(-float(sequence_loss(logits, batch.tgt_out)), abs=1e-4)
+        logits, attn = tr.model(batch.src.to(on), batch.src_len.to(on), batch.tgt_in.to(on))
+    assert d.log_prob == pytest.approx(-float(sequence_loss(logits, batch.tgt_out.to(on))), abs=1e-4)
     assert d.target_ids == batch.tgt_out[0].tolist()
     if att == "none":
         assert d.attention is None and attn is None
     else:
-        assert np.allclose(d.attention, attn[0].numpy(), atol=1e-5)
+        assert np.allclose(d.attention, attn[0].cpu().numpy(), atol=1e-5)
 
 
 @pytest.mark.parametrize("att", ATTENTIONS[1:])

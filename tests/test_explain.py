@@ -446,7 +446,7 @@ def test_progress_is_reported_and_changes_no_number(untrained_translators):
     src, tgt = ids(tr, reference=REFERENCE)
     for fn in (A.integrated_gradients, A.leave_one_out):
         heard = []
-        with_bar = fn(tr.model, src, tgt, on_progress=heard.append)
+        with_bar = fn(tr.model, src, tgt, on_progress=lambda done, stage: heard.append(done))
         without = fn(tr.model, src, tgt)
         for got, want in zip(with_bar if isinstance(with_bar, tuple) else [with_bar],
                              without if isinstance(without, tuple) else [without]):

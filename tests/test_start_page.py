@@ -16,11 +16,12 @@ OUTLINE = [
     ("The encoder-decoder", [("translate", "Step by step")]),
     ("Decoding: greedy, beam search, sampling", [("translate", "Beam tree")]),
     ("BLEU and perplexity", [("translate", "Forced decoding")]),
+    ("What if: the model answers back", [("translate", "Step by step")]),       # steered (steer=)
     ("The bottleneck", [("bottleneck", None)]),
     ("Attention and its scoring functions", [("translate", "Compare attention")]),
     ("Alignment and explanation", [("alignment", "Against human alignments"),
                                    ("alignment", "Attention vs attribution")]),
-    ("Interpretable cells", [("cells", "Colored text")]),
+    ("Interpretable cells", [("cells", "Colored text"), ("cells", "Colored text")]),   # the second selects a span
     ("Self-attention and the Transformer", None),
 ]
 TAB_KEYS = {"translate": "tab", "gradients": "gradients_tab", "alignment": "alignment_tab", "cells": "cells_tab"}

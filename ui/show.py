@@ -28,6 +28,12 @@ def escaped(text: str, size: str = "1.5rem") -> None:
                 unsafe_allow_html=True)
 
 
+def literal_label(text: str) -> str:
+    """Text for a widget's label (Streamlit renders labels as markdown), shown as typed: every
+    markdown character backslash-escaped, so a token "**" or "[x](y)" is itself, not markup."""
+    return "".join("\\" + ch if ch in "\\`*_{}[]()#+-.!|<>~$:" else ch for ch in text)
+
+
 def code_span(piece: str) -> str:
     """A token as a markdown code span: shown literally, whatever characters it holds."""
     return "`" + piece.replace("`", "ˋ") + "`"

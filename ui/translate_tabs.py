@@ -12,6 +12,7 @@ Importing this module imports torch (s2s.decode): the page imports it after draw
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -19,6 +20,7 @@ import streamlit as st
 
 import ui.address
 import ui.models
+import ui.neuron_view
 import ui.show
 from s2s import figures
 from s2s.attention import SCORES, scaling_statistics
@@ -137,11 +139,17 @@ def check_choices(tr: Translator, name: str) -> None:
 
 
 # ------------------------------------------------------------------ the tabs
-def step_by_step(tr: Translator, d: Decoding, words: bool, model: str, text: str) -> None:
+def step_by_step(tr: Translator, d: Decoding, words: bool, model: str, text: str,
+                 steer: Callable[[Translator, Decoding, int, int], None] | None = None) -> None:
     """Replay the decoding one step at a time: where the decoder attended and what it might
-    have chosen. ▶ Play walks the same view through every step and leaves the slider on the last."""
+    have chosen. ▶ Play walks the same view through every step and leaves the slider on the last.
+    `steer(tr, d, first piece of the step, step from 1)` draws under the charts what steering
+    the step offers (ui.what_if.steer_controls). A steered `d` (its prefix_length > 0) is walked
+    below the steered panel, which is then what the tab's first screen promises: not its lines."""
     S = st.session_state
-    io_line(text, d.translation)
+    promised = point if not d.prefix_length else (lambda name: st.container())
+    with promised("io"):
+        ui.show.escaped(f"{text}  →  {d.translation}", size="1.1rem")
     # one step per output word when words are shown: a word's pieces are consecutive steps
     spans = output_steps(d.target_tokens, words)
     unit = "word" if words else "piece"
@@ -156,7 +164,7 @@ def step_by_step(tr: Translator, d: Decoding, words: bool, model: str, text: str
     delay = c_delay.slider("Seconds per step", 0.0, 1.5, step=0.1, key="delay")
     step_slot = c_step.empty()       # ▶ Play moves a copy of the slider here, step by step
     t = step_slot.slider(f"Step ({unit}s)", 1, n, key="step") - 1 if n > 1 else 0
-    with point("step"):
+    with promised("step"):
         line, so_far = st.empty(), st.empty()
         c1, c2 = st.columns(2)
         attn_title, attn_box = c1.empty(), c1.empty()
@@ -200,6 +208,8 @@ def step_by_step(tr: Translator, d: Decoding, words: bool, model: str, text: str
         S["_step_after_play"] = n     # the slider is drawn already: it moves on the rerun
         st.rerun()
     draw(t)
+    if steer is not None:
+        steer(tr, d, spans[t][1][0], t + 1)
 
 
 def beam_tree(d: Decoding, method: str, model: str, text: str, greedy_d: Decoding | None = None) -> None:
@@ -243,21 +253,30 @@ def beam_tree(d: Decoding, method: str, model: str, text: str, greedy_d: Decodin
 
 
 def forced_decoding(tr: Translator, d: Decoding, words: bool, model: str, text: str, method: str,
-                    method_label: str) -> None:
+                    method_label: str, continue_from: Callable[[str], None] | None = None) -> None:
     """A reference translation the reader pastes, forced through the model: how likely the
     model finds it, token by token, against its own `method` output (`method_label` names it),
-    and BLEU of that output against the reference, from its n-gram counts."""
+    and BLEU of that output against the reference, from its n-gram counts. Or, with "Continue
+    from this French" (`continue_from(reference)` draws it), a partial one the model continues."""
     S = st.session_state
     io_line(text, S.get("reference") or "(a reference translation, typed below)")
     with st.form("forced", border=False):
-        c_ref, c_go = st.columns([4, 1], vertical_alignment="bottom")
+        c_ref, c_go, c_cont = st.columns([4, 1.15, 1.3], vertical_alignment="bottom")
         ref = c_ref.text_input("Reference (French)", key="reference", label_visibility="collapsed",
                                placeholder="Reference (French): a translation to force through the model",
                                help=f"Up to {MAX_CHARS:,} characters.")
-        c_go.form_submit_button("Score this translation", width="stretch")
+        c_go.form_submit_button("Score this translation", width="stretch", on_click=S.__setitem__,
+                                args=("cont", False), help="Score it as a finished translation")
+        if continue_from is not None:
+            c_cont.form_submit_button("Continue from this French", width="stretch", on_click=S.__setitem__,
+                                      args=("cont", True),
+                                      help="Read it as the start of a translation: the model writes the rest")
     if not ref.strip():
         st.caption("Paste a reference translation: the model is forced to produce it, and you see how it aligns "
-                   "and how likely it finds each token.")
+                   "and how likely it finds each token. Or type the start of one, and the model continues it.")
+        return
+    if S.get("cont") and continue_from is not None:     # a prefix: nothing to score as finished, no search error
+        continue_from(ref)
         return
     try:
         f = forced_cached(ui.models.model_path(model), text, ref)
@@ -442,6 +461,7 @@ def heads(tr: Translator, d: Decoding, words: bool, model: str, text: str) -> No
                    if d.attention is not None else "This model has no attention at all (see the note above). ")
                 + (f"Choose {' or '.join(others)} under Translation model to see its layers × heads." if others else
                    "There is no Transformer in checkpoints/."))
+        ui.neuron_view.recurrent(tr, d, model, text)      # its one attention, step by step in its own formula
         return
     io_line(text, d.translation)
     kind = st.radio("Attention", list(HEAD_KINDS), format_func=lambda k: HEAD_KINDS[k].label, horizontal=True,
@@ -474,8 +494,9 @@ def heads(tr: Translator, d: Decoding, words: bool, model: str, text: str) -> No
                                      y_title=HEAD_KINDS[kind].y_title, value_name="‖α f(x)‖" if norm else "α",
                                      title=f"{what[0].upper() + what[1:]}, layer {layer + 1} · head {head + 1}",
                                      height=min(400, max(300, 150 + 24 * len(y))))
-        ui.show.plotly_chart(fig, share=0.4, key="head_enlarged",
-                             config=ui.show.camera("head_enlarged", model, text[:40]))
+        figures.clickable_cells(fig)      # a click on a row picks the neuron view's query below
+        ui.show.plotly_chart(fig, share=0.4, key="head_enlarged", on_select=ui.neuron_view.pick_row,
+                             selection_mode="points", config=ui.show.camera("head_enlarged", model, text[:40]))
         # uniform over what each row may read: a masked position has weight exactly 0
         # (decoder self-attention's row j reads j + 1 tokens, not all of them)
         support = (w[layer, head] > 0).sum(axis=1)
@@ -504,6 +525,7 @@ def heads(tr: Translator, d: Decoding, words: bool, model: str, text: str) -> No
                          if kind == "decoder" else ""))
     big_note_box.caption(big_note)
     ui.show.thinned_note(grid_fig, grid_note)
+    ui.neuron_view.transformer(tr, d, words, kind, layer, head, model, text)    # one row of the enlarged head, q·k
 
 
 def pick_head(layers: int, heads: int) -> None:

@@ -3,7 +3,7 @@
 One module per subject: `screen` (one-pass figures, labels readable from the back row),
 `attention` (heatmaps, bars, context paths), `beam` (the beam tree), `cells` (LSTM cells),
 `models` (colours per model, length curves, diagrams), `gradients` (gates and gradient flow),
-`alignment` (gold links, contributions, counterfactuals, heads). Pages import from here.
+`alignment` (gold links, contributions, counterfactuals, heads), `neuron` (one head's q·k path). Pages import from here.
 
 Token labels are HTML-escaped: plotly renders a subset of HTML in labels, and user text
 must always show as text, never as markup. Axes are positional (0..n-1) with the tokens
@@ -39,7 +39,13 @@ from .beam import (  # noqa: F401
     beam_tree_figure,
     beam_tree_positions,
 )
-from .cells import cell_traces_figure, colored_text_html, saturation_scatter, state_heatmap  # noqa: F401
+from .cells import (  # noqa: F401
+    cell_traces_figure,
+    colored_text_html,
+    saturation_scatter,
+    span_heatmap,
+    state_heatmap,
+)
 from .gradients import (  # noqa: F401
     CELL_COLORS,
     CELL_NAMES,
@@ -51,6 +57,8 @@ from .gradients import (  # noqa: F401
     untrained_flow_figure,
 )
 from .models import ATTENTION_COLORS, length_chart, model_colors, model_diagram, scaling_figure  # noqa: F401
+from .neighbours import neighbours_map  # noqa: F401
+from .neuron import clickable_cells, neuron_figure  # noqa: F401
 from .screen import (  # noqa: F401
     BODY_TEXT,
     LABEL_PX,

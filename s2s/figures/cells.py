@@ -7,7 +7,7 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .screen import TOOLBAR_PX, display_token, figure
+from .screen import TOOLBAR_PX, display_token, figure, label_px
 
 # ---------------------------------------------------------------- LSTM cells
 
@@ -27,15 +27,20 @@ def _shade(v: float, lo: float, hi: float) -> str:
 
 
 def colored_text_html(text: str, values: Sequence[float], lo: float = -1.0, hi: float = 1.0,
-                      value_name: str = "tanh(c)", font_size: str = "1.05rem") -> str:
+                      value_name: str = "tanh(c)", font_size: str = "1.05rem",
+                      mark: tuple[int, int] | None = None) -> str:
     """The text with every character's background shaded by its value; hovering shows it.
     Every character is HTML-escaped: the text is shown, never interpreted. New lines stay
-    new lines (and get a faint ↵ so their colour is visible), tabs stay tabs."""
+    new lines (and get a faint ↵ so their colour is visible), tabs stay tabs. `mark`
+    (start, end), end excluded: characters underlined with a thick black bar (a selected span),
+    the bar drawn inside each character's box so that the line height stays as it is."""
     spans = []
     name = html.escape(value_name, quote=True)
-    for ch, v in zip(text, values):
+    a, b = mark if mark is not None else (0, 0)
+    for t, (ch, v) in enumerate(zip(text, values)):
         shown = "↵\n" if ch == "\n" else html.escape(ch)
-        spans.append(f'<span style="background:{_shade(float(v), lo, hi)}" '
+        bar = ";box-shadow:inset 0 -4px 0 #111" if a <= t < b else ""
+        spans.append(f'<span style="background:{_shade(float(v), lo, hi)}{bar}" '
                      f'title="{name} = {float(v):+.3f}">{shown}</span>')
     return ("<div class='s2s-cells' style=\"font-family:ui-monospace,Menlo,Consolas,monospace;white-space:pre-wrap;"
             f"tab-size:4;line-height:1.45;font-size:{font_size};color:#111;padding:0.4rem 0;word-break:break-all\">"
@@ -118,3 +123,31 @@ def state_heatmap(tokens: Sequence[str], states: np.ndarray, title: str, value_n
                   yaxis=dict(title=dict(text=f"cell (0–{z.shape[0] - 1})"), autorange="reversed"),
                   title=dict(text=html.escape(title, quote=False), y=0.99, yanchor="top"), height=height, shapes=shapes,
                   margin=dict(l=10, r=10, t=140, b=10))
+
+
+def span_heatmap(tokens: Sequence[str], values: np.ndarray, cell_labels: Sequence[str], offset: int,
+                 span: tuple[int, int], value_name: str = "h", projector: bool = False) -> go.Figure:
+    """LSTMVis's selection view: the selected cells (rows, best first) x the positions around a
+    selected span (columns, the characters on top), diverging colours from -1 to 1; the span
+    outlined. `tokens` and the columns of `values` (k, W) start at position `offset` of the
+    text; `span` is in the text's positions, end excluded. Labels at label_px(projector); no
+    title (the page says what it is under it: a title above the characters crowded them)."""
+    z = np.asarray(values, dtype=float)
+    px = label_px(projector)
+    labels = [("↵" if c == "\n" else "⇥" if c == "\t" else "␣" if c == " " else display_token(c)) for c in tokens]
+    x = list(range(offset, offset + len(labels)))
+    rows = [html.escape(r, quote=False) for r in cell_labels]
+    heat = go.Heatmap(z=z, x=x, y=list(range(len(rows))), zmin=-1, zmax=1, colorscale="RdBu_r",
+                      # the title along the bar: above a full-height bar it sat on the top tick's label
+                      colorbar=dict(title=dict(text=html.escape(value_name, quote=False), side="right"), thickness=12,
+                                    tickvals=[-1, 0, 1], len=1, lenmode="fraction"),
+                      customdata=np.array([labels] * len(rows)), text=np.array([[r] * len(x) for r in rows]),
+                      hovertemplate="%{text} · position %{x} %{customdata}: %{z:.3f}<extra></extra>")
+    shapes = [dict(type="rect", x0=span[0] - 0.5, x1=span[1] - 0.5, y0=-0.5, y1=len(rows) - 0.5,
+                   line=dict(color="black", width=3))]
+    return figure([heat], height=max(220, 70 + int(2.2 * px) * len(rows)),
+                  xaxis=dict(tickmode="array", tickvals=x, ticktext=labels, side="top",
+                             tickfont=dict(size=px, family="ui-monospace, Menlo, Consolas, monospace")),
+                  yaxis=dict(tickmode="array", tickvals=list(range(len(rows))), ticktext=rows, autorange="reversed",
+                             tickfont=dict(size=px)),
+                  shapes=shapes, margin=dict(l=10, r=10, t=50, b=10))

@@ -1,0 +1,123 @@
+"""Issue #55 in a real Chromium at 1280 x 720: steer a step of en-fr-additive, en-fr-transformer
+and a tiny hub Marian (a click on one of Step by step's next tokens), the steered translation
+and its heatmap drawn, and the address, opened in a new tab, drawing the same; compare an edit;
+the neighbours view drawn. Screenshots: S2S_KEEP_SCREENSHOTS=1 copies them to /tmp."""
+from __future__ import annotations
+
+import os
+import shutil
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from browser import (
+    ROOT,
+    browser,
+    exceptions,
+    need_chromium_and_shipped_checkpoints,
+    settle,
+    streamlit_server,
+    watched_page,
+)
+
+TEXT = "She+has+a+big+black+dog."
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, hub_models):
+    """One server offering the tiny Marian, with an en-fr-additive neighbours index built from 60
+    pairs of the shipped sample (the index is the model's; a small corpus keeps the build short)."""
+    need_chromium_and_shipped_checkpoints()
+    if not (ROOT / "checkpoints" / "en-fr-transformer" / "metrics.json").is_file():
+        pytest.skip("the shipped Transformer is not in checkpoints/")
+    from s2s import neighbours as nb
+    from s2s.checkpoint import load_translator
+    indexes = tmp_path_factory.mktemp("indexes")
+    corpus = indexes / "sample.tsv"
+    corpus.write_text("".join(nb.SAMPLE.read_text(encoding="utf-8").splitlines(keepends=True)[:60]),
+                      encoding="utf-8")
+    additive = load_translator("en-fr-additive")
+    nb.build_index(additive, corpus=corpus, out=indexes / additive.name)
+    with streamlit_server({"S2S_HUB_MODELS": str(hub_models["marian"]), "S2S_NEIGHBOURS_DIR": str(indexes)}) as url, \
+            browser() as b:
+        yield url, b, str(hub_models["marian"])
+
+
+def keep(page, tmp_path, name: str) -> None:
+    page.screenshot(path=str(tmp_path / name))
+    if os.environ.get("S2S_KEEP_SCREENSHOTS"):
+        shutil.copy(tmp_path / name, f"/tmp/{name}")
+
+
+def outputs(page, key: str) -> list[str]:
+    """The two outputs of a what-if panel (the model's own, then the other), as shown."""
+    return [e.inner_text() for e in page.query_selector_all(f".st-key-point_what_if_{key} .s2s-text")]
+
+
+@pytest.mark.parametrize("model", ["en-fr-additive", "en-fr-transformer", "hub"])
+def test_steer_a_step_and_open_its_address(server, model, tmp_path):
+    url, b, marian = server
+    name = marian if model == "hub" else model
+    page = watched_page(b, 1280, 720)
+    page.goto(f"{url}/translate?model={name}&text={TEXT}&maxlen=16&tab=Step+by+step")
+    page.wait_for_selector("[class*='st-key-steer_tok_'] button", timeout=120_000)
+    settle(page)
+    own = page.locator(".st-key-heatmap").count()
+    assert own == 1
+    choice = page.locator("[class*='st-key-steer_tok_'] button").first
+    label = choice.inner_text()
+    choice.click()
+    page.wait_for_selector(".st-key-steer_map1 .js-plotly-plot", timeout=120_000)
+    settle(page)
+    assert exceptions(page) == []
+    steer = parse_qs(urlparse(page.url).query).get("steer", [""])[0]
+    assert steer, "the address holds the prefix"
+    first, second = outputs(page, "steer")
+    # the steered output starts with the chosen token (a sentencepiece piece: its ▁ is a space)
+    chosen = label.split()[0].lstrip("▁")
+    assert second.replace(" ", "").startswith(steer.replace(" ", "")) and chosen in second
+    page.locator(".st-key-point_what_if_steer").scroll_into_view_if_needed()
+    keep(page, tmp_path, f"steer_{model}_1280x720.png")
+    again = watched_page(b, 1280, 720)
+    again.goto(page.url)
+    again.wait_for_selector(".st-key-steer_map1 .js-plotly-plot", timeout=120_000)
+    settle(again)
+    assert outputs(again, "steer") == [first, second] and exceptions(again) == []
+    page.close()
+    again.close()
+
+
+def test_compare_an_edit(server, tmp_path):
+    url, b, _ = server
+    page = watched_page(b, 1280, 720)
+    page.goto(f"{url}/translate?model=en-fr-additive&text={TEXT}&tab=Compare+an+edit")
+    box = page.get_by_role("textbox", name="Edited English (change a word and compare)")
+    box.wait_for(timeout=120_000)
+    settle(page)
+    box.fill("She has a big white cat.")
+    page.get_by_role("button", name="Compare", exact=True).click()
+    page.wait_for_selector(".st-key-edit_map1 .js-plotly-plot", timeout=120_000)
+    settle(page)
+    assert exceptions(page) == []
+    assert parse_qs(urlparse(page.url).query).get("edit") == ["She has a big white cat."]
+    english, first, edited, second = outputs(page, "edit")      # each column: its English, then its French
+    assert edited == "She has a big white cat." and "chien" in first and "chien" not in second
+    page.locator(".st-key-point_what_if_edit").scroll_into_view_if_needed()
+    keep(page, tmp_path, "compare_edit_1280x720.png")
+    page.close()
+
+
+def test_the_neighbours_view_is_drawn(server, tmp_path):
+    url, b, _ = server
+    page = watched_page(b, 1280, 720)
+    page.goto(f"{url}/translate?model=en-fr-additive&text={TEXT}&tab=Neighbours")
+    page.wait_for_selector(".st-key-nb_map .js-plotly-plot", timeout=120_000)
+    settle(page)
+    assert exceptions(page) == []
+    # the map: the neighbours, this step's own, and the sentence's path, one point per output piece
+    counts = page.evaluate("""() => [...document.querySelectorAll('.st-key-nb_map .scatterlayer .trace')]
+                                      .map(t => t.querySelectorAll('.points .point').length)""")
+    assert counts[0] + counts[1] > 0 and counts[2] >= 7
+    assert page.get_by_text("Training sentences nearest to this one").count() == 1
+    keep(page, tmp_path, "neighbours_1280x720.png")
+    page.close()

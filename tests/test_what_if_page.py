@@ -1,0 +1,253 @@
+"""AppTest: the Translate page answers back (issue #55): steer a step (Step by step, Beam tree,
+Forced decoding's "continue"), compare an edit, and the neighbours view, on tiny models
+(the zoo's trained additive reversal model, a tiny Transformer, a tiny hub Marian)."""
+import html
+import re
+import shutil
+
+import pytest
+
+from conftest import five_translators
+from s2s import neighbours as nb
+from s2s.checkpoint import load_translator
+from s2s.decode import DecodeSettings, decode, forced
+from test_app import _widget, chart, open_tab, submit, texts, translate_page
+from ui.what_if import beam_prefixes
+
+
+@pytest.fixture(scope="module")
+def zoo(tmp_path_factory, tiny_additive, tiny_none, untrained_translators, tiny_transformer):
+    root = tmp_path_factory.mktemp("zoo_what_if")
+    five_translators(root, tiny_additive, tiny_none, untrained_translators)
+    shutil.copytree(tiny_transformer, root / "en-fr-transformer")
+    return root
+
+
+@pytest.fixture
+def app(zoo, monkeypatch, tmp_path):
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(zoo))
+    monkeypatch.setenv("S2S_NEIGHBOURS_DIR", str(tmp_path / "indexes"))
+    return translate_page
+
+
+def steered_panel(at) -> list[str]:
+    """The two outputs' lines (marked words) of a what-if panel, as HTML."""
+    return [m.value for m in at.markdown if "font-size:1.15rem" in m.value]
+
+
+def plain(line: str) -> str:
+    """A marked line as its text: the tags dropped, the escapes read."""
+    return html.unescape(re.sub(r"<[^>]+>", "", line))
+
+
+def buttons(at, prefix: str):
+    return [b for b in at.button if b.key and b.key.startswith(prefix)]
+
+
+def test_a_link_with_a_prefix_shows_the_steered_output_beside_the_models_own(app, zoo):
+    tr = load_translator(str(zoo / "en-fr-additive"))
+    own = decode(tr, "a b c d", DecodeSettings())
+    at = app(model="en-fr-additive", text="a b c d", steer="d c a", tab="Step by step")
+    assert not at.exception
+    assert "the output must start with “d c a”" in texts(at)
+    first, second = steered_panel(at)
+    assert ">d<" in second or "d " in second
+    steered = decode(tr, "a b c d", DecodeSettings(target_prefix="d c a"))
+    assert steered.translation.startswith("d c a")
+    # the steered output is the one the tab walks, and its heatmap is drawn beside the model's own
+    assert f"→  {steered.translation}" in texts(at)
+    assert chart(at, "steer_map0") is not None and chart(at, "steer_map1") is not None
+    # both maps on one scale, and the log p shown is the steered output's, which forced decoding confirms
+    assert chart(at, "steer_map0")["data"][0]["zmax"] == chart(at, "steer_map1")["data"][0]["zmax"] == 1
+    assert f"log p = {steered.log_prob:.2f}" in texts(at)
+    assert abs(forced(tr, "a b c d", reference_ids=steered.target_ids).log_prob - steered.log_prob) < 1e-4
+    assert plain(first) == own.translation and plain(second) == steered.translation
+    assert at.query_params["steer"] in ("d c a", ["d c a"])
+
+
+def test_clicking_a_next_token_steers_chains_and_undoes(app, zoo):
+    tr = load_translator(str(zoo / "en-fr-additive"))
+    at = app(model="en-fr-additive", text="a b c d", tab="Step by step")
+    assert not at.exception and "the output must start with" not in texts(at)
+    own = decode(tr, "a b c d", DecodeSettings())
+    options = buttons(at, "steer_tok_")
+    assert options, "the first step offers its next tokens"
+    options[0].click()
+    at.run()
+    first = at.session_state["steer"]
+    assert first and not own.translation.startswith(first)
+    assert decode(tr, "a b c d", DecodeSettings(target_prefix=first)).translation in texts(at)
+    # steer again at a later step of the steered output: the chain grows
+    at.session_state["step"] = 2
+    at.run()
+    buttons(at, "steer_tok_")[0].click()
+    at.run()
+    second = at.session_state["steer"]
+    assert second != first and at.query_params["steer"] in (second, [second])
+    # Undo: back one steering, then to the model's own
+    [b for b in at.button if b.key == "steer_undo"][0].click()
+    at.run()
+    assert at.session_state["steer"] == first
+    [b for b in at.button if b.key == "steer_undo"][0].click()
+    at.run()
+    assert at.session_state["steer"] == "" and "steer" not in at.query_params
+
+
+def test_typed_french_steers_and_bad_prefixes_say_why(app):
+    at = app(model="en-fr-additive", text="a b c d", tab="Step by step")
+    box = [t for t in at.text_input if t.key and t.key.startswith("steer_typed_")][0]
+    box.set_value("c b")
+    [b for b in at.button if b.label == "Steer"][0].click()
+    at.run()
+    assert not at.exception and at.session_state["steer"] == "c b"
+    # a character the vocabulary lacks: named; a prefix past the max length: one line, no traceback
+    at = app(model="en-fr-additive", text="a b c d", tab="Step by step", steer="d ☃ c")
+    assert not at.exception and "not in this model's vocabulary" in texts(at) and "☃" in texts(at)
+    at = app(model="en-fr-additive", text="a b c d", tab="Step by step", steer="d c b a d c b a", maxlen="3")
+    assert not at.exception
+    assert any("max length" in w.value for w in at.warning)
+
+
+def test_a_new_text_or_model_drops_the_steering(app):
+    at = app(model="en-fr-additive", text="a b c d", steer="d c", tab="Step by step")
+    assert at.session_state["steer"] == "d c"
+    at = submit(at, text="a b")
+    assert at.session_state["steer"] == "" and "the output must start with" not in texts(at)
+
+
+def test_the_transformer_steers_too(app, zoo):
+    tr = load_translator(str(zoo / "en-fr-transformer"))
+    at = app(model="en-fr-transformer", text="a b c d", steer="d c", tab="Step by step")
+    assert not at.exception
+    assert decode(tr, "a b c d", DecodeSettings(target_prefix="d c")).translation in texts(at)
+    assert chart(at, "steer_map1") is not None
+
+
+def test_beam_search_steers_from_a_kept_hypothesis(app, zoo):
+    tr = load_translator(str(zoo / "en-fr-additive"))
+    at = app(model="en-fr-additive", text="a b c d", method="beam", beam="3", tab="Beam tree")
+    assert not at.exception
+    pick = at.selectbox(key="beam_steer_pick")
+    beam = DecodeSettings("beam", width=3, n_best=3)
+    kept = beam_prefixes(tr, decode(tr, "a b c d", beam))
+    assert pick.options == list(kept.values()), "the beam's hypotheses are offered"
+    at.session_state["beam_steer_pick"] = list(kept)[-1]
+    at.run()
+    [b for b in at.button if b.key == "beam_steer_go"][0].click()
+    at.run()
+    prefix = at.session_state["steer"]
+    assert prefix
+    assert prefix == list(kept)[-1]
+    want = decode(tr, "a b c d", DecodeSettings("beam", width=3, n_best=3, target_prefix=prefix))
+    assert want.translation.startswith(prefix) and want.translation in texts(at)
+    assert "continues with beam search" in texts(at)
+
+
+def test_forced_decoding_continues_a_partial_reference_without_a_search_error(app, zoo):
+    tr = load_translator(str(zoo / "en-fr-dot"))      # untrained: a short reference outscores its own output
+    at = open_tab(submit(app(model="en-fr-dot"), text="a b c"), "Forced decoding")
+    _widget(at, "reference").set_value("a")
+    [b for b in at.button if b.label == "Continue from this French"][0].click()
+    at.run()
+    assert not at.exception
+    page = texts(at)
+    assert "Search error" not in page and "continues your French" in page
+    assert decode(tr, "a b c", DecodeSettings(target_prefix="a")).translation in page
+    assert at.query_params["cont"] in ("1", ["1"])
+    [b for b in at.button if b.label == "Score this translation"][0].click()
+    at.run()
+    assert "Search error" in texts(at)          # scored as finished, the same French is a search error
+
+
+def test_compare_an_edit_marks_what_changed_and_holds_both_in_the_address(app, zoo):
+    tr = load_translator(str(zoo / "en-fr-additive"))
+    at = open_tab(app(model="en-fr-additive", text="a b c d"), "Compare an edit")
+    assert not at.exception and at.text_input(key="edit").value == "a b c d"
+    assert "Change a word" in texts(at)
+    at.text_input(key="edit").set_value("a b e d")
+    [b for b in at.button if b.label == "Compare"][0].click()
+    at.run()
+    assert not at.exception
+    edited = decode(tr, "a b e d", DecodeSettings())
+    page = texts(at)
+    assert edited.translation.split()[0] in page
+    # the source word that changed is marked, on the English and the French side
+    english = [m.value for m in at.markdown if "font-size:1.0rem" in m.value]
+    assert ">c</span>" in english[0] and ">e</span>" in english[1]
+    assert chart(at, "edit_map0") is not None and chart(at, "edit_map1") is not None
+    assert at.query_params["edit"] in ("a b e d", ["a b e d"])
+    # a link with both reproduces it
+    again = app(model="en-fr-additive", text="a b c d", edit="a b e d", tab="Compare an edit")
+    assert not again.exception and chart(again, "edit_map1") is not None
+
+
+def test_compare_an_edit_without_attention(app):
+    at = app(model="en-fr-none", text="a b c d", edit="a b", tab="Compare an edit")
+    assert not at.exception
+    assert "no attention: only the two translations compare" in texts(at)
+    assert chart(at, "edit_map0") is None and chart(at, "edit_lp1") is not None
+
+
+def test_neighbours_offers_to_build_the_index_then_draws_it(app, monkeypatch, tmp_path):
+    sample = tmp_path / "sample.tsv"
+    sample.write_text("".join(f"{s}\t{' '.join(reversed(s.split()))}\n" for s in
+                              ["a b c d", "b c d", "a b", "d c b a", "c a", "a b c d e", "e d", "b a c"]))
+    monkeypatch.setattr(nb, "SAMPLE", sample)
+    at = app(model="en-fr-additive", text="a b c d", tab="Neighbours")
+    assert not at.exception
+    assert "No neighbours index" in texts(at)
+    [b for b in at.button if b.key == "nb_build"][0].click()
+    at.run(timeout=120)
+    assert not at.exception
+    assert "Training sentences nearest to this one" in texts(at)
+    nearest = [d.value for d in at.dataframe if "English" in d.value.columns][0]
+    assert list(nearest["English"])[0] == "a b c d"           # a training sentence is its own nearest
+    assert chart(at, "nb_map") is not None
+    steps = [d.value for d in at.dataframe if "trained to emit" in d.value.columns][0]
+    assert len(steps) == 5
+    at.session_state["nb_step"] = 1
+    at.run()
+    assert not at.exception and "nearest to step 2" in texts(at)
+
+
+def test_a_hub_model_steers_compares_and_says_who_builds_its_index(app, hub_models, monkeypatch):
+    """A tiny Marian the operator lists: steered (its output starts with the prefix's pieces,
+    scored as forced decoding scores it), compared, and its Neighbours tab names the command
+    that builds its index from the operator's corpus (the page offers no build: the data is not ours)."""
+    marian = str(hub_models["marian"])
+    monkeypatch.setenv("S2S_HUB_MODELS", marian)
+    tr = load_translator(marian)
+    text = "the cat sat on the mat ."
+    own = decode(tr, text, DecodeSettings(max_len=12))
+    prefix = tr.tokenizer.decode(own.target_ids[:2])
+    other = [i for i in range(len(tr.tokenizer)) if i not in (tr.tokenizer.eos_id, tr.tokenizer.pad_id,
+                                                              own.target_ids[0])][5]
+    prefix = tr.tokenizer.decode([other]) or prefix
+    at = app(model=marian, text=text, maxlen="12", steer=prefix, tab="Step by step")
+    assert not at.exception, at.exception
+    steered = decode(tr, text, DecodeSettings(max_len=12, target_prefix=prefix))
+    assert steered.prefix_length >= 1
+    assert steered.target_ids[:steered.prefix_length] == tr.tokenizer.target_ids(prefix)[:steered.prefix_length]
+    assert chart(at, "steer_map1") is not None and f"log p = {steered.log_prob:.2f}" in texts(at)
+    at = app(model=marian, text=text, maxlen="12", edit="the cat sat on the sofa .", tab="Compare an edit")
+    assert not at.exception and chart(at, "edit_map1") is not None
+    at = app(model=marian, text=text, maxlen="12", tab="Neighbours")
+    assert not at.exception
+    assert "--corpus PAIRS.tsv" in texts(at) and not [b for b in at.button if b.key == "nb_build"]
+
+
+def test_the_start_pages_teaching_example_holds_on_the_shipped_model():
+    """Start here says what steering "un" to "une" does; the shipped model it links to does it."""
+    import ui.models
+    from conftest import ROOT
+    path = ROOT / "checkpoints" / ui.models.DEFAULT_MODEL
+    if not (path / "metrics.json").is_file():
+        pytest.skip("the shipped models are not in checkpoints/")
+    tr = load_translator(str(path))
+    own = decode(tr, "She has a big black dog.", DecodeSettings())
+    steered = decode(tr, "She has a big black dog.", DecodeSettings(target_prefix="Elle a une"))
+    assert " un " in own.translation and "chien" in own.translation
+    words = steered.translation.rstrip(".").split()
+    assert words[:3] == ["Elle", "a", "une"] and "grande" in words and "noire" in words and "chien" in words
+    assert "“une” for “un”: the adjectives after it turn feminine (“grande … noire”), “chien” stays" in \
+        (ROOT / "pages" / "start.py").read_text(encoding="utf-8").replace('"\n          "', "")

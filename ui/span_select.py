@@ -1,0 +1,176 @@
+"""LSTMVis's select-a-span on the Cell States page (Strobelt et al. 2018; issue #56 part 2):
+the widgets and the drawing. What is computed is s2s.cells (select_span, span_matches).
+
+A stretch is chosen with a range slider over the positions (Streamlit cannot report a text
+selection made with the mouse), or by typing a piece of it; the coloured text above shows it
+underlined. Under it: the cells on throughout it and off just around it, their values around
+the span (cells x characters), and every other stretch of the passage and of held-out text
+where all of them are on, each with a button that moves the selection (or the passage) there.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import ui.show
+from s2s.cells import SPAN_SIGNALS, SPAN_THRESHOLD, SpanCell, in_context, select_span, span_matches
+from s2s.figures import span_heatmap
+from s2s.text import InputError
+
+AROUND = 12          # positions drawn either side of the span in the heatmap
+MAX_MATCHES = 12     # matches listed per text (the count says how many there are)
+CONTEXT = 30         # positions of context either side of a match
+
+
+@dataclass
+class Corpus:
+    """Held-out text to search: its positions (characters, or pieces), their states
+    (T, L, H), what it is, and what a jump to one of its matches does."""
+    tokens: str | list[str]
+    states: np.ndarray
+    label: str
+    jump: Callable[[int, int], None] | None = None
+
+
+def default_span(text: str) -> tuple[int, int]:
+    """The first short quotation from its opening quote up to its closing one (excluded), else
+    the first ten characters: something to look at before anything is chosen."""
+    import re
+    m = re.search(r'"[^"\n]{3,40}"', text)
+    return (m.start(), m.end() - 1) if m else (0, min(10, len(text)))
+
+
+def controls(prefix: str, tokens: str | list[str], signals: dict[str, str], memory: str) -> tuple:
+    """The span slider, a find box (characters only), the threshold and the signal; returns
+    (start, end, threshold, signal). Keys start with `prefix` (one set per tab)."""
+    S = st.session_state
+    n = len(tokens)
+    key = f"{prefix}_span"
+    span = S.get(key)
+    if not (isinstance(span, (tuple, list)) and len(span) == 2 and 0 <= span[0] < span[1] <= n):
+        S[key] = default_span(tokens) if isinstance(tokens, str) else (0, min(2, n))
+    if isinstance(tokens, str):
+        c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
+        c1.slider("Selected characters (drag either end)", 0, n, key=key,
+                  help="Characters counted from 0, the end excluded. The selection is underlined in the text above.")
+        c2.text_input("…or find", key=f"{prefix}_find", placeholder="a word or phrase", max_chars=200,
+                      on_change=_find, args=(prefix, tokens),
+                      help="Selects the first place (after the current selection, then from the start) where "
+                           "these characters occur.")
+    else:
+        st.select_slider("Selected pieces", options=list(range(n + 1)), key=key,
+                         format_func=lambda i: f"{i}" + (f" · {tokens[i]}" if i < n else " · end"))
+    c1, c2, c3 = st.columns([2, 2, 1])
+    threshold = c1.slider("Threshold: a cell is on where its value ≥", 0.05, 0.95, SPAN_THRESHOLD, 0.05,
+                          key=f"{prefix}_threshold",
+                          help="LSTMVis's default is 0.3. A cell also counts as on where its value is ≤ minus this "
+                               "(listed as negative), as LSTMVis's signed_to_unsigned tool does.")
+    options = [s for s in SPAN_SIGNALS if s in signals]
+    if S.get(f"{prefix}_signal") not in options:
+        S[f"{prefix}_signal"] = memory if memory in options else options[0]
+    signal = c2.selectbox("Cells read by", options, key=f"{prefix}_signal", format_func=lambda s: signals[s],
+                          help="LSTMVis reads h; an LSTM's memory tanh(c) is what its output gate sees.")
+    margin = c3.number_input("Off margin", 1, 20, 1, key=f"{prefix}_margin",
+                             help="Positions just before and just after the span where the cells must be off.")
+    start, end = S[key]
+    return int(start), int(end), float(threshold), signal, int(margin)
+
+
+def _find(prefix: str, text: str) -> None:
+    S = st.session_state
+    what = S.get(f"{prefix}_find") or ""
+    if not what:
+        return
+    start = S.get(f"{prefix}_span", (0, 0))[0]
+    at = text.find(what, start + 1)
+    at = text.find(what) if at < 0 else at
+    if at >= 0:
+        S[f"{prefix}_span"] = (at, max(at + len(what), at + 2))
+    else:
+        S[f"{prefix}_not_found"] = what
+
+
+def jump_to(prefix: str, start: int, end: int) -> None:
+    st.session_state[f"{prefix}_span"] = (start, end)
+
+
+def show(prefix: str, tokens: str | list[str], states: np.ndarray, span: tuple[int, int], threshold: float,
+         signal: str, margin: int, layer_names: list[str] | None = None, held_out: Corpus | None = None,
+         value_name: str = "h") -> None:
+    """The selection's cells, the heatmap around it and the matches (passage, then held-out text)."""
+    S = st.session_state
+    if (missing := S.pop(f"{prefix}_not_found", None)) is not None:
+        st.info(f"{ui.show.code_span(missing)} does not occur in this text.")
+    try:
+        cells = select_span(states, *span, threshold, margin=margin)
+    except InputError as e:
+        st.warning(str(e))
+        return
+    start, end = span
+    shown = tokens[start:end] if isinstance(tokens, str) else " ".join(tokens[start:end])
+    if not cells:
+        st.info(f"No cell is on (≥ {threshold:g}, or ≤ −{threshold:g}) at every position of "
+                f"{ui.show.code_span(shown[:80])} and off just before and after it. Lower the threshold, or "
+                "select a stretch that ends where something changes (a quotation with its opening quote, a word).")
+        return
+
+    def name(c: SpanCell) -> str:
+        layer = layer_names[c.layer] if layer_names else f"layer {c.layer}"
+        return f"{layer} cell {c.cell}" + (" (negative)" if c.sign < 0 else "")
+
+    st.markdown(f"**{len(cells)} cell{'s' if len(cells) != 1 else ''}** on throughout "
+                f"{ui.show.code_span(shown[:80])} ({end - start} positions, {start}:{end}) and off just around it, "
+                "the cleanest switch first (its lowest value inside minus its highest within "
+                "5 positions around):")
+    # values as the text is shaded (a negative cell's are negative): the weakest inside, the nearest to on around
+    ui.show.table(pd.DataFrame([{"cell": name(c), "on where": f"{'≥ ' if c.sign > 0 else '≤ −'}{threshold:g}",
+                                 "weakest inside": round(c.sign * c.inside, 3),
+                                 "nearest to on around": round(c.sign * c.outside, 3), "score": round(c.score, 3)}
+                                for c in cells[:20]]), height=ui.show.grid_height(min(len(cells), 20), 260))
+    a, b = max(0, start - AROUND), min(len(tokens), end + AROUND)
+    top = cells[:12]
+    values = np.stack([states[a:b, c.layer, c.cell].astype(float) for c in top])
+    window = list(tokens[a:b])
+    fig = span_heatmap(window, values, [name(c) for c in top], a, span, value_name=value_name,
+                       projector=ui.show.projector())
+    with st.container(key=f"span_heat_{prefix}"):
+        ui.show.plotly_chart(fig, key=f"{prefix}_heatmap", config=ui.show.camera(f"{prefix}-span", f"{start}-{end}"))
+    st.caption(f"The selected cells' {value_name} over the span (outlined) and {AROUND} positions either side"
+               + (f"; the first {len(top)} of {len(cells)}" if len(cells) > len(top) else "") + ".")
+    # the matches: all the cells on together (span_matches), in this text and in the held-out one
+    corpora = [Corpus(tokens, states, "this text", lambda s, e: jump_to(prefix, s, e))]
+    if held_out is not None:
+        corpora.append(held_out)
+    for ci, corpus in enumerate(corpora):
+        matches = span_matches(corpus.states, cells, corpus.tokens, threshold,
+                               exclude=span if ci == 0 else None)
+        count = f"{len(matches):,} stretch{'es' if len(matches) != 1 else ''}" if matches else "no stretch"
+        st.markdown(f"**Matches in {corpus.label}:** {count} where "
+                    + (f"all {len(cells)} cells are" if len(cells) > 1 else "the cell is") + " on"
+                    + (f" (the {MAX_MATCHES} closest in length to the selection first)"
+                       if len(matches) > MAX_MATCHES else "") + ".")
+        with st.container(key=f"{prefix}_matches_{ci}"):
+            for k, m in enumerate(matches[:MAX_MATCHES]):
+                before, inside, after = in_context(corpus.tokens, m.start, m.end, CONTEXT)
+                c1, c2 = st.columns([6, 1], vertical_alignment="center")
+                c1.html(_match_html(before, inside, after))
+                if corpus.jump is not None:
+                    c2.button("Go", key=f"{prefix}_go_{ci}_{k}", on_click=corpus.jump, args=(m.start, m.end),
+                              help=f"Select {m.start}:{m.end}" + ("" if ci == 0 else " (its passage replaces the "
+                                                                   "text above)"))
+
+
+def _match_html(before: str, inside: str, after: str) -> str:
+    """One match in its context, monospace, the match in bold on a yellow ground."""
+    import html
+
+    def esc(s: str) -> str:
+        return html.escape(s).replace("\n", "↵").replace("\t", "⇥")
+    return ("<div style='font-family:ui-monospace,Menlo,Consolas,monospace;white-space:pre;overflow:hidden;"
+            "text-overflow:ellipsis;color:#111'>"
+            f"<span style='color:#555'>{esc(before)}</span><b style='background:#ffe08a'>{esc(inside)}</b>"
+            f"<span style='color:#555'>{esc(after)}</span></div>")

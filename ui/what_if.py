@@ -1,0 +1,384 @@
+"""What if: the Translate & Align page answers back (issue #55, after Seq2Seq-Vis, Strobelt et
+al. 2019). Three questions a reader can ask the model, each drawn beside what it did:
+
+    steer a step      choose another next token (Step by step), a hypothesis the beam kept (Beam
+                      tree) or type French (Forced decoding's "continue"): the model continues from
+                      that prefix with the page's own search (s2s.decode's target_prefix), drawn
+                      beside its own output, the changed words marked, both heatmaps on one scale
+    compare an edit   a second English sentence through the same model and settings, the two
+                      translations and heatmaps side by side, the changed words marked
+    neighbours        the training sentences and decoder states nearest to this one's
+                      (s2s.neighbours), and a 2-D map of them with this sentence's path through it
+
+The address holds a steering prefix (steer=), an edited sentence (edit=) and "continue" (cont=1),
+so a copied link reproduces the view. Steering is chained (steer again in the steered output)
+and undone one step at a time (the chain lives in the session; a link holds its last prefix).
+"""
+from __future__ import annotations
+
+import html
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import ui.address
+import ui.models
+import ui.show
+import ui.translate_tabs as tabs
+from s2s import figures
+from s2s.checkpoint import Translator
+from s2s.decode import DecodeSettings, Decoding
+from s2s.piece_words import changed_words, is_special, word_spans
+from s2s.text import InputError
+
+CHANGED = "#fde68a"      # a changed word's background (amber 200): marks, never a scale
+GIVEN = "#1d4ed8"        # the steering prefix's words are underlined in blue: given, not chosen
+
+
+# ------------------------------------------------------------------ steering state
+def forget_if_changed(model: str, text: str, arrived: bool = False) -> None:
+    """A steering prefix belongs to one text and one model: another one drops it and its undo
+    chain. `arrived`: a link brought it (steer= with its own text and model): it stays."""
+    S = st.session_state
+    now = (model, text)
+    if arrived:
+        S["_steer_undo"] = []
+    elif S.get("_steer_for") not in (None, now):
+        S.steer, S["_steer_undo"] = "", []
+    S["_steer_for"] = now
+
+
+def steer_to(prefix: str, step: int | None = None) -> None:
+    """Steer (a button's callback): the output must start with `prefix`; the one before it is
+    kept for Undo. `step` (from 1): the step slider moves to the steered step."""
+    S = st.session_state
+    if prefix and prefix != S.get("steer", ""):
+        S.setdefault("_steer_undo", []).append(S.get("steer", ""))
+        S.steer = prefix
+    if step is not None:
+        S.step = step
+
+
+def undo_steer() -> None:
+    S = st.session_state
+    undo = S.get("_steer_undo") or [""]
+    S.steer = undo.pop()
+
+
+def clear_steer() -> None:
+    S = st.session_state
+    S.steer, S["_steer_undo"] = "", []
+
+
+def typed_steer(key: str, before: str) -> None:
+    """The "type French" box's callback: steer from its text (prefilled with the output before
+    the step shown), if it says more than that."""
+    typed = (st.session_state.get(key) or "").strip()
+    if typed and typed != before.strip():
+        steer_to(typed)
+
+
+def prefix_text(tr: Translator, ids: list[int]) -> str:
+    """Target piece ids as the French text a steering prefix is written in (the address's form)."""
+    return tr.tokenizer.decode(ids)
+
+
+# ------------------------------------------------------------------ drawing two outputs
+def words_of(d: Decoding) -> tuple[list[str], list[int]]:
+    """d's output words (special pieces left out) and the index of each word's first piece."""
+    spans = [(w, idx) for w, idx in word_spans(d.target_tokens) if not is_special(w)]
+    return [w for w, _ in spans], [idx[0] for _, idx in spans]
+
+
+def marked_html(words: list[str], changed: list[bool], given: int = 0, size: str = "1.15rem") -> str:
+    """Words as escaped text, each changed one on an amber ground, the first `given` (a steering
+    prefix) underlined: one line of HTML, user and model text escaped exactly once."""
+    out = []
+    for i, (w, c) in enumerate(zip(words, changed)):
+        style = (f"background:{CHANGED};border-radius:3px;padding:0 2px;" if c else "") + \
+                (f"text-decoration:underline 2px {GIVEN};text-underline-offset:4px;" if i < given else "")
+        out.append(f"<span style='{style}'>{html.escape(w)}</span>" if style else html.escape(w))
+    return f"<div class='s2s-text' style='font-size:{size};line-height:1.5'>{' '.join(out)}</div>"
+
+
+def two_outputs(first: Decoding, second: Decoding, labels: tuple[str, str], words: bool, model: str, text: str,
+                key: str, sources: tuple[str, str] | None = None, second_text: str | None = None) -> None:
+    """Two decodings side by side: each output with the words a word diff marks as changed, its
+    log p (in all and per token), its heatmap (both on the one scale α in [0, 1]) and its tokens'
+    log p on one axis. `sources`: the two English texts, marked too (Compare an edit)."""
+    w1, _ = words_of(first)
+    w2, starts2 = words_of(second)
+    c1, c2 = changed_words(w1, w2)
+    given = sum(1 for s in starts2 if s < second.prefix_length)
+    src_marks = None
+    if sources is not None:
+        src_marks = changed_words(sources[0].split(), sources[1].split())
+    views = [tabs.view_of(d, words) if d.attention is not None else None for d in (first, second)]
+    spans = [tabs.output_steps(d.target_tokens, words) for d in (first, second)]
+    lps = [[float(sum(d.token_log_probs[j] for j in idx)) for _, idx in s] for d, s in zip((first, second), spans)]
+    low = min(min(v, default=0.0) for v in lps)
+    rows = max(len(s) for s in spans)
+    on = ui.show.projector()
+    # the outputs and their maps in one container (what a Start link promises on the first
+    # screen: tests/test_browser_start_links.py), the log p bars in a row below it
+    cols = tabs.point(f"what_if_{key}").columns(2, gap="medium")
+    below = st.columns(2, gap="medium")
+    for i, (col, d, label, ws, marks) in enumerate(zip(cols, (first, second), labels, (w1, w2), (c1, c2))):
+        with col:
+            st.markdown(f"**{label}**")
+            if src_marks is not None:
+                st.markdown(marked_html(sources[i].split(), src_marks[i], size="1.0rem"), unsafe_allow_html=True)
+            st.markdown(marked_html(ws, marks, given if i == 1 else 0), unsafe_allow_html=True)
+            n = len(d.target_tokens)
+            st.caption(f"log p = {d.log_prob:.2f} over {n} piece{'s' if n != 1 else ''} "
+                       f"({d.log_prob / max(n, 1):.2f} per piece)")
+            if views[i] is not None:
+                src, tgt, a = views[i]
+                fig = figures.attention_heatmap(src, tgt, a, height=max(240, 150 + (28 if on else 22) * rows))
+                ui.show.plotly_chart(fig, share=0.5, key=f"{key}_map{i}",
+                                     config=ui.show.camera(f"{key}_map{i}", model, (second_text or text)[:40]))
+        with below[i]:
+            bars = figures.token_bars([w for w, _ in spans[i]], lps[i], "log p", horizontal=False,
+                                      highlight=int(np.argmin(lps[i])) if lps[i] else None,
+                                      value_range=(low * 1.05 - 0.05, 0), height=220 if on else 200)
+            ui.show.plotly_chart(bars, share=0.5, key=f"{key}_lp{i}",
+                                 config=ui.show.camera(f"{key}_lp{i}", model, (second_text or text)[:40]))
+    n_changed = sum(c2)
+    st.caption(f"Amber: the words a word diff of the two outputs marks as changed ({n_changed} in the second)."
+               + (" Underlined: the steering prefix, given to the model, not chosen by it." if given else "")
+               + " Both heatmaps shade α on one scale, 0 (white) to 1; the bars are each "
+               + ("word's log p (the sum of its pieces')" if words else "piece's log p")
+               + " on one axis, the darkest the least likely.")
+
+
+# ------------------------------------------------------------------ steer a step
+def steered(tr: Translator, model: str, text: str, settings: DecodeSettings, prefix: str) -> Decoding | None:
+    """The page's decoding of `text` with its own settings, steered to start with `prefix`; a
+    prefix it cannot take (too long, </s> inside) is said in one line, and None."""
+    try:
+        steering = replace(settings, target_prefix=prefix).canonical()
+        d, _ = tabs.decode_cached(ui.models.model_path(model), text, steering)
+    except InputError as e:
+        st.warning(str(e))
+        return None
+    return d
+
+
+def steer_panel(tr: Translator, d: Decoding, words: bool, model: str, text: str, settings: DecodeSettings,
+                method_label: str, key: str = "steer") -> Decoding:
+    """When the reader has steered: the steered output beside the model's own, with Undo and
+    Back. Returns the decoding the tab then walks: the steered one, so that steering again at a
+    later step chains."""
+    S = st.session_state
+    prefix = S.get("steer") or ""
+    if not prefix:
+        return d
+    s = steered(tr, model, text, settings, prefix)
+    head, undo, back = st.columns([5, 1, 1.6], vertical_alignment="center")
+    head.markdown(f"**Steered**: the output must start with “{html.escape(prefix)}”; the model continues with "
+                  f"{method_label.lower()}.", unsafe_allow_html=True)
+    undo.button("↶ Undo", key=f"{key}_undo", on_click=undo_steer, width="stretch",
+                help="Back to the steering before this one" if S.get("_steer_undo") else "Back to the model's own")
+    back.button("✕ The model's own", key=f"{key}_clear", on_click=clear_steer, width="stretch",
+                help="Drop the steering")
+    if s is None:
+        return d
+    if s.prefix_unknown:
+        st.caption(ui.show.unknown_characters_note(s.prefix_unknown, "the steering prefix"))
+    if s.target_tokens and s.target_tokens[-1] != "</s>":
+        st.caption(f"The steered output stopped at the max length ({settings.max_len} pieces) before </s>.")
+    two_outputs(d, s, (f"The model's own ({method_label.lower()})", "Steered"), words, model, text, key)
+    return s
+
+
+def continue_reference(tr: Translator, d: Decoding, words: bool, model: str, text: str, settings: DecodeSettings,
+                       method_label: str, reference: str) -> None:
+    """Forced decoding's "Continue from this French": the reference read as the start of a
+    translation, which the model finishes with the page's search, beside its own output."""
+    s = steered(tr, model, text, settings, reference)
+    if s is None:
+        return
+    if s.prefix_unknown:
+        st.caption(ui.show.unknown_characters_note(s.prefix_unknown, "your French"))
+    st.markdown(f"The model continues your French with {method_label.lower()}: "
+                f"log p of the whole = **{s.log_prob:.2f}** (its own output: {d.log_prob:.2f}). Read as a start, "
+                "it is not scored as a finished translation.")
+    two_outputs(d, s, (f"The model's own ({method_label.lower()})", "Continued from your French"), words, model,
+                text, "cont")
+
+
+def steer_controls(tr: Translator, d: Decoding, first: int, step: int) -> None:
+    """Under Step by step's charts: steer this step to another of its most likely next tokens,
+    or type the French to continue from (prefilled with the output before the step)."""
+    top = d.step_top[first] if first < len(d.step_top) else []
+    chosen = d.target_tokens[first] if first < len(d.target_tokens) else None
+    options = [(tok, p) for tok, p in top if tok != chosen and not is_special(tok)][:6]
+    before = prefix_text(tr, d.target_ids[:first])
+    st.markdown(f"**What if** step {step} were another token? The model continues from there.")
+    if options:
+        cols = st.columns(len(options))
+        for col, (tok, p) in zip(cols, options):
+            prefix = prefix_text(tr, list(d.target_ids[:first]) + [tr.tokenizer.piece_id(tok)])
+            col.button(ui.show.literal_label(f"{figures.display_token(tok)}  {p:.2f}"), key=f"steer_tok_{first}_{tok}",
+                       width="stretch", on_click=steer_to, args=(prefix, step),
+                       help=f"Continue from “{prefix}”")
+    with st.form(f"steer_form_{first}", border=False):
+        box, go = st.columns([4, 1.3], vertical_alignment="bottom")
+        k = f"steer_typed_{abs(hash((before, first))) % 10**9}"
+        box.text_input("…or type the French to continue from", value=before, key=k,
+                       help="The output so far before this step is filled in: type the next word, or change "
+                            "any of it. The model continues from what you typed.")
+        go.form_submit_button("Steer", on_click=typed_steer, args=(k, before), width="stretch")
+
+
+def beam_prefixes(tr: Translator, d: Decoding) -> dict[str, str]:
+    """Every unfinished hypothesis the beam kept, as {French prefix: its label}, step by step
+    and best first within a step (one entry per distinct text)."""
+    tree = d.beam_tree or []
+    options: dict[str, str] = {}
+    for n in sorted(range(len(tree)), key=lambda n: (tree[n]["step"], -tree[n]["log_prob"])):
+        path, m = [], n
+        while m is not None and m >= 0:
+            path.append(tree[m]["token"])
+            m = tree[m]["parent"]
+        pieces = [p for p in reversed(path) if not is_special(p)]
+        if not pieces or tree[n]["finished"]:
+            continue
+        prefix = prefix_text(tr, [tr.tokenizer.piece_id(p) for p in pieces])
+        options.setdefault(prefix, f"step {tree[n]['step'] + 1}: {prefix}  (log p {tree[n]['log_prob']:.2f})")
+    return options
+
+
+def beam_alternatives(tr: Translator, d: Decoding) -> None:
+    """Under the Beam tree: continue from any hypothesis the beam kept."""
+    options = beam_prefixes(tr, d)
+    if not options:
+        return
+    pick, go = st.columns([4, 1.3], vertical_alignment="bottom")
+    choice = pick.selectbox("Continue from a hypothesis the beam kept", list(options), index=None,
+                            format_func=options.get, key="beam_steer_pick", placeholder="Choose a hypothesis…")
+    go.button("Steer", key="beam_steer_go", disabled=choice is None, on_click=steer_to, args=(choice or "",),
+              width="stretch", help="The model continues from this hypothesis with beam search")
+
+
+# ------------------------------------------------------------------ compare an edit
+def compare_edit(tr: Translator, d: Decoding, words: bool, model: str, text: str, settings: DecodeSettings,
+                 method_label: str, by_sentence: bool) -> None:
+    """A second English sentence (prefilled with the first), decoded by the same model and
+    settings: the two translations, their heatmaps and the changed words side by side."""
+    S = st.session_state
+    if not (S.get("edit") or "").strip():
+        S.edit = text
+    with st.form("edit_form", border=False):
+        box, go = st.columns([5, 1.3], vertical_alignment="bottom")
+        box.text_input("Edited English (change a word and compare)", key="edit",
+                       help="Decoded by the same model with the same settings as the text above")
+        go.form_submit_button("Compare", type="primary", width="stretch")
+    edit = S.edit or ""
+    if edit.strip() == text.strip():
+        st.caption("Change a word of the sentence in the box (a name, a number, a tense, he → she) and press "
+                   "**Compare**: the two translations and their attention are drawn side by side.")
+        return
+    try:
+        e, _ = tabs.decode_cached(ui.models.model_path(model), edit, settings, by_sentence)
+    except InputError as err:
+        st.warning(str(err))
+        return
+    if unknown := tr.tokenizer.unknown_characters(edit):
+        st.caption(ui.show.unknown_characters_note(unknown, "the edited text"))
+    two_outputs(d, e, ("Your text", "Edited"), words, model, text, "edit", sources=(text, edit), second_text=edit)
+    if d.attention is None:
+        st.caption("This model has no attention: only the two translations compare.")
+
+
+# ------------------------------------------------------------------ neighbours
+@st.cache_resource(max_entries=4, show_spinner=False)
+def index_cached(path: str):
+    """A model's neighbour index, loaded once for every session (IndexNotReady is not cached)."""
+    from s2s.neighbours import load_index
+    return load_index(ui.models.load_path(path))
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def search_cached(path: str, text: str, target_ids: tuple, k: int):
+    from s2s.neighbours import search
+    tr = ui.models.load_path(path)
+    return search(tr, index_cached(path), text, k=k, target_ids=list(target_ids))
+
+
+def build_with_progress(tr: Translator, path: str) -> bool:
+    """Build the index of a shipped model on this server, a progress bar counting its pairs."""
+    from s2s.neighbours import build_index
+    bar = st.progress(0.0, text="Encoding the training sample…")
+
+    def on_progress(done: int, total: int) -> None:
+        bar.progress(done / max(total, 1), text=f"Encoding the training sample: {done:,} of {total:,} pairs")
+    try:
+        build_index(tr, on_progress=on_progress)
+    except InputError as e:
+        bar.empty()
+        st.warning(str(e))
+        return False
+    index_cached.clear()
+    bar.empty()
+    return True
+
+
+def neighbours_tab(tr: Translator, d: Decoding, words: bool, model: str, text: str) -> None:
+    """The training sentences nearest to this one, the training decoder states nearest to each
+    of its steps, and the 2-D map of those states with this sentence's path through it."""
+    from s2s.neighbours import IndexNotReady, build_command, marked
+    path = ui.models.model_path(model)
+    try:
+        index = index_cached(path)
+    except IndexNotReady as e:
+        hub = tr.config.get("hub") is not None
+        st.info(f"{e} " + (f"A Hugging Face model's training data is not ours: the server's operator builds its "
+                           f"index from a corpus they choose, before class: `{build_command(tr)} --corpus "
+                           "PAIRS.tsv`." if hub else
+                           "It is built once, from 10,000 of the model's own training pairs, and kept on disk "
+                           "(about 65 MB; a minute or so on two cores)."))
+        if not hub and st.button("Build the index", key="nb_build", type="primary"):
+            if build_with_progress(tr, path):
+                st.rerun()
+        return
+    k = 5
+    try:
+        n = search_cached(path, text, tuple(d.target_ids), k)
+    except InputError as e:
+        st.warning(str(e))
+        return
+    steps = [s for s in n.steps if not is_special(s.piece)] or n.steps
+    with tabs.point("neighbours"):
+        left, right = st.columns([1.3, 1], gap="medium")     # the tables' French needs the room
+        with left:
+            st.markdown("**Training sentences nearest to this one** (cosine of the mean encoder state)")
+            ui.show.table(pd.DataFrame([{"cos": s.similarity, "English": s.english, "French": s.french}
+                                        for s in n.sentences]),
+                          key="nb_sentences", formats={"cos": "%.3f"}, height=ui.show.grid_height(k, 400))
+            labels = {s.step: f"{s.step + 1}: {figures.display_token(s.piece)}" for s in steps}
+            ui.address.check_choice("nb_step", list(labels), steps[0].step)
+            j = st.selectbox("Output step", list(labels), format_func=labels.get, key="nb_step")
+            chosen = next(s for s in n.steps if s.step == j)
+            st.markdown(f"**Training decoder states nearest to step {j + 1}** "
+                        f"({html.escape(figures.display_token(chosen.piece))}): what was emitted there",
+                        unsafe_allow_html=True)
+            ui.show.table(pd.DataFrame([{"cos": s.similarity, "trained to emit": figures.display_token(s.piece),
+                                         "model's argmax": figures.display_token(s.predicted),
+                                         "in its French [the step]": marked(tr.tokenizer,
+                                                                            index.pair_piece_ids(s.pair), s.step)}
+                                        for s in chosen.neighbours]),
+                          key="nb_states", formats={"cos": "%.3f"}, height=ui.show.grid_height(k, 400))
+        with right:
+            rows = [index.row(s.pair, s.step) for s in chosen.neighbours]
+            fig = figures.neighbours_map(n.projection, n.target_tokens, highlight=j, chosen_rows=rows)
+            ui.show.plotly_chart(fig, share=0.43, key="nb_map", config=ui.show.camera("neighbours", model, text[:40]))
+    ex = n.projection.explained
+    st.caption(f"Searched {n.index['pairs']:,} training pairs ({n.index['states']:,} decoder states) of the model's "
+               "own training split, exactly (one matrix product, cosine). A training state's word is what it was "
+               "trained to emit there (teacher forcing on its French); the model's argmax at that state beside it. "
+               f"The map: a PCA of the {len(n.projection.rows)} neighbour states ({ex[0]:.0%} and {ex[1]:.0%} of "
+               "their variance on its two axes), with this sentence's decoder states as a path through it, the "
+               "step chosen ringed. docs/neighbours.md says how it is built.")
