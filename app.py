@@ -59,7 +59,12 @@ if ui.show.projector():
                 "[data-testid='stMain'] [data-testid='stMarkdownContainer'] span[style*='0.875rem'] "
                 "{font-size: inherit !important} "
                 "[data-testid='stMain'] [data-testid='stCaptionContainer'] :is(p, li) {font-size: 1rem} "
-                "[data-testid='stMain'] [data-testid='stWidgetLabel'] p {font-size: 1.05rem}</style>",
+                "[data-testid='stMain'] [data-testid='stWidgetLabel'] p {font-size: 1.05rem} "
+                # a metric's value is Markdown too: the rule for paragraphs above shrank it from 36 to 17.6 px
+                "[data-testid='stMain'] [data-testid='stMetricValue'] p {font-size: 2.25rem} "
+                # code spans in captions and notes, drawn at 0.75 of their text (12 px), as large as it
+                "[data-testid='stMain'] :is([data-testid='stCaptionContainer'], [data-testid='stAlert']) code "
+                "{font-size: 0.95em}</style>",
                 unsafe_allow_html=True)
 else:
     st.set_page_config(page_title="Seq2Seq Explorer", page_icon=ICON, layout="wide", initial_sidebar_state="auto")

@@ -44,8 +44,12 @@ OUTLINE = [
           "Replay the decoder writing French piece by piece: its attention and its likeliest next tokens at each step.",
           (translate("Step by step", "I went to the lecture."),)),
     Topic("Decoding: greedy, beam search, sampling",
-          "Beam search of width 5: the n-best list with scores, and every hypothesis the beam kept at each step.",
-          (translate("Beam tree", "I think it's going to rain tomorrow.", method="beam", beam="5", nbest="3"),)),
+          # the steering example is seen on the shipped model (tests/test_what_if_page.py holds it): en-fr-additive's
+          # "Elle a un gros chien noir." steered to "Elle a une" goes on "grande chien noire."
+          "Beam search of width 5: the n-best list and every hypothesis the beam kept. Then steer one word, "
+          "“une” for “un”: the adjectives after it turn feminine (“grande … noire”), “chien” stays.",
+          (translate("Beam tree", "I think it's going to rain tomorrow.", method="beam", beam="5", nbest="3"),
+           translate("Step by step", "She has a big black dog.", steer="Elle a une"))),
     Topic("BLEU and perplexity",
           "A reference forced through the model: log p, perplexity (the Shannon game), token ranks, BLEU from "
           "n-gram counts.",
@@ -53,12 +57,6 @@ OUTLINE = [
           # case, so p_1 ... p_4 all differ and the shorter output pays a brevity penalty
           (translate("Forced decoding", "I went to the lecture yesterday.",
                      reference="Hier, je suis allé au cours."),)),
-    Topic("What if: the model answers back",
-          # seen on the shipped models (tests/test_what_if_page.py holds it): en-fr-additive's "Elle a un gros
-          # chien noir." steered to "Elle a une" goes on "grande chien noire."; the Transformer's "grosse ... noire"
-          "Steer one word, “une” for “un”: the adjectives after it turn feminine (“grande … noire”), “chien” "
-          "stays. The tabs beside it compare an edit and find the nearest training sentences.",
-          (translate("Step by step", "She has a big black dog.", steer="Elle a une"),)),
     Topic("The bottleneck",
           "A fixed vector beside attention on the same input: BLEU by length, a stress test, what the decoder reads.",
           (Link("pages/bottleneck.py", "Bottleneck", {}, ":material/compress:"),)),
@@ -93,11 +91,12 @@ OUTLINE.append(Topic(
                heads_head="3", heads_query="5"),) if transformers else (),
     coming="" if transformers else "coming: a trained Transformer (none in checkpoints/ yet)"))
 
-st.title("Start here")
-st.caption("The lecture in order. Each link opens the page and tab with an example already set; the sidebar "
-           "reaches every page at any time.")
-# one row per topic, the sentence in small type and the rows close together: the whole
-# outline fits a 1280 x 720 projector
+# what the page is in the title's tooltip: a caption line under it pushed the outline's last
+# link past a 1280 x 720 screen (tests/test_browser.py holds the whole outline on it)
+st.title("Start here", help="The lecture in order. Each link opens the page and tab with an example already set; "
+                            "the sidebar reaches every page at any time.")
+# one row per topic, the sentence in small type and the rows close together: eleven topics no
+# longer fit one 1280 x 720 screen, but most of them are on the first
 with st.container(gap="xsmall"):
     for n, topic in enumerate(OUTLINE, 1):
         left, right = st.columns([3, 2], vertical_alignment="center")

@@ -44,7 +44,7 @@ from .decode import positions
 from .hub import MODEL_HELP
 from .hub_config import beyond_positions
 from .model import Seq2Seq
-from .text import InputError, OneLineErrorParser, check_range, clean_text
+from .text import InputError, OneLineErrorParser, check_range, clean_text, text_argument
 
 # ---------------------------------------------------------------------------------------
 # Over a test set
@@ -213,7 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             out["file"], out["max_words"] = str(a.test), a.max_words
             print(json.dumps(out) if a.json else "\n".join(f"{k}: {v}" for k, v in out.items()))
             return 0
-        text = " ".join(a.text) if a.text else ("" if sys.stdin.isatty() else sys.stdin.read())
+        text = text_argument(a.text)
         if a.method:
             return _print_methods(tr, text, a)
         e = explain(tr, text, a.reference, ig_steps=a.ig_steps)

@@ -67,7 +67,7 @@ from .decode import encode_source, greedy
 from .hub import MODEL_HELP, add_model_options, model_options
 from .model import Seq2Seq
 from .piece_words import HEAD_KINDS
-from .text import InputError, OneLineErrorParser, clean_text
+from .text import InputError, OneLineErrorParser, clean_text, text_argument
 from .transformer import Transformer
 
 KINDS = tuple(HEAD_KINDS)        # cross, encoder, decoder
@@ -389,7 +389,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("text", nargs="*", help="the English text (after --, if it starts with a dash)")
     a = p.parse_args(argv)
-    text = " ".join(a.text) if a.text else ("" if sys.stdin.isatty() else sys.stdin.read())
+    text = text_argument(a.text)
     try:
         clean_text(text)      # an empty text says so before a model is loaded
         tr = load_translator(a.model, **model_options(a))

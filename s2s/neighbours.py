@@ -61,7 +61,7 @@ from .data import Pair, read_pairs, write_pairs
 from .decode import encode_source, greedy, pad_batch
 from .hub import MODEL_HELP, add_model_options, model_options
 from .loaded import Translator
-from .text import MAX_DECODE_LEN, InputError, OneLineErrorParser, check_range, clean_text
+from .text import MAX_DECODE_LEN, InputError, OneLineErrorParser, check_range, clean_text, text_argument
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "examples" / "neighbours" / "tatoeba-train-10k.tsv"   # the shipped models' index corpus
@@ -624,7 +624,7 @@ def query_main(argv: Sequence[str]) -> int:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("text", nargs="*", help="the English text (after --, if it starts with a dash)")
     a = p.parse_args(argv)
-    text = " ".join(a.text) if a.text else ("" if sys.stdin.isatty() else sys.stdin.read())
+    text = text_argument(a.text)
     try:
         check_range("--k", a.k, 1, MAX_K)
         tr = load_translator(a.model, **model_options(a))

@@ -40,6 +40,12 @@ class OneLineErrorParser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+def text_argument(words: list[str] | None) -> str:
+    """A command's English text: its words joined, else standard input when it is not a
+    terminal (piped text), else empty (which clean_text then refuses in one line)."""
+    return " ".join(words) if words else ("" if sys.stdin.isatty() else sys.stdin.read())
+
+
 def clean_text(text: str, max_chars: int = MAX_CHARS, what: str = "text") -> str:
     """NFC-normalise, drop control and format (bidi) characters, collapse white space."""
     if not isinstance(text, str):

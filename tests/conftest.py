@@ -209,6 +209,18 @@ def trio_env(tmp_path, charlm_trio, monkeypatch):
     return tmp_path
 
 
+@pytest.fixture(scope="session")
+def transformer_zoo(tmp_path_factory, tiny_additive, tiny_none, tiny_transformer, untrained_translators) -> Path:
+    """A checkpoints folder (S2S_CHECKPOINTS) with the five shipped recurrent names
+    (five_translators) and en-fr-transformer, the tiny Transformer: the Translate page runs on it
+    as on the real zoo, a Transformer's views included. Read only: tests that change a
+    checkpoint make their own folder."""
+    root = tmp_path_factory.mktemp("transformer_zoo")
+    five_translators(root, tiny_additive, tiny_none, untrained_translators)
+    shutil.copytree(tiny_transformer, root / "en-fr-transformer")
+    return root
+
+
 def five_translators(root: Path, tiny_additive: Path, tiny_none: Path, untrained: dict) -> Path:
     """A checkpoints folder with the five shipped names: the tiny trained additive and none
     models, untrained dot, general and scaled-dot ones. Pages then run as on the real zoo."""

@@ -1,12 +1,10 @@
 """AppTest: a Transformer on the Translate page. Its heatmap shows any layer and head of its
 cross-attention, the Heads tab every layer x head of its three attentions, and every other
 tab works for it as for the recurrent models; a recurrent model's Heads tab says where heads are."""
-import shutil
 
 import numpy as np
 import pytest
 
-from conftest import five_translators
 from s2s.checkpoint import load_translator
 from s2s.decode import DecodeSettings, attention_heads, attention_of, decode
 from s2s.figures import ATTENTION_COLORS
@@ -17,11 +15,8 @@ TEXT = "a b c d e"
 
 
 @pytest.fixture(scope="module")
-def zoo(tmp_path_factory, tiny_additive, tiny_none, tiny_transformer, untrained_translators):
-    root = tmp_path_factory.mktemp("heads_zoo")
-    five_translators(root, tiny_additive, tiny_none, untrained_translators)
-    shutil.copytree(tiny_transformer, root / "en-fr-transformer")
-    return root
+def zoo(transformer_zoo):
+    return transformer_zoo
 
 
 @pytest.fixture

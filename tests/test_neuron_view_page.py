@@ -2,12 +2,10 @@
 the head enlarged for one query, whose weights are that head's row; the query is a select box
 kept in the address (heads_query, from 1), checked against the model and text; a recurrent
 model's tab draws its one attention at one output step."""
-import shutil
 
 import numpy as np
 import pytest
 
-from conftest import five_translators
 from s2s.checkpoint import load_translator
 from s2s.decode import DecodeSettings, attention_heads, decode
 from test_app import _widget, array, chart, open_tab, submit, texts, translate_page
@@ -16,11 +14,8 @@ TEXT = "a b c d e"
 
 
 @pytest.fixture(scope="module")
-def zoo(tmp_path_factory, tiny_additive, tiny_none, tiny_transformer, untrained_translators):
-    root = tmp_path_factory.mktemp("neuron_zoo")
-    five_translators(root, tiny_additive, tiny_none, untrained_translators)
-    shutil.copytree(tiny_transformer, root / "en-fr-transformer")
-    return root
+def zoo(transformer_zoo):
+    return transformer_zoo
 
 
 def weights(spec: dict) -> np.ndarray:

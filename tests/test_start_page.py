@@ -14,9 +14,8 @@ from test_app import chart
 OUTLINE = [
     ("Vanishing gradients and gates", [("gradients", "Live: untrained cells")]),
     ("The encoder-decoder", [("translate", "Step by step")]),
-    ("Decoding: greedy, beam search, sampling", [("translate", "Beam tree")]),
+    ("Decoding: greedy, beam search, sampling", [("translate", "Beam tree"), ("translate", "Step by step")]),
     ("BLEU and perplexity", [("translate", "Forced decoding")]),
-    ("What if: the model answers back", [("translate", "Step by step")]),       # steered (steer=)
     ("The bottleneck", [("bottleneck", None)]),
     ("Attention and its scoring functions", [("translate", "Compare attention")]),
     ("Alignment and explanation", [("alignment", "Against human alignments"),

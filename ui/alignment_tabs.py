@@ -389,7 +389,9 @@ def corpus_estimate(path: str, tr, pairs) -> tuple[float, str]:
     rate = corpus_runs()["rate"].get(path)
     if rate is not None:
         return rate * words, "from its speed on an earlier corpus here"
-    params = sum(t.numel() for t in tr.model.parameters())
+    # a hub model's count as the sidebar and s2s.fetch give it (hub_config.count_parameters: 74.7 M for
+    # opus-mt-en-fr's shape, not model.parameters()'s 75.1 M); a shipped model's from its parameters
+    params = (getattr(tr, "config", None) or {}).get("parameters") or sum(t.numel() for t in tr.model.parameters())
     return CORPUS_S_PER_PARAM_WORD * params * words, f"from its size, {params / 1e6:,.1f} M parameters"
 
 
@@ -521,6 +523,7 @@ def corpus_view(name: str, path: str, transformer: bool, tr=None, hub: bool = Fa
     CORPUS_ASK_S, or any for a Hugging Face model (`hub`), waits for a button that says how
     long (corpus_estimate, from `tr`); one run before, by any reader, is not asked again."""
     S = st.session_state
+    shown = ui.models.display_name(name)      # a hub model by its name, not the server's folder
     left, right = st.columns([1, 3])
     with left:
         source = st.radio("Corpus", list(CORPUS_SOURCES), key="corpus_source", format_func=CORPUS_SOURCES.get)
@@ -545,11 +548,11 @@ def corpus_view(name: str, path: str, transformer: bool, tr=None, hub: bool = Fa
         if tr is not None and (path, tuple(pairs), shifted(rule), transformer) not in corpus_runs()["done"]:
             seconds, basis = corpus_estimate(path, tr, pairs)
             if hub or seconds > CORPUS_ASK_S:        # issue #54: 37 pairs took 11.5 s on opening the tab
-                st.info(f"Aligning these {len(pairs)} pairs forces each through {name}: {about(seconds)} on this "
+                st.info(f"Aligning these {len(pairs)} pairs forces each through {shown}: {about(seconds)} on this "
                         f"server ({basis}).")
                 if not st.button(f"Align {len(pairs)} pairs ({about(seconds)})", key="corpus_run", type="primary"):
                     return
-        with st.spinner(f"Forcing {len(pairs)} pairs through {name}…"
+        with st.spinner(f"Forcing {len(pairs)} pairs through {shown}…"
                         + (f" ({about(seconds)})" if seconds is not None and seconds >= 1 else "")):
             weights = corpus_weights_cached(path, tuple(pairs), shifted(rule), transformer)
         head = None
@@ -580,7 +583,7 @@ def corpus_view(name: str, path: str, transformer: bool, tr=None, hub: bool = Fa
             for r, f, g in zip(rows, found, gold):
                 one = score([f or set()], [g])
                 r.update(AER=one.aer, precision=one.precision, recall=one.recall)
-        st.caption(f"{len(pairs) - skipped} of {len(pairs)} lines aligned by {name} ({rule}"
+        st.caption(f"{len(pairs) - skipped} of {len(pairs)} lines aligned by {shown} ({rule}"
                    + ("" if not transformer else ", " + ("the last layer's head mean" if head is None else
                                                          f"layer {head[0] + 1} · head {head[1] + 1}")) + ")"
                    + (f"; {skipped} could not be (no tab, an empty side, not UTF-8 or too long): empty lines "
@@ -595,7 +598,7 @@ def corpus_view(name: str, path: str, transformer: bool, tr=None, hub: bool = Fa
         i = int(n) - 1
         if found[i] is None:
             st.warning(f"Line {i + 1} could not be aligned: no tab, an empty side, not UTF-8, or too long for "
-                       f"{name}.")
+                       f"{shown}.")
         else:
             w = head_or_mean(weights[i], *(head or ()))
             g = gold[i] if gold is not None else None
@@ -698,7 +701,8 @@ def human_alignments(tr, info, path: str) -> None:
                 with st.container(key="point_gold"):
                     ui.show.plotly_chart(fig, share=0.75, width="stretch", key="gold_figure",
                                          config=plotly_config(pair_stem))
-                st.caption(f"Shaded: {name}'s attention, forced to read {'the gold' if gold else 'your'} French, "
+                st.caption(f"Shaded: {ui.models.display_name(name)}'s attention, forced to read "
+                           f"{'the gold' if gold else 'your'} French, "
                            "summed over each English word's pieces and averaged over each French word's"
                            + (", each French word read at the step that has it as input (shift)" if shifted(rule)
                               else "") + ". Black "

@@ -329,15 +329,14 @@ def build_with_progress(tr: Translator, path: str) -> bool:
 def neighbours_tab(tr: Translator, d: Decoding, words: bool, model: str, text: str) -> None:
     """The training sentences nearest to this one, the training decoder states nearest to each
     of its steps, and the 2-D map of those states with this sentence's path through it."""
-    from s2s.neighbours import IndexNotReady, build_command, marked
+    from s2s.neighbours import IndexNotReady, marked
     path = ui.models.model_path(model)
     try:
         index = index_cached(path)
     except IndexNotReady as e:
         hub = tr.config.get("hub") is not None
-        st.info(f"{e} " + (f"A Hugging Face model's training data is not ours: the server's operator builds its "
-                           f"index from a corpus they choose, before class: `{build_command(tr)} --corpus "
-                           "PAIRS.tsv`." if hub else
+        st.info(f"{e} " + ("A Hugging Face model's training data is not ours: the server's operator builds its "
+                           "index, with the command above, from a corpus they choose, before class." if hub else
                            "It is built once, from 10,000 of the model's own training pairs, and kept on disk "
                            "(about 65 MB; a minute or so on two cores)."))
         if not hub and st.button("Build the index", key="nb_build", type="primary"):
