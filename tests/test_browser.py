@@ -558,7 +558,8 @@ def test_start_link_marks_split_a_link_into_server_and_browser():
     import subprocess
     import sys
     out = subprocess.run([sys.executable, str(ROOT / "tools" / "start_link_marks.py"), "--runs", "1",
-                          "--link", "Cell States › Colored text", "--profile"], capture_output=True, text=True, timeout=600)
+                          "--link", "Cell States › Colored text", "--profile"],
+                         capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     (marks,) = report["apps"][str(ROOT)].values()
