@@ -28,9 +28,10 @@ class Topic(NamedTuple):
     coming: str = ""         # for a topic whose page does not exist yet: said instead of a link
 
 
-def translate(tab: str, text: str, **settings) -> Link:
-    """A Translate & Align link: the default model, greedy, unless said otherwise."""
-    return Link("pages/translate.py", f"Translate & Align › {tab}",
+def translate(tab: str, text: str, what: str = "", **settings) -> Link:
+    """A Translate & Align link: the default model, greedy, unless said otherwise; `what` names a
+    second link to the same tab ("Translate & Align · steer a step › Step by step")."""
+    return Link("pages/translate.py", f"Translate & Align{' · ' + what if what else ''} › {tab}",
                 {"model": ui.models.DEFAULT_MODEL, "text": text, "method": "greedy", "tab": tab, **settings},
                 ":material/translate:")
 
@@ -49,7 +50,7 @@ OUTLINE = [
           "Beam search of width 5: the n-best list and every hypothesis the beam kept. Then steer one word, "
           "“une” for “un”: the adjectives after it turn feminine (“grande … noire”), “chien” stays.",
           (translate("Beam tree", "I think it's going to rain tomorrow.", method="beam", beam="5", nbest="3"),
-           translate("Step by step", "She has a big black dog.", steer="Elle a une"))),
+           translate("Step by step", "She has a big black dog.", "steer a step", steer="Elle a une"))),
     Topic("BLEU and perplexity",
           "A reference forced through the model: log p, perplexity (the Shannon game), token ranks, BLEU from "
           "n-gram counts.",
