@@ -1,6 +1,7 @@
 """AppTest: the Translate page answers back (issue #55): steer a step (Step by step, Beam tree,
 Forced decoding's "continue"), compare an edit, and the neighbours view, on tiny models
 (the zoo's trained additive reversal model, a tiny Transformer, a tiny hub Marian)."""
+import functools
 import html
 import re
 
@@ -22,7 +23,7 @@ def zoo(transformer_zoo):
 def app(zoo, monkeypatch, tmp_path):
     monkeypatch.setenv("S2S_CHECKPOINTS", str(zoo))
     monkeypatch.setenv("S2S_NEIGHBOURS_DIR", str(tmp_path / "indexes"))
-    return translate_page
+    return functools.partial(translate_page, 180)      # a run's time limit with a busy machine beside it
 
 
 def steered_panel(at) -> list[str]:
@@ -101,6 +102,14 @@ def test_typed_french_steers_and_bad_prefixes_say_why(app):
     at = app(model="en-fr-additive", text="a b c d", tab="Step by step", steer="d c b a d c b a", maxlen="3")
     assert not at.exception
     assert any("max length" in w.value for w in at.warning)
+
+
+def test_a_prefix_is_shown_as_text_never_as_markup(app):
+    at = app(model="en-fr-additive", text="a b c d", tab="Step by step", steer="**d** <b>c</b> [a](b)")
+    assert not at.exception
+    head = [m.value for m in at.markdown if "the output must start with" in m.value][0]
+    # an HTML block: Markdown is not read inside it, and the prefix's HTML is escaped once
+    assert head.startswith("<div>") and "“**d** &lt;b&gt;c&lt;/b&gt; [a](b)”" in head
 
 
 def test_a_new_text_or_model_drops_the_steering(app):

@@ -80,11 +80,6 @@ def typed_steer(key: str, before: str) -> None:
         steer_to(typed)
 
 
-def prefix_text(tr: Translator, ids: list[int]) -> str:
-    """Target piece ids as the French text a steering prefix is written in (the address's form)."""
-    return tr.tokenizer.decode(ids)
-
-
 # ------------------------------------------------------------------ drawing two outputs
 def words_of(d: Decoding) -> tuple[list[str], list[int]]:
     """d's output words (special pieces left out) and the index of each word's first piece."""
@@ -177,8 +172,9 @@ def steer_panel(tr: Translator, d: Decoding, words: bool, model: str, text: str,
         return d
     s = steered(tr, model, text, settings, prefix)
     head, undo, back = st.columns([5, 1, 1.6], vertical_alignment="center")
-    head.markdown(f"**Steered**: the output must start with “{html.escape(prefix)}”; the model continues with "
-                  f"{method_label.lower()}.", unsafe_allow_html=True)
+    # an HTML block (<div>): its text is not read as Markdown, so a prefix's "**" or "[x](y)" stays text
+    head.markdown(f"<div><b>Steered</b>: the output must start with “{html.escape(' '.join(prefix.split()))}”; "
+                  f"the model continues with {method_label.lower()}.</div>", unsafe_allow_html=True)
     undo.button("↶ Undo", key=f"{key}_undo", on_click=undo_steer, width="stretch",
                 help="Back to the steering before this one" if S.get("_steer_undo") else "Back to the model's own")
     back.button("✕ The model's own", key=f"{key}_clear", on_click=clear_steer, width="stretch",
@@ -215,13 +211,13 @@ def steer_controls(tr: Translator, d: Decoding, first: int, step: int) -> None:
     top = d.step_top[first] if first < len(d.step_top) else []
     chosen = d.target_tokens[first] if first < len(d.target_tokens) else None
     options = [(tok, p) for tok, p in top if tok != chosen and not is_special(tok)][:6]
-    before = prefix_text(tr, d.target_ids[:first])
+    before = tr.tokenizer.decode(d.target_ids[:first])
     st.markdown(f"**What if** step {step} were another token? The model continues from there.")
     if options:
         cols = st.columns(len(options))
         for col, (tok, p) in zip(cols, options):
-            prefix = prefix_text(tr, list(d.target_ids[:first]) + [tr.tokenizer.piece_id(tok)])
-            col.button(ui.show.literal_label(f"{figures.display_token(tok)}  {p:.2f}"), key=f"steer_tok_{first}_{tok}",
+            prefix = tr.tokenizer.decode(list(d.target_ids[:first]) + [tr.tokenizer.piece_id(tok)])
+            col.button(ui.show.literal_label(f"{tok}  {p:.2f}"), key=f"steer_tok_{first}_{tok}",
                        width="stretch", on_click=steer_to, args=(prefix, step),
                        help=f"Continue from “{prefix}”")
     with st.form(f"steer_form_{first}", border=False):
@@ -238,15 +234,12 @@ def beam_prefixes(tr: Translator, d: Decoding) -> dict[str, str]:
     and best first within a step (one entry per distinct text)."""
     tree = d.beam_tree or []
     options: dict[str, str] = {}
-    for n in sorted(range(len(tree)), key=lambda n: (tree[n]["step"], -tree[n]["log_prob"])):
-        path, m = [], n
-        while m is not None and m >= 0:
-            path.append(tree[m]["token"])
-            m = tree[m]["parent"]
-        pieces = [p for p in reversed(path) if not is_special(p)]
+    order = sorted(range(len(tree)), key=lambda n: (tree[n]["step"], -tree[n]["log_prob"]))
+    for n, path in zip(order, figures.beam_paths(tree, order)):
+        pieces = [tree[m]["token"] for m in path if not is_special(tree[m]["token"])]
         if not pieces or tree[n]["finished"]:
             continue
-        prefix = prefix_text(tr, [tr.tokenizer.piece_id(p) for p in pieces])
+        prefix = tr.tokenizer.decode([tr.tokenizer.piece_id(p) for p in pieces])
         options.setdefault(prefix, f"step {tree[n]['step'] + 1}: {prefix}  (log p {tree[n]['log_prob']:.2f})")
     return options
 
@@ -357,15 +350,14 @@ def neighbours_tab(tr: Translator, d: Decoding, words: bool, model: str, text: s
             ui.show.table(pd.DataFrame([{"cos": s.similarity, "English": s.english, "French": s.french}
                                         for s in n.sentences]),
                           key="nb_sentences", formats={"cos": "%.3f"}, height=ui.show.grid_height(k, 400))
-            labels = {s.step: f"{s.step + 1}: {figures.display_token(s.piece)}" for s in steps}
+            labels = {s.step: f"{s.step + 1}: {s.piece}" for s in steps}     # widget labels: text, not HTML
             ui.address.check_choice("nb_step", list(labels), steps[0].step)
             j = st.selectbox("Output step", list(labels), format_func=labels.get, key="nb_step")
             chosen = next(s for s in n.steps if s.step == j)
-            st.markdown(f"**Training decoder states nearest to step {j + 1}** "
-                        f"({html.escape(figures.display_token(chosen.piece))}): what was emitted there",
-                        unsafe_allow_html=True)
-            ui.show.table(pd.DataFrame([{"cos": s.similarity, "trained to emit": figures.display_token(s.piece),
-                                         "model's argmax": figures.display_token(s.predicted),
+            st.markdown(f"**Training decoder states nearest to step {j + 1}** ({ui.show.code_span(chosen.piece)}): "
+                        "what was emitted there")
+            ui.show.table(pd.DataFrame([{"cos": s.similarity, "trained to emit": s.piece,
+                                         "model's argmax": s.predicted,
                                          "in its French [the step]": marked(tr.tokenizer,
                                                                             index.pair_piece_ids(s.pair), s.step)}
                                         for s in chosen.neighbours]),
