@@ -2,17 +2,18 @@
 
 The page is layout and widgets only; the measurements are s2s.alignment (against human
 word alignments), s2s.attributions (against attributions) and s2s.counterfactual
-(counterfactual attention), the figures s2s.figures; each tab is a function of
-ui/alignment_tabs.py. This file chooses the model and the tab, and keeps the address.
+(counterfactual attention), the figures s2s.figures; each tab is a module of ui/alignment/
+(gold.py, attribution.py, corpus.py), their cached measurements ui/alignment/measurements.py.
+This file chooses the model and the tab, and keeps the address.
 """
 import streamlit as st
 
 import ui.address
-import ui.alignment_tabs as tabs_of
 import ui.models
 from s2s.alignment import RULES
 from s2s.contributions import ALIGN_METHODS
 from s2s.counterfactual import KINDS
+from ui.alignment import attribution, corpus, gold, measurements
 
 ui.address.run_through_app()     # a link's first run in Streamlit's old multipage mode: rerun through app.py
 
@@ -39,7 +40,7 @@ for note in ui.address.read_address(query, ADDRESS):
 st.caption("Attention is drawn as if it were an alignment and read as if it were an explanation. "
            "Here both are measured: against human word alignments, and against what actually drives the output.")
 
-models = tabs_of.attention_models()
+models = measurements.attention_models()
 if not models:
     st.error("No translation checkpoint with attention in `checkpoints/`: nothing to measure.")
     st.stop()
@@ -76,7 +77,7 @@ ui.address.tab_from_query(query, "alignment_tab", TABS)     # a link may name th
 tabs = st.tabs(TABS, key="alignment_tab", on_change="rerun")
 if query.get("tab") in TABS:     # a link to a tab (the Start page's): the tab bar just below the header
     ui.address.scroll_into_view('[data-testid="stTabs"]')
-for tab, show in zip(tabs, (tabs_of.human_alignments, tabs_of.attention_vs_attribution, tabs_of.your_corpus)):
+for tab, show in zip(tabs, (gold.human_alignments, attribution.attention_vs_attribution, corpus.your_corpus)):
     with tab:
         if tab.open:
             show(tr, by_name[name], path)

@@ -128,13 +128,13 @@ def tau_line(at) -> str:
 
 
 def test_the_tau_line_names_every_method_that_has_run():
-    """Issue #54: ui.alignment_tabs.explanation_taus, the τ line's figures: every one-pass method
+    """Issue #54: ui.alignment.attribution.explanation_taus, the τ line's figures: every one-pass method
     the contributions hold and every gradient attribution run so far (integrated gradients once
     it has run), in the method list's order; leave-one-out never against itself."""
     from types import SimpleNamespace
 
     from s2s.attributions import agreement
-    from ui.alignment_tabs import explanation_taus, tau_caption
+    from ui.alignment.attribution import explanation_taus, tau_caption
     rng = np.random.default_rng(0)
     loo, weights, gxi, ig = (rng.dirichlet(np.ones(4), size=3) for _ in range(4))
     c = SimpleNamespace(layers={"weights": weights[None]}, matrix=lambda method: weights)
@@ -549,19 +549,21 @@ def test_the_attribution_estimate_and_the_progress_line(monkeypatch):
     estimate's remainder early on, then the run's own pace."""
     from types import SimpleNamespace
 
-    import ui.alignment_tabs as tabs
+    import ui.alignment.attribution as tabs
+    import ui.alignment.measurements as measure
     c = SimpleNamespace(seconds={"trace": 0.2}, target_tokens=["x"] * 10, source_tokens=["y"] * 7)
-    assert set(tabs.IG_PASSES) == set(tabs.LOO_PASSES) == {"recurrent", "transformer", "hub"}
-    assert all(v > 0 for v in list(tabs.IG_PASSES.values()) + list(tabs.LOO_PASSES.values()))
-    for kind in tabs.IG_PASSES:
-        assert tabs.attribution_estimate(c, "integrated_gradients", kind) == pytest.approx(
-            tabs.IG_PASSES[kind] * 0.2 * 10)
-        assert tabs.attribution_estimate(c, "leave_one_out", kind) == pytest.approx(tabs.LOO_PASSES[kind] * 0.2 * 8)
-    assert tabs.IG_PASSES["transformer"] > tabs.IG_PASSES["recurrent"]
-    monkeypatch.setitem(tabs.IG_PASSES, "hub", 3.0)                          # the constants are read on every call
-    assert tabs.attribution_estimate(c, "integrated_gradients", "hub") == pytest.approx(6.0)
+    assert set(measure.IG_PASSES) == set(measure.LOO_PASSES) == {"recurrent", "transformer", "hub"}
+    assert all(v > 0 for v in list(measure.IG_PASSES.values()) + list(measure.LOO_PASSES.values()))
+    for kind in measure.IG_PASSES:
+        assert measure.attribution_estimate(c, "integrated_gradients", kind) == pytest.approx(
+            measure.IG_PASSES[kind] * 0.2 * 10)
+        assert measure.attribution_estimate(c, "leave_one_out", kind) == pytest.approx(
+            measure.LOO_PASSES[kind] * 0.2 * 8)
+    assert measure.IG_PASSES["transformer"] > measure.IG_PASSES["recurrent"]
+    monkeypatch.setitem(measure.IG_PASSES, "hub", 3.0)                        # the constants are read on every call
+    assert measure.attribution_estimate(c, "integrated_gradients", "hub") == pytest.approx(6.0)
     twice = SimpleNamespace(seconds={"trace": 0.4}, target_tokens=["x"] * 10, source_tokens=["y"] * 7)
-    assert tabs.attribution_estimate(twice, "integrated_gradients", "hub") == pytest.approx(12.0)  # a slower server
+    assert measure.attribution_estimate(twice, "integrated_gradients", "hub") == pytest.approx(12.0)  # a slower server
     early = tabs.progress_text("integrated gradients", 0.1, "the path's end points: the sentence", 2.0, 30.0)
     assert early == "integrated gradients: the path's end points: the sentence · 10%, about 28 s left"
     paced = tabs.progress_text("integrated gradients", 0.5, "first round: gradients for 4 of 8 output pieces",

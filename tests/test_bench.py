@@ -151,7 +151,7 @@ def test_browser_bench_times_a_hub_models_first_use_on_a_warmed_up_server(monkey
 
 def test_the_attribution_calibration_prints_each_kinds_factor_and_its_runs(untrained_translators, capsys):
     """tools/calibrate_attributions.py (issue #54), shrunk to one sentence on tiny models: per kind,
-    each run's integrated gradients and leave-one-out over ui.alignment_tabs.attribution_work (the
+    each run's integrated gradients and leave-one-out over ui.alignment.measurements.attribution_work (the
     trace times the pieces), the median as the factor, and when each progress stage ended."""
     import importlib.util
     import json

@@ -171,7 +171,7 @@ def test_your_corpus_waits_for_a_button_that_says_how_long_with_a_hub_model(offe
     the tab (11.5 s for opus-mt), with no button and no estimate. Now it waits for a button that
     gives the time (from the model's size before its first corpus, then from its measured
     speed); once run, the corpus is not asked for again."""
-    import ui.alignment_tabs as tabs
+    import ui.alignment.measurements as tabs
     from conftest import app_page
     tabs.corpus_runs.clear()              # a fresh server: nothing run, no speed measured
     tabs.corpus_weights_cached.clear()
@@ -203,7 +203,8 @@ def test_the_corpus_estimate_comes_from_the_models_size_then_its_speed(monkeypat
 
     import torch
 
-    import ui.alignment_tabs as tabs
+    import ui.alignment.common as common
+    import ui.alignment.measurements as tabs
     monkeypatch.setattr(tabs, "corpus_runs", lambda: {"done": {}, "rate": {}})
     pairs = [(("w",) * 20, ("m",) * 17)] * 37 + [None]                # 1,369 words; a line that could not be read
     model = lambda n: SimpleNamespace(model=SimpleNamespace(parameters=lambda: [torch.zeros(n)]))  # noqa: E731
@@ -214,7 +215,8 @@ def test_the_corpus_estimate_comes_from_the_models_size_then_its_speed(monkeypat
     monkeypatch.setattr(tabs, "corpus_runs", lambda: runs)
     assert tabs.corpus_estimate("opus", model(75_000_000), pairs) == (pytest.approx(13.69),
                                                                         "from its speed on an earlier corpus here")
-    assert tabs.about(0.4) == "under 1 s" and tabs.about(11.5) == "about 12 s" and tabs.about(300) == "about 5 min"
+    assert common.about(0.4) == "under 1 s" and common.about(11.5) == "about 12 s"
+    assert common.about(300) == "about 5 min"
 
 
 def test_the_operators_hub_models_load_after_the_warm_up_and_a_page_waits_for_that_load(offered, monkeypatch):

@@ -3,7 +3,7 @@
     python tools/calibrate_attributions.py [--sentences 4] [--threads 1] [--kinds recurrent transformer hub]
 
 The Alignment page runs integrated gradients (and a Hugging Face model's leave-one-out) only when
-asked, and says beforehand how long it should take (ui/alignment_tabs.py, attribution_estimate):
+asked, and says beforehand how long it should take (ui/alignment/measurements.py, attribution_estimate):
 a factor per kind of model (IG_PASSES, LOO_PASSES) times attribution_work, the sentence's one-pass
 trace seconds (s2s.contributions.explain_contributions' seconds["trace"], which the page has
 already) times its output pieces for integrated gradients, its source pieces + 1 for leave-one-out.
@@ -21,7 +21,7 @@ kinds and their models:
                  about three times opus-mt's own pieces, and the factors are per piece
 
 Each model first runs one sentence unmeasured (captum's import, the first batched backward).
-Printed: `IG_PASSES` and `LOO_PASSES` (the medians, to put in ui/alignment_tabs.py), `current`
+Printed: `IG_PASSES` and `LOO_PASSES` (the medians, to put in ui/alignment/measurements.py), `current`
 (the constants there now), the machine, and per kind its `runs`: the pieces, `trace_s`, `ig_s`,
 `loo_s`, each run's factors, and `stages`, the share of integrated gradients' time spent when each
 of its progress stages ended (the path's end points, the first round's forward pass, the first
@@ -75,8 +75,8 @@ def time_one(tr, text: str, reference: str, hub: bool) -> dict:
 
     from s2s import attributions as attr
     from s2s.contributions import METHODS, applies, explain_contributions
-    from ui.alignment_tabs import DEFERRED, attribution_work
-    methods = [m for m in METHODS if not (hub and m in DEFERRED) and applies(tr, m)]     # ui.alignment_tabs.one_pass
+    from ui.alignment.measurements import DEFERRED, attribution_work
+    methods = [m for m in METHODS if not (hub and m in DEFERRED) and applies(tr, m)]  # measurements.one_pass
     c = explain_contributions(tr, text, reference, methods)
     src = torch.tensor([attr.source_ids(tr, text)], device=tr.device)
     tgt = torch.tensor(c.target_ids, device=tr.device)
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     streamlit.logger.set_log_level("error")  # ui's caches, imported outside a server, say so at every import
 
-    import ui.alignment_tabs as tabs  # (ui.models sets one thread: the server's)
+    import ui.alignment.measurements as tabs  # (ui.models sets one thread: the server's)
     torch.set_num_threads(a.threads)
     pairs = PAIRS[:a.sentences]
     out = {"command": "python tools/calibrate_attributions.py " + " ".join(argv if argv is not None else sys.argv[1:]),
