@@ -266,6 +266,6 @@ def test_bench_finds_the_models_index_or_builds_one_from_the_sample(additive, ad
     out = bench.neighbours_timing(additive, d, 2)
     assert out["neighbours_ms"] > 0 and out["neighbours_pairs"] == 40 and out["neighbours_states"] > 40
     assert not (tmp_path / "cache").exists() and torch.get_num_threads() == threads
-    monkeypatch.setattr(nb, "index_dir", lambda tr, root=None: additive_index.where)
+    monkeypatch.setattr(nb.index, "index_dir", lambda tr, root=None: additive_index.where)   # where load_index looks
     out = bench.neighbours_timing(additive, d, 2)
     assert (out["neighbours_pairs"], out["neighbours_states"]) == (additive_index.n_pairs, additive_index.n_states)
