@@ -58,21 +58,19 @@ piece_words.merge_to_words, as the heatmap does.
 """
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .attributions import _bos
 from .checkpoint import Translator
+from .hooks import decoder_input, decoder_start, first, forced_pass, recorded, sites
 from .model import Seq2Seq
 from .text import InputError
-from .transformer import Transformer
 
 METHODS = ("weights", "norm", "alti", "rollout", "value_zeroing")
 LABELS = {"weights": "weights", "norm": "norm", "alti": "ALTI+", "rollout": "rollout",
@@ -127,91 +125,6 @@ class Block:
         return self._vectors
 
 
-@dataclass
-class Site:
-    """Where a block's parts are read in a model: its query, value and output projections,
-    the norm beside it, and the layer module whose output value zeroing compares."""
-    q: nn.Module
-    v: nn.Module
-    o: nn.Module
-    norm: nn.Module
-    layer: nn.Module | None = None
-    finish: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None
-    """cross-attention only: (residual x, attention output) -> the layer's output, the rest of
-    the layer after its cross-attention (the FFN and its norms), position by position"""
-    k: nn.Module | None = None
-    """the key projection, and the attention module holding the projections (its `scaling`, T5's
-    position bias): what s2s.heads reads for one head's q . k_j"""
-    attn: nn.Module | None = None
-
-
-def _pre_ffn(norm: nn.Module, ffn: nn.Module) -> Callable:
-    """The shipped pre-LN layer's rest: z = x + a, y = z + FFN(LN(z))."""
-    def finish(x, a):
-        z = x + a
-        return z + ffn(norm(z))
-    return finish
-
-
-def _bart_finish(layer: nn.Module) -> Callable:
-    """A BART-family decoder layer's rest after its cross-attention, pre-LN (M2M100, NLLB,
-    mBART: z = x + a, y = z + FFN(LN(z))) or post-LN (Marian, BART: z = LN(x + a),
-    y = LN(z + FFN(z))); which one, `trace` tells (Block.post_norm)."""
-    def ffn(z):
-        return layer.fc2(layer.activation_fn(layer.fc1(z)))
-
-    def finish(x, a, post: bool = False):
-        if post:
-            z = layer.encoder_attn_layer_norm(x + a)
-            return layer.final_layer_norm(z + ffn(z))
-        z = x + a
-        return z + ffn(layer.final_layer_norm(z))
-    return finish
-
-
-def _sites(model) -> tuple[list[Site], list[Site], list[Site]]:
-    """(encoder self-attention, decoder self-attention, cross-attention) sites, layer by layer."""
-    if isinstance(model, Transformer):
-        enc = [Site(l.self_attn.w_q, l.self_attn.w_v, l.self_attn.w_o, l.norm_self, k=l.self_attn.w_k,
-                    attn=l.self_attn) for l in model.encoder]
-        dec = [Site(l.self_attn.w_q, l.self_attn.w_v, l.self_attn.w_o, l.norm_self, k=l.self_attn.w_k,
-                    attn=l.self_attn) for l in model.decoder]
-        cross = [Site(l.cross_attn.w_q, l.cross_attn.w_v, l.cross_attn.w_o, l.norm_cross, l,
-                      _pre_ffn(l.norm_ffn, l.ffn), k=l.cross_attn.w_k, attn=l.cross_attn)
-                 for l in model.decoder]
-        return enc, dec, cross
-    hf = getattr(model, "hf", None)
-    if hf is None:
-        raise InputError("Contributions need a Transformer.")
-    encoder, decoder = hf.get_encoder(), hf.get_decoder()
-    if hasattr(encoder, "layers") and hasattr(decoder, "layers"):           # BART, Marian, M2M100, NLLB, mBART
-        try:
-            enc = [Site(l.self_attn.q_proj, l.self_attn.v_proj, l.self_attn.out_proj, l.self_attn_layer_norm,
-                        k=l.self_attn.k_proj, attn=l.self_attn) for l in encoder.layers]
-            dec = [Site(l.self_attn.q_proj, l.self_attn.v_proj, l.self_attn.out_proj, l.self_attn_layer_norm,
-                        k=l.self_attn.k_proj, attn=l.self_attn) for l in decoder.layers]
-            cross = [Site(l.encoder_attn.q_proj, l.encoder_attn.v_proj, l.encoder_attn.out_proj,
-                          l.encoder_attn_layer_norm, l, _bart_finish(l), k=l.encoder_attn.k_proj, attn=l.encoder_attn)
-                     for l in decoder.layers]
-            return enc, dec, cross
-        except AttributeError:
-            pass
-    if hasattr(encoder, "block") and hasattr(decoder, "block"):             # T5
-        def t5_self(b):
-            a = b.layer[0].SelfAttention
-            return Site(a.q, a.v, a.o, b.layer[0].layer_norm, k=a.k, attn=a)
-        enc = [t5_self(b) for b in encoder.block]
-        dec = [t5_self(b) for b in decoder.block]
-        def t5_cross(b):
-            a = b.layer[1].EncDecAttention
-            return Site(a.q, a.v, a.o, b.layer[1].layer_norm, b, (lambda x, y, ff=b.layer[-1]: ff(x + y)), k=a.k,
-                        attn=a)
-        cross = [t5_cross(b) for b in decoder.block]
-        return enc, dec, cross
-    raise InputError(f"Contributions are not available for this architecture "
-                     f"({type(hf).__name__}): its attention blocks are not of a known layout.")
-
-
 def check_model(tr: Translator) -> None:
     """Contributions need attention: any model but the fixed-vector one."""
     if isinstance(tr.model, Seq2Seq) and tr.model.cfg.attention == "none":
@@ -221,25 +134,6 @@ def check_model(tr: Translator) -> None:
 def methods_for(tr: Translator) -> tuple[str, ...]:
     """The contribution methods that apply to this model."""
     return RECURRENT_METHODS if isinstance(tr.model, Seq2Seq) else METHODS
-
-
-def _first(output) -> torch.Tensor:
-    return output[0] if isinstance(output, tuple) else output
-
-
-def _run(model, src: torch.Tensor, tgt_in: torch.Tensor):
-    """One teacher-forced pass of batch 1: encoder self-attention weights (L, H, S, S),
-    decoder self (L, H, T, T) and cross (L, H, T, S) weights."""
-    S = src.size(1)
-    if isinstance(model, Transformer):
-        memory, _ = model.encode(src, torch.tensor([S], device=src.device))
-        _, _, _, self_w, cross_w = model.decode_all(tgt_in, memory, keep_weights=True)
-        return memory.self_attention[0], self_w[0], cross_w[0]
-    mask = torch.ones(1, S, dtype=torch.long, device=src.device)
-    out = model.hf(input_ids=src, attention_mask=mask, decoder_input_ids=tgt_in, output_attentions=True,
-                   use_cache=False, return_dict=True)
-    stack = (lambda ws: torch.stack([w[0] for w in ws]).float())
-    return stack(out.encoder_attentions), stack(out.decoder_attentions), stack(out.cross_attentions)
 
 
 @dataclass
@@ -255,31 +149,15 @@ class Trace:
 def trace(model, src: torch.Tensor, tgt: torch.Tensor) -> Trace:
     """Run one forced pass of (src (1, S), tgt (T,)) and read every attention block's parts
     by forward hooks on its projections and norms (the model itself is unchanged)."""
-    enc_sites, dec_sites, cross_sites = _sites(model)
-    seen: dict[tuple[int, str], object] = {}
-    handles = []
-    # A loaded model is shared: the app's other sessions and its warm-up thread may run it while
-    # the hooks are on, and only this thread's pass is the one to read
-    me = threading.get_ident()
-
-    def keep(key, what):
-        def hook(module, args, output):
-            if threading.get_ident() == me:
-                seen[key, what] = (args[0], _first(output))
-        return hook
-
+    enc_sites, dec_sites, cross_sites = sites(model)
     all_sites = [("e", s) for s in enc_sites] + [("d", s) for s in dec_sites] + [("c", s) for s in cross_sites]
-    for n, (_, s) in enumerate(all_sites):
-        for what in ("q", "v", "o", "norm"):
-            handles.append(getattr(s, what).register_forward_hook(keep(n, what)))
-        if s.layer is not None:
-            handles.append(s.layer.register_forward_hook(keep(n, "layer")))
-    tgt_in = torch.cat([tgt.new_tensor([_bos(model)]), tgt[:-1]])[None]
-    try:
-        enc_w, dec_w, cross_w = _run(model, src, tgt_in)
-    finally:
-        for h in handles:
-            h.remove()
+    modules = {(n, what): getattr(s, what) for n, (_, s) in enumerate(all_sites) for what in ("q", "v", "o", "norm")}
+    modules.update({(n, "layer"): s.layer for n, (_, s) in enumerate(all_sites) if s.layer is not None})
+    # hooks.recorded reads this thread's pass only: a loaded model is shared by the app's sessions
+    with recorded(modules) as kept:
+        p = forced_pass(model, src, decoder_input(model, tgt))
+    enc_w, dec_w, cross_w = p.encoder, p.decoder, p.cross
+    seen = {key: (x, first(out)) for key, (x, out) in kept.items()}
     blocks: dict[str, list[Block]] = {"e": [], "d": [], "c": []}
     layer_out = []
     weights = {"e": enc_w, "d": dec_w, "c": cross_w}
@@ -301,7 +179,7 @@ def trace(model, src: torch.Tensor, tgt: torch.Tensor) -> Trace:
                                   (norm_in if pre else q_in)[0].float(), o_out[0].float(),
                                   None if pre else s.norm, None if pre else norm_out[0].float()))
         if kind == "c":
-            layer_out.append(_first(seen[n, "layer"][1])[0].float())
+            layer_out.append(seen[n, "layer"][1][0].float())
     encoder_out = seen[len(enc_sites) + len(dec_sites), "v"][0][0].float()   # the first cross block's v input
     return Trace(blocks["e"], blocks["d"], blocks["c"], layer_out, encoder_out)
 
@@ -401,7 +279,7 @@ def value_zeroing(model, t: Trace) -> torch.Tensor:
     attention is linear in the values), and nothing before the cross-attention changes, so
     the layer is recomputed from there on: its FFN and norms over all (i, j) at once, one
     batch of T x S rows per layer instead of a rerun of the decoder per source token."""
-    _, _, cross_sites = _sites(model)
+    _, _, cross_sites = sites(model)
     out = []
     for site, b, real in zip(cross_sites, t.cross, t.layer_out):
         dtype = next(site.o.parameters()).dtype
@@ -476,7 +354,7 @@ def recurrent_contributions(model: Seq2Seq, src: torch.Tensor, tgt: torch.Tensor
     with torch.no_grad():
         memory, state = model.encode(src, torch.tensor([src.size(1)], device=src.device))
         feed = model.initial_feed(1)
-        y = torch.full((1,), _bos(model), dtype=torch.long, device=src.device)
+        y = torch.full((1,), decoder_start(model), dtype=torch.long, device=src.device)
         alphas = []
         for j in range(tgt.numel()):
             st = model.decode_step(y, state, feed, memory)

@@ -23,7 +23,7 @@ and each family does the scaling and the bias its own way; the view reports what
 
 Decoder self-attention is causal: query i reads the keys j <= i only (the others are masked to
 -inf and get weight 0), so the view lists those. The queries and keys are read by forward hooks
-on the projections that s2s.contributions finds (contributions.Site: q, k and the attention
+on the projections that s2s.hooks finds (hooks.Site: q, k and the attention
 module) during one teacher-forced pass, the model itself unchanged.
 
 A recurrent model (model.py, attention.py) has one attention, over the encoder states h_j, for
@@ -50,7 +50,6 @@ from __future__ import annotations
 import json
 import math
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -59,11 +58,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .attributions import _bos
 from .attributions import target_ids as output_ids
 from .checkpoint import CheckpointError, Translator, load_translator
-from .contributions import _first, _run, _sites
 from .decode import encode_source, greedy
+from .hooks import Site, decoder_input, decoder_start, first, forced_pass, recorded, sites_by_kind
 from .hub import MODEL_HELP, add_model_options, model_options
 from .model import Seq2Seq
 from .piece_words import HEAD_KINDS
@@ -150,50 +148,32 @@ def _family(model) -> str:
     return "transformer" if isinstance(model, Transformer) else str(model.hf.config.model_type)
 
 
-def _heads_of(model, attn) -> int:
-    """How many heads an attention module has (ours, T5's, the BART family's names for it)."""
-    return attn.heads if isinstance(model, Transformer) else getattr(attn, "n_heads", None) or attn.num_heads
-
-
 def _is_t5(attn) -> bool:
     return hasattr(attn, "relative_attention_num_buckets")
 
 
 @torch.no_grad()
-def _read_head(model, site, kind: str, src: torch.Tensor, tgt: torch.Tensor
+def _read_head(model, site: Site, kind: str, src: torch.Tensor, tgt: torch.Tensor
                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, float]:
-    """One forced pass of (src (1, S), tgt (T,)) with hooks on one block's projections (`site`,
-    a contributions.Site): (q (H, I, d_k), k (H, J, d_k), position bias (H, I, J) or None, scale)."""
+    """One forced pass of (src (1, S), tgt (T,)) with readers on one block's projections (`site`,
+    a hooks.Site): (q (H, I, d_k), k (H, J, d_k), position bias (H, I, J) or None, scale)."""
     attn = site.attn
-    seen: dict[str, object] = {}
-    me = threading.get_ident()     # a loaded model is shared: read only this thread's pass (as contributions.trace)
-
-    def keep(what):
-        def hook(module, args, output):
-            if threading.get_ident() == me:
-                seen[what] = output
-        return hook
-
-    handles = [site.q.register_forward_hook(keep("q")), site.k.register_forward_hook(keep("k"))]
+    modules = {"q": site.q, "k": site.k}
     t5 = _is_t5(attn)
     if t5:      # T5Attention returns (output, position_bias, ...): the bias it added, without the mask
-        handles.append(attn.register_forward_hook(keep("attn")))
-    tgt_in = torch.cat([tgt.new_tensor([_bos(model)]), tgt[:-1]])[None]
-    try:
-        _run(model, src, tgt_in)
-    finally:
-        for h in handles:
-            h.remove()
+        modules["attn"] = attn
+    with recorded(modules) as seen:      # this thread's pass only (a loaded model is shared)
+        forced_pass(model, src, decoder_input(model, tgt))
     if isinstance(model, Transformer):
         scale = 1 / math.sqrt(attn.d_k)
     else:       # T5's is 1 (an older T5Attention has no `scaling`: it never scaled)
         scale = float(getattr(attn, "scaling", 1.0 if t5 else None))
-    H = _heads_of(model, attn)
-    q, k = _first(seen["q"])[0].float(), _first(seen["k"])[0].float()         # (I, H d_k), (J, H d_k)
+    H = site.heads
+    q, k = first(seen["q"][1])[0].float(), first(seen["k"][1])[0].float()     # (I, H d_k), (J, H d_k)
     q = q.view(q.size(0), H, -1).transpose(0, 1)
     k = k.view(k.size(0), H, -1).transpose(0, 1)
     # T5's cross-attention adds a bias of zeros (it has no position table): none is reported
-    bias = seen["attn"][1][0].float() if t5 and kind != "cross" else None       # (H, I, J)
+    bias = seen["attn"][1][1][0].float() if t5 and kind != "cross" else None    # (H, I, J)
     return q, k, bias, scale
 
 
@@ -203,10 +183,10 @@ def transformer_view(tr: Translator, src_ids: Sequence[int], tgt_ids: Sequence[i
     model = tr.model
     if kind not in KINDS:
         raise InputError(f"Unknown attention kind {kind!r}: use {', '.join(KINDS)}.")
-    sites = dict(zip(("encoder", "decoder", "cross"), _sites(model)))[kind]
+    sites = sites_by_kind(model)[kind]
     _check("Layer", layer, len(sites), f"its {HEAD_KINDS[kind].name} has layers")
     site = sites[layer]
-    _check("Head", head, _heads_of(model, site.attn), "its heads are")
+    _check("Head", head, site.heads, "its heads are")
     tok = tr.tokenizer
     src_tokens, tgt_tokens = tok.pieces(src_ids), tok.pieces(tgt_ids)
     rows = src_tokens if kind == "encoder" else tgt_tokens
@@ -264,7 +244,7 @@ def recurrent_view(tr: Translator, src_ids: Sequence[int], tgt_ids: Sequence[int
     tgt = torch.tensor(list(tgt_ids), device=tr.device)
     memory, state = model.encode(src, torch.tensor([src.size(1)], device=src.device))
     feed = model.initial_feed(1)
-    y = torch.full((1,), _bos(model), dtype=torch.long, device=src.device)
+    y = torch.full((1,), decoder_start(model), dtype=torch.long, device=src.device)
     for t in range(step + 1):       # the forced decoding up to step t, as s2s.decode runs it
         before = state
         st = model.decode_step(y, state, feed, memory)

@@ -160,8 +160,8 @@ def test_value_zeroing_of_one_token_is_a_hand_recomputation_of_that_layer(untrai
 def rerun_with_each_value_zeroed(model, src, tgt, t):
     """Value zeroing the long way: the whole decoder rerun on a batch of L x S rows, row (l, j)
     with v_j set to 0 in layer l's cross-attention by a hook on its value projection."""
-    from s2s.contributions import _first, _sites
-    _, _, sites = _sites(model)
+    from s2s.hooks import first, sites
+    _, _, sites = sites(model)
     L, S = len(sites), src.size(1)
     rows_l, rows_j = torch.arange(L).repeat_interleave(S), torch.arange(S).repeat(L)
     B, outs, handles = L * S, {}, []
@@ -176,7 +176,7 @@ def rerun_with_each_value_zeroed(model, src, tgt, t):
 
     def keep(l):
         def hook(module, args, output):
-            outs[l] = _first(output)[rows_l == l].float()
+            outs[l] = first(output)[rows_l == l].float()
         return hook
 
     for l, s in enumerate(sites):

@@ -1,0 +1,404 @@
+"""One mechanism for reading or changing a model's internals during a forward pass.
+
+Every instrument that looks inside a Transformer goes through here: the contributions (norm,
+ALTI+, value zeroing: s2s.contributions), the neuron view (s2s.heads), knocking heads out and
+ranking them (s2s.heads importance and prune, and every search of s2s.decode through
+`DecodeSettings.head_mask`). A family is taught here once:
+
+    sites(model)         each attention block's modules, layer by layer, for the three kinds
+                         (encoder self-attention, decoder self-attention, cross-attention):
+                         its query, key, value and output projections, the norm beside it, the
+                         attention module, and the layer's rest after a cross-attention
+                             ours (s2s/transformer.py)   w_q, w_k, w_v, w_o; pre-LN
+                             Marian, BART, M2M100, NLLB, mBART (transformers' BART family)
+                                                         q_proj, k_proj, v_proj, out_proj
+                             T5                          q, k, v, o (no scaling; a position bias)
+    forced_pass(...)     one teacher-forced pass: the logits and every layer and head's weights
+    attached(hooks)      a forward with readers (forward hooks that keep what they see) and
+                         editors (hooks that return a changed input or output) attached, for
+                         this thread's passes only: a loaded model is shared by the app's
+                         sessions and its warm-up thread, whose passes go through untouched
+    recorded(modules)    a reader: each module's (input, output) of the pass
+    scaled_heads(...)    an editor: head h's slice of the attention output multiplied by xi_h
+                         before the output projection (Michel et al. 2019), xi a tensor that
+                         may carry a gradient (importance: dL/dxi_h)
+    knocked_out(...)     the same with xi_h = 0 for the heads of a mask (the head's weights
+                         are still computed and shown; its contribution is gone)
+
+A head mask names heads as KIND:LAYER.HEAD, KIND one of cross, encoder, decoder, LAYER and HEAD
+counted from 1 as the pages and `python -m s2s.heads` count them, KIND:LAYER.* a whole layer,
+several joined by commas: "cross:2.3,encoder:1.*" (parse_head_mask; 0-based inside).
+
+A recurrent model (s2s/model.py) has one attention and no heads: the counterfactual attention
+(s2s.counterfactual: alpha replaced, uniform or permuted) is its knockout.
+"""
+from __future__ import annotations
+
+import re
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Callable, Iterator, Mapping, Sequence
+
+import torch
+from torch import nn
+
+from .piece_words import HEAD_KINDS
+from .text import InputError
+from .tokenizer import BOS
+from .transformer import Transformer
+
+KINDS = tuple(HEAD_KINDS)        # cross, encoder, decoder
+RECURRENT_KNOCKOUT = ("A recurrent model has one attention and no heads to knock out: its knockout is the "
+                      "counterfactual attention (Alignment & Explanation; python -m s2s.explain --counterfactual STEP).")
+
+
+# ---------------------------------------------------------------------------------------
+# Where each family's attention blocks are
+
+
+@dataclass
+class Site:
+    """Where a block's parts are read in a model: its query, value and output projections,
+    the norm beside it, and the layer module whose output value zeroing compares."""
+    q: nn.Module
+    v: nn.Module
+    o: nn.Module
+    norm: nn.Module
+    layer: nn.Module | None = None
+    finish: Callable[..., torch.Tensor] | None = None
+    """cross-attention only: (residual x, attention output) -> the layer's output, the rest of
+    the layer after its cross-attention (the FFN and its norms), position by position"""
+    k: nn.Module | None = None
+    """the key projection, and the attention module holding the projections (its `scaling`, T5's
+    position bias): what s2s.heads reads for one head's q . k_j"""
+    attn: nn.Module | None = None
+
+    @property
+    def heads(self) -> int:
+        """How many heads the block has (ours, T5's and the BART family's names for it)."""
+        a = self.attn
+        return int(getattr(a, "heads", None) or getattr(a, "n_heads", None) or getattr(a, "num_heads", None)
+                   or _config_heads(a))
+
+    @property
+    def head_size(self) -> int:
+        """d_k: each head's slice of the output projection's input."""
+        return self.o.in_features // self.heads
+
+
+def _config_heads(attn: nn.Module) -> int:
+    cfg = getattr(attn, "config", None)
+    for name in ("num_attention_heads", "encoder_attention_heads", "num_heads"):
+        if cfg is not None and getattr(cfg, name, None):
+            return int(getattr(cfg, name))
+    raise InputError(f"Cannot tell how many heads {type(attn).__name__} has.")
+
+
+def _pre_ffn(norm: nn.Module, ffn: nn.Module) -> Callable:
+    """The shipped pre-LN layer's rest: z = x + a, y = z + FFN(LN(z))."""
+    def finish(x, a):
+        z = x + a
+        return z + ffn(norm(z))
+    return finish
+
+
+def _bart_finish(layer: nn.Module) -> Callable:
+    """A BART-family decoder layer's rest after its cross-attention, pre-LN (M2M100, NLLB,
+    mBART: z = x + a, y = z + FFN(LN(z))) or post-LN (Marian, BART: z = LN(x + a),
+    y = LN(z + FFN(z))); which one, the caller tells (post)."""
+    def ffn(z):
+        return layer.fc2(layer.activation_fn(layer.fc1(z)))
+
+    def finish(x, a, post: bool = False):
+        if post:
+            z = layer.encoder_attn_layer_norm(x + a)
+            return layer.final_layer_norm(z + ffn(z))
+        z = x + a
+        return z + ffn(layer.final_layer_norm(z))
+    return finish
+
+
+def sites(model) -> tuple[list[Site], list[Site], list[Site]]:
+    """(encoder self-attention, decoder self-attention, cross-attention) sites, layer by layer,
+    of the shipped Transformer or a Hugging Face encoder-decoder (s2s.hub_model.HubSeq2Seq);
+    InputError for a model without them (a recurrent one, an unknown layout)."""
+    if isinstance(model, Transformer):
+        enc = [Site(l.self_attn.w_q, l.self_attn.w_v, l.self_attn.w_o, l.norm_self, k=l.self_attn.w_k,
+                    attn=l.self_attn) for l in model.encoder]
+        dec = [Site(l.self_attn.w_q, l.self_attn.w_v, l.self_attn.w_o, l.norm_self, k=l.self_attn.w_k,
+                    attn=l.self_attn) for l in model.decoder]
+        cross = [Site(l.cross_attn.w_q, l.cross_attn.w_v, l.cross_attn.w_o, l.norm_cross, l,
+                      _pre_ffn(l.norm_ffn, l.ffn), k=l.cross_attn.w_k, attn=l.cross_attn)
+                 for l in model.decoder]
+        return enc, dec, cross
+    hf = getattr(model, "hf", None)
+    if hf is None:
+        raise InputError("This needs a Transformer's attention heads; a recurrent model has one attention.")
+    encoder, decoder = hf.get_encoder(), hf.get_decoder()
+    if hasattr(encoder, "layers") and hasattr(decoder, "layers"):           # BART, Marian, M2M100, NLLB, mBART
+        try:
+            enc = [Site(l.self_attn.q_proj, l.self_attn.v_proj, l.self_attn.out_proj, l.self_attn_layer_norm,
+                        k=l.self_attn.k_proj, attn=l.self_attn) for l in encoder.layers]
+            dec = [Site(l.self_attn.q_proj, l.self_attn.v_proj, l.self_attn.out_proj, l.self_attn_layer_norm,
+                        k=l.self_attn.k_proj, attn=l.self_attn) for l in decoder.layers]
+            cross = [Site(l.encoder_attn.q_proj, l.encoder_attn.v_proj, l.encoder_attn.out_proj,
+                          l.encoder_attn_layer_norm, l, _bart_finish(l), k=l.encoder_attn.k_proj, attn=l.encoder_attn)
+                     for l in decoder.layers]
+            return enc, dec, cross
+        except AttributeError:
+            pass
+    if hasattr(encoder, "block") and hasattr(decoder, "block"):             # T5
+        def t5_self(b):
+            a = b.layer[0].SelfAttention
+            return Site(a.q, a.v, a.o, b.layer[0].layer_norm, k=a.k, attn=a)
+        enc = [t5_self(b) for b in encoder.block]
+        dec = [t5_self(b) for b in decoder.block]
+
+        def t5_cross(b):
+            a = b.layer[1].EncDecAttention
+            return Site(a.q, a.v, a.o, b.layer[1].layer_norm, b, (lambda x, y, ff=b.layer[-1]: ff(x + y)), k=a.k,
+                        attn=a)
+        cross = [t5_cross(b) for b in decoder.block]
+        return enc, dec, cross
+    raise InputError(f"This architecture ({type(hf).__name__}) is not of a known layout: its attention blocks "
+                     "cannot be read.")
+
+
+def sites_by_kind(model) -> dict[str, list[Site]]:
+    """{kind: sites layer by layer} for kind in KINDS."""
+    enc, dec, cross = sites(model)
+    return {"cross": cross, "encoder": enc, "decoder": dec}
+
+
+def head_counts(model) -> dict[str, tuple[int, int]]:
+    """{kind: (layers, heads per layer)}."""
+    return {kind: (len(s), s[0].heads if s else 0) for kind, s in sites_by_kind(model).items()}
+
+
+def is_recurrent(model) -> bool:
+    """A model with no attention heads: neither ours nor a hub Transformer."""
+    return not isinstance(model, Transformer) and getattr(model, "hf", None) is None
+
+
+# ---------------------------------------------------------------------------------------
+# One teacher-forced pass
+
+
+def first(output) -> torch.Tensor:
+    """A module's main output (transformers' attention modules return tuples)."""
+    return output[0] if isinstance(output, tuple) else output
+
+
+def decoder_start(model) -> int:
+    """The decoder's start token: a hub model's own (its tokenizer's), else the shipped BOS."""
+    return getattr(getattr(model, "tokenizer", None), "bos_id", BOS)
+
+
+def decoder_input(model, tgt: torch.Tensor) -> torch.Tensor:
+    """(T,) target ids -> (1, T) the decoder's input: the start token, then tgt[:-1]."""
+    return torch.cat([tgt.new_tensor([decoder_start(model)]), tgt[:-1]])[None]
+
+
+@dataclass
+class ForcedPass:
+    """What one teacher-forced pass of batch 1 gives: the logits (1, T, V) (log-probabilities
+    with a copying Transformer), and every layer and head's weights: encoder self-attention
+    (L, H, S, S), decoder self-attention (L, H, T, T), cross-attention (L, H, T, S)."""
+    logits: torch.Tensor
+    encoder: torch.Tensor
+    decoder: torch.Tensor
+    cross: torch.Tensor
+
+    def weights(self, kind: str) -> torch.Tensor:
+        return {"cross": self.cross, "encoder": self.encoder, "decoder": self.decoder}[kind]
+
+
+def forced_pass(model, src: torch.Tensor, tgt_in: torch.Tensor) -> ForcedPass:
+    """One teacher-forced pass of (src (1, S), tgt_in (1, T)) with every attention weight kept
+    (no grad mode is set here: the caller says whether a gradient is wanted)."""
+    S = src.size(1)
+    if isinstance(model, Transformer):
+        memory, _ = model.encode(src, torch.tensor([S], device=src.device))
+        s, context, last, self_w, cross_w = model.decode_all(tgt_in, memory, keep_weights=True)
+        logits = model.output(s)
+        if model.copy_gate is not None:
+            logits = model.point(logits, last.mean(1), memory.src, context, s)
+        return ForcedPass(logits, memory.self_attention[0], self_w[0], cross_w[0])
+    if getattr(model, "hf", None) is None:
+        raise InputError("This needs a Transformer's attention heads; a recurrent model has one attention.")
+    mask = torch.ones(1, S, dtype=torch.long, device=src.device)
+    out = model.hf(input_ids=src, attention_mask=mask, decoder_input_ids=tgt_in, output_attentions=True,
+                   use_cache=False, return_dict=True)
+    stack = (lambda ws: torch.stack([w[0] for w in ws]).float())
+    return ForcedPass(model.pieces_only(out.logits), stack(out.encoder_attentions), stack(out.decoder_attentions),
+                      stack(out.cross_attentions))
+
+
+# ---------------------------------------------------------------------------------------
+# Readers and editors attached to a forward
+
+
+Hook = tuple[nn.Module, str, Callable]
+"""(module, "forward" or "pre", fn): fn(module, args, output) after the module runs, or
+fn(module, args) before it; returning None leaves the output (the input) as it was, anything
+else replaces it (an editor)."""
+
+
+@contextmanager
+def attached(hooks: Sequence[Hook]) -> Iterator[None]:
+    """Run the body with `hooks` on, for this thread's passes only; always removed after."""
+    me = threading.get_ident()
+
+    def gated(fn):
+        def hook(module, *rest):
+            return fn(module, *rest) if threading.get_ident() == me else None
+        return hook
+
+    handles = []
+    try:
+        for module, when, fn in hooks:
+            if when == "pre":
+                handles.append(module.register_forward_pre_hook(gated(fn)))
+            elif when == "forward":
+                handles.append(module.register_forward_hook(gated(fn)))
+            else:
+                raise ValueError(f"a hook runs 'pre' or 'forward', not {when!r}")
+        yield
+    finally:
+        for h in handles:
+            h.remove()
+
+
+@contextmanager
+def recorded(modules: Mapping[object, nn.Module]) -> Iterator[dict]:
+    """A reader: {key: (first input, output)} of each module's last call in the body."""
+    seen: dict = {}
+
+    def keep(key):
+        def hook(module, args, output):
+            seen[key] = (args[0] if args else None, output)
+        return hook
+    with attached([(m, "forward", keep(key)) for key, m in modules.items()]):
+        yield seen
+
+
+def _scale_heads(xi: torch.Tensor, heads: int) -> Callable:
+    """A pre-hook multiplying head h's slice of the output projection's input by xi[h]."""
+    def hook(module, args):
+        x = args[0]
+        shape = x.shape
+        scaled = (x.reshape(*shape[:-1], heads, shape[-1] // heads) * xi.to(x.dtype)[:, None]).reshape(shape)
+        return (scaled,) + tuple(args[1:])
+    return hook
+
+
+@contextmanager
+def scaled_heads(model, xi: Mapping[str, torch.Tensor]) -> Iterator[None]:
+    """An editor: for each kind in `xi` ((layers, heads) tensors), head h of layer l's slice of
+    the attention output is multiplied by xi[kind][l, h] before the output projection W_O
+    (Michel et al. 2019's gate xi_h). xi may require a gradient."""
+    by_kind = sites_by_kind(model)
+    hooks = []
+    for kind, gates in xi.items():
+        for layer, site in enumerate(by_kind[kind]):
+            hooks.append((site.o, "pre", _scale_heads(gates[layer], site.heads)))
+    with attached(hooks):
+        yield
+
+
+# ---------------------------------------------------------------------------------------
+# Head masks: which heads are knocked out
+
+
+HeadMask = tuple[tuple[str, int, "int | None"], ...]
+"""((kind, layer, head), ...), 0-based; head None: every head of the layer."""
+
+_ENTRY = re.compile(r"^(?P<kind>[a-z]+):(?P<layer>\d+)\.(?P<head>\d+|\*)$")
+MASK_HELP = ("KIND:LAYER.HEAD[,KIND:LAYER.HEAD...], KIND one of cross, encoder, decoder, LAYER and HEAD counted "
+             "from 1, KIND:LAYER.* for a whole layer")
+
+
+def parse_head_mask(text: str | None) -> HeadMask:
+    """'cross:2.3,encoder:1.*' -> (("cross", 1, 2), ("encoder", 0, None)); empty: no head.
+    InputError, one line, for anything malformed (ranges are checked against a model by
+    resolve_head_mask)."""
+    if text is None or not str(text).strip():
+        return ()
+    out = []
+    for part in str(text).split(","):
+        entry = part.strip().lower()
+        m = _ENTRY.match(entry)
+        if not m:
+            raise InputError(f"Cannot read the head {part.strip()!r}: write {MASK_HELP}.")
+        if m["kind"] not in KINDS:
+            raise InputError(f"Unknown attention kind {m['kind']!r} in {part.strip()!r}: use {', '.join(KINDS)}.")
+        layer, head = int(m["layer"]), None if m["head"] == "*" else int(m["head"])
+        if layer < 1 or head == 0:
+            raise InputError(f"Layers and heads are counted from 1: {part.strip()!r}.")
+        out.append((m["kind"], layer - 1, None if head is None else head - 1))
+    return normal_head_mask(out)
+
+
+def normal_head_mask(mask: Sequence[Sequence]) -> HeadMask:
+    """Entries as tuples, duplicates dropped, in the order kind, layer, head (a whole layer first)."""
+    entries = {(str(k), int(l), None if h is None else int(h)) for k, l, h in mask}
+    order = {k: n for n, k in enumerate(KINDS)}
+    return tuple(sorted(entries, key=lambda e: (order.get(e[0], 9), e[1], -1 if e[2] is None else e[2])))
+
+
+def format_head_mask(mask: HeadMask) -> str:
+    """The mask as the command line writes it (from 1)."""
+    return ",".join(f"{k}:{l + 1}.{'*' if h is None else h + 1}" for k, l, h in mask)
+
+
+def resolve_head_mask(model, mask: HeadMask) -> dict[str, list[tuple[int, int]]]:
+    """{kind: [(layer, head), ...]} every head the mask knocks out in `model`, a whole layer
+    expanded; InputError, one line, for a kind, layer or head the model does not have, or a
+    recurrent model (which has no heads)."""
+    if not mask:
+        return {}
+    if is_recurrent(model):
+        raise InputError(RECURRENT_KNOCKOUT)
+    counts = head_counts(model)
+    out: dict[str, list[tuple[int, int]]] = {}
+    for kind, layer, head in mask:
+        if kind not in counts:
+            raise InputError(f"Unknown attention kind {kind!r}: use {', '.join(KINDS)}.")
+        layers, heads = counts[kind]
+        name = HEAD_KINDS[kind].name
+        if not 0 <= layer < layers:
+            raise InputError(f"Layer {layer + 1} is out of range: its {name} has layers 1 to {layers}.")
+        if head is not None and not 0 <= head < heads:
+            raise InputError(f"Head {head + 1} is out of range: its {name} layers have heads 1 to {heads}.")
+        for h in (range(heads) if head is None else [head]):
+            if (layer, h) not in out.setdefault(kind, []):
+                out[kind].append((layer, h))
+    return out
+
+
+def gates(model, knocked: Mapping[str, Sequence[tuple[int, int]]], device=None) -> dict[str, torch.Tensor]:
+    """{kind: (layers, heads) tensor of 1s, 0 at the knocked-out heads} for the kinds that have one."""
+    counts = head_counts(model)
+    out = {}
+    for kind, heads in knocked.items():
+        if not heads:
+            continue
+        g = torch.ones(counts[kind], device=device)
+        for layer, h in heads:
+            g[layer, h] = 0.0
+        out[kind] = g
+    return out
+
+
+@contextmanager
+def knocked_out(model, mask: HeadMask) -> Iterator[None]:
+    """Run the body with the heads of `mask` knocked out (xi_h = 0 multiplying the head's slice
+    of the attention output before W_O); an empty mask attaches nothing (exactly plain)."""
+    knocked = resolve_head_mask(model, mask)
+    if not knocked:
+        yield
+        return
+    device = next(model.parameters()).device
+    with scaled_heads(model, gates(model, knocked, device)):
+        yield
