@@ -13,6 +13,9 @@ ranking them (s2s.heads importance and prune, and every search of s2s.decode thr
                              Marian, BART, M2M100, NLLB, mBART (transformers' BART family)
                                                          q_proj, k_proj, v_proj, out_proj
                              T5                          q, k, v, o (no scaling; a position bias)
+    layer_modules(model) each encoder and decoder layer's module, whose output is its hidden state
+    output_head(model)   a decoder layer's hidden state read as the model reads its last one:
+                         its final norm, scaling, output layer and bias (the logit lens)
     forced_pass(...)     one teacher-forced pass: the logits and every layer and head's weights
     attached(hooks)      a forward with readers (forward hooks that keep what they see) and
                          editors (hooks that return a changed input or output) attached, for
@@ -179,6 +182,61 @@ def head_counts(model) -> dict[str, tuple[int, int]]:
 def is_recurrent(model) -> bool:
     """A model with no attention heads: neither ours nor a hub Transformer."""
     return not isinstance(model, Transformer) and getattr(model, "hf", None) is None
+
+
+# ---------------------------------------------------------------------------------------
+# Each family's layers and output head (the logit lens: s2s.lens; activation patching: s2s.patch)
+
+
+def layer_modules(model) -> tuple[list[nn.Module], list[nn.Module]]:
+    """(encoder layers, decoder layers) of a Transformer, ours or a hub model's: the modules
+    whose main output (first(output), (B, L, d)) is each layer's hidden state, before any final
+    norm (ours: EncoderLayer, DecoderLayer; the BART family's encoder and decoder `layers`; T5's
+    `block`s). InputError for a recurrent model (one layer: its encoder's RNN, its decoder's cell)."""
+    if isinstance(model, Transformer):
+        return list(model.encoder), list(model.decoder)
+    hf = getattr(model, "hf", None)
+    if hf is None:
+        raise InputError("A recurrent model has one encoder layer and one decoder layer, not a Transformer's stack.")
+    encoder, decoder = hf.get_encoder(), hf.get_decoder()
+    for name in ("layers", "block"):                                        # BART family, T5
+        if hasattr(encoder, name) and hasattr(decoder, name):
+            return list(getattr(encoder, name)), list(getattr(decoder, name))
+    raise InputError(f"This architecture ({type(hf).__name__}) is not of a known layout: its layers cannot be read.")
+
+
+def output_head(model) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The model's own output head as a function: a decoder layer's hidden state (..., d) ->
+    logits (..., V), through the family's final norm, scaling, output layer and bias, as its
+    forward reads its last layer:
+        ours               E LN(x) + b                          (decoder_norm; tied embedding)
+        Marian, BART       lm_head(x) + final_logits_bias       (post-LN layers: no final norm)
+        M2M100, NLLB, mBART lm_head(layer_norm(x)) (+ final_logits_bias where the model has one)
+        T5                 lm_head(final_layer_norm(x) * d_model**-0.5), the scaling when its
+                           output layer is the tied embedding (scale_decoder_outputs)
+    A hub model's unwritable ids are at -inf (pieces_only). A copying Transformer's pointer is
+    not part of it (s2s.lens mixes it in). InputError for a recurrent model."""
+    if isinstance(model, Transformer):
+        return lambda x: model.output(model.decoder_norm(x))
+    hf = getattr(model, "hf", None)
+    if hf is None:
+        raise InputError("A recurrent model's output layer reads its one decoder layer: there is no stack to read.")
+    decoder, lm_head = hf.get_decoder(), hf.get_output_embeddings()
+    norm = getattr(decoder, "final_layer_norm", None) or getattr(decoder, "layer_norm", None)
+    bias = getattr(hf, "final_logits_bias", None)
+    cfg = hf.config
+    scale = 1.0
+    if hasattr(decoder, "block") and getattr(cfg, "scale_decoder_outputs", getattr(cfg, "tie_word_embeddings", False)):
+        scale = cfg.d_model ** -0.5
+
+    def head(x: torch.Tensor) -> torch.Tensor:
+        if norm is not None:
+            x = norm(x)
+        logits = lm_head(x * scale if scale != 1.0 else x)
+        if bias is not None:
+            logits = logits + bias.to(logits.dtype)
+        return model.pieces_only(logits)
+    return head
 
 
 # ---------------------------------------------------------------------------------------
