@@ -1,6 +1,6 @@
 """Is attention an explanation? Attention against attributions, and counterfactual attention.
 
-Two questions, one module each: s2s/attributions.py compares attention alpha_j with three
+Two questions, one part each: s2s/attributions/ compares attention alpha_j with three
 attributions of log p(y_j | y_<j, x) to the source pieces (gradient x input, integrated
 gradients, leave-one-out) by Kendall's tau-b; s2s/counterfactual.py replaces alpha_j
 (uniform, permuted, adversarial) and reads what the output does. This file is the command
@@ -10,12 +10,16 @@ over both, and their summary over a test set (summarize).
     python -m s2s.explain --model DIR --reference "Je suis allé au cours." -- "I went to the lecture."
     python -m s2s.explain --model DIR --counterfactual 2 --kind adversarial -- "I went to the lecture."
     python -m s2s.explain --model DIR --test examples/test_long.tsv --limit 200 --max-words 30 --json
+    python -m s2s.explain --model DIR --contrast-step 5 --foil ▁heureuse --method ig --json -- "The girl is happy."
 
 --json prints source_tokens, target_tokens, attention (len(target_tokens) rows of
 len(source_tokens) weights), attributions (per method, rows of the same shape), kendall_tau
 (per method, one value per target token; null where a row is constant), argmax_agreement,
 token_log_probs, the integration settings and completeness error, and with --counterfactual
-a counterfactual object. --test prints, over the first --limit pairs of a TSV (English, French)
+a counterfactual object. --contrast-step T --foil PIECE (s2s/contrast.py) prints instead the
+attribution of log p(y_T) - log p(foil) at step T (from 1) to the source pieces: scores (one per
+source piece), target, foil, their log-probs, the pieces pushing toward each, by --method
+grad-x-input (default), ig or loo. --test prints, over the first --limit pairs of a TSV (English, French)
 whose English has at most --max-words words, each forced with its French: the quantiles of
 tau per method, the argmax agreement shares, the share of steps whose argmax survives a
 random permutation of alpha_j, and the integration's completeness; a pair longer than a hub
@@ -193,9 +197,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="instead of the comparison with attention: this method's matrices, one per decoder layer "
                         "where it has layers, and ALTI+'s source share (rollout's is 1 - 0.5^l by construction); "
                         f"one of {', '.join(ALIGN_METHODS)} or all; may be given more than once")
+    p.add_argument("--contrast-step", type=int, metavar="T",
+                   help="contrastive attribution at this output step (counted from 1): why y_T and not --foil; "
+                        "--method grad-x-input (default), ig or loo")
+    p.add_argument("--foil", metavar="PIECE", help="with --contrast-step: the alternative, one piece of the vocabulary")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("text", nargs="*", help="the English text (after --, if it starts with a dash)")
     a = p.parse_args(argv)
+    if (a.contrast_step is None) != (a.foil is None):
+        p.error("--contrast-step T and --foil PIECE go together")
+    if a.contrast_step is not None and (a.test is not None or a.table is not None or a.counterfactual is not None):
+        p.error("--contrast-step explains one text: not with --test, --table or --counterfactual")
     if a.table is not None:
         if a.test is None:
             p.error("--table needs --test FILE")
@@ -214,6 +226,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(json.dumps(out) if a.json else "\n".join(f"{k}: {v}" for k, v in out.items()))
             return 0
         text = text_argument(a.text)
+        if a.contrast_step is not None:
+            return _print_contrast(tr, text, a)
         if a.method:
             return _print_methods(tr, text, a)
         e = explain(tr, text, a.reference, ig_steps=a.ig_steps)
@@ -308,6 +322,26 @@ def _print_methods(tr: Translator, text: str, a: argparse.Namespace) -> int:
         print(f"{s['method']} layer {s['layer']} source share: " + " ".join(f"{v:.2f}" for v in s["share"]))
     for name, note in out.get("notes", {}).items():
         print(f"{name}: {note}")
+    return 0
+
+
+def _print_contrast(tr: Translator, text: str, a: argparse.Namespace) -> int:
+    from .contrast import METHODS as CONTRAST_METHODS
+    from .contrast import explain_contrast
+    methods = list(dict.fromkeys(a.method or ["grad-x-input"]))
+    if len(methods) > 1 or methods[0] not in CONTRAST_METHODS:
+        raise InputError(f"--contrast-step takes one --method of {', '.join(CONTRAST_METHODS)}, "
+                         f"not {', '.join(methods)}.")
+    c = explain_contrast(tr, text, a.contrast_step, a.foil, a.reference, methods[0], a.ig_steps)
+    out = c.to_json()
+    if a.json:
+        print(json.dumps(out, ensure_ascii=False, allow_nan=False))
+        return 0
+    print(f"step {c.step}: {c.target!r} (log p {c.log_prob_target:.3f}) and not {c.foil!r} "
+          f"(log p {c.log_prob_foil:.3f}), {c.method}")
+    for tok, v in zip(c.source_tokens, c.scores):
+        side = f"toward {c.target!r}" if v > 0 else f"toward {c.foil!r}" if v < 0 else ""
+        print(f"{tok[:14]:>14}  {v:+.4f}  {side}")
     return 0
 
 

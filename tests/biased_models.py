@@ -25,15 +25,17 @@ def randomise(model: torch.nn.Module, seed: int) -> None:
                 p.copy_(1 + 0.4 * torch.randn(p.shape, generator=g))
 
 
-def biased(untrained_translators, hub_models) -> dict:
+def biased(untrained_translators, hub_models, dtype: torch.dtype = torch.float32) -> dict:
     """{name: Translator}: ours (with and without the pointer), a recurrent one with the pointer
-    and one without, the three hub families, all on the CPU in float32 and randomised."""
+    and one without, the three hub families, all on the CPU in `dtype` and randomised (float64:
+    differences of a random tiny model's log-probs are small enough for float32 to blur)."""
     out = {name: copy.deepcopy(untrained_translators[key]) for name, key in
            (("ours", "transformer"), ("ours-copy", "transformer-copy"), ("lstm-copy", "copy"), ("dot", "dot"))}
     out.update({name: load_translator(hub_models[name], device="cpu") for name in HUB})
     for seed, tr in enumerate(out.values()):
-        tr.model.cpu().float()
+        tr.model.cpu().to(dtype)
         randomise(tr.model, seed)
+        tr.model.eval()          # a recurrent model's decoding weights are cached: recomputed
     return out
 
 
