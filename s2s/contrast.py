@@ -30,12 +30,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .attributions import IG_SPLITS, IG_STEPS, IG_TOLERANCE, row_log_probs, source_ids, target_ids
+from .attributions import IG_SPLITS, IG_STEPS, IG_TOLERANCE, row_log_probs, source_ids, target_ids, unk_id
 from .checkpoint import Translator
 from .hooks import decoder_input
 from .model import Seq2Seq
 from .text import InputError, check_range
-from .tokenizer import UNK, HubTokenizer
+from .tokenizer import HubTokenizer
 
 METHODS = {"grad-x-input": "grad_x_input", "ig": "integrated_gradients", "loo": "leave_one_out"}
 
@@ -57,15 +57,6 @@ def foil_id(tr: Translator, text: str) -> int:
         raise InputError(f"The foil {piece!r} is {len(ids)} pieces ({' '.join(tok.pieces(ids))}): a foil is one "
                          "piece; pick one of the step's top tokens or type a single piece.")
     raise InputError(f"The foil {piece!r} is not a piece of {tr.name}'s vocabulary.")
-
-
-def leave_out_id(model) -> int:
-    """What leave-one-out puts in a piece's place, as s2s.attributions does: <unk> (a hub
-    model's own; its <pad> if it has none)."""
-    tok = getattr(model, "tokenizer", None)
-    if tok is None:
-        return UNK
-    return tok.unk_id if tok.unk_id is not None else tok.pad_id
 
 
 def contrast_difference(model, x: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, step: int,
@@ -141,7 +132,7 @@ def leave_one_out(model, src: torch.Tensor, tgt: torch.Tensor, step: int, foil: 
     """(S,): a_i = D(x) - D(x with x_i -> <unk>), the sentence and its S variants in one batch."""
     S = src.size(1)
     rows = src.repeat(S + 1, 1)
-    rows[torch.arange(1, S + 1), torch.arange(S)] = leave_out_id(model)     # row i + 1 lacks piece i
+    rows[torch.arange(1, S + 1), torch.arange(S)] = unk_id(model)     # row i + 1 lacks piece i, as in the plain one
     d = contrast_difference(model, _embeddings(model, rows), rows, tgt, step, foil).double()
     return (d[0] - d[1:]).cpu().numpy()
 
