@@ -44,6 +44,12 @@ and a copying model (the shipped ones) adds its location cue to the logits, g_t 
 
 Layer, head and query are counted from 1 on the command line, as the page shows them (0-based in
 the functions here).
+
+Which heads matter (s2s.head_importance: Michel et al.'s importance, Voita et al.'s confidence
+and roles, BLEU as heads are pruned):
+
+    python -m s2s.heads importance --model M --pairs FILE.tsv [--limit N] [--json]
+    python -m s2s.heads prune --model M --pairs FILE.tsv [--limit N] --steps K [--json]
 """
 from __future__ import annotations
 
@@ -355,8 +361,94 @@ def _table(v: NeuronView) -> str:
     return "\n".join(lines)
 
 
+def _ranking_parser(command: str, description: str) -> OneLineErrorParser:
+    p = OneLineErrorParser(prog=f"python -m s2s.heads {command}", description=description)
+    p.add_argument("--model", required=True, help="a Transformer: " + MODEL_HELP)
+    add_model_options(p)
+    p.add_argument("--pairs", required=True, metavar="FILE.tsv", help="English<TAB>French pairs (held out)")
+    p.add_argument("--limit", type=int, help="the first N pairs only")
+    p.add_argument("--frequencies", metavar="FILE.tsv",
+                   help="pairs whose English side gives the pieces' frequencies for the rare-word role (default: "
+                        "a shipped model's training corpus; a hub model's: the pairs themselves)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch's threads (default 1: one pair at a time gains nothing from a second, and on a busy "
+                        "2-core machine a second thread's spinning made the whole run 20 times slower)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    return p
+
+
+def _bar(enabled: bool):
+    """A progress callback on stderr when it is a terminal (tqdm), and its closer."""
+    from tqdm import tqdm
+    bar = tqdm(total=100, unit="%", file=sys.stderr, disable=None if enabled else True)
+
+    def progress(share: float, stage: str) -> None:
+        bar.set_description(stage)
+        bar.update(round(share * 100) - bar.n)
+    return progress, bar.close
+
+
+def _importance_table(r) -> str:
+    lines = [f"{r.model}: {r.pairs} pairs ({r.skipped} skipped); rare-word frequencies from {r.frequency_source}",
+             "kind     layer head  importance  normalised  confidence  roles"]
+    for k in KINDS:
+        for l, row in enumerate(r.roles[k]):
+            for h, role in enumerate(row):
+                lines.append(f"{k:<8} {l + 1:>5} {h + 1:>4}  {r.importance[k][l, h]:10.4f}  "
+                             f"{r.normalised[k][l, h]:10.4f}  {r.confidence[k][l, h]:10.3f}  {', '.join(role['tags'])}")
+    return "\n".join(lines)
+
+
+def ranking_main(argv: Sequence[str]) -> int:
+    """`python -m s2s.heads importance ...` and `python -m s2s.heads prune ...`."""
+    from .head_importance import SCOPES, importance, prune_curves, read_scored_pairs
+    command, rest = argv[0], list(argv[1:])
+    if command == "importance":
+        p = _ranking_parser(command, "Michel et al.'s importance of every head, Voita et al.'s confidence and roles.")
+    else:
+        p = _ranking_parser(command, "BLEU of greedy decoding as heads are knocked out 10% at a time.")
+        p.add_argument("--steps", type=int, default=10, help="how many 10%% steps (1-10, default 10: up to every head)")
+        p.add_argument("--seed", type=int, default=0, help="the random order's seed (default 0)")
+        p.add_argument("--scope", action="append", choices=SCOPES,
+                       help="all heads or one kind (repeatable; default: all four)")
+    a = p.parse_args(rest)
+    progress, close = _bar(True)
+    try:
+        if command == "prune" and not 1 <= a.steps <= 10:
+            raise InputError(f"--steps is how many 10% steps to take, 1 to 10, not {a.steps}.")
+        pairs = read_scored_pairs(a.pairs, a.limit)
+        tr = load_translator(a.model, **model_options(a))
+        if a.threads < 1:
+            raise InputError(f"--threads must be at least 1, not {a.threads}.")
+        torch.set_num_threads(a.threads)
+        ranked = importance(tr, pairs, a.frequencies, progress)
+        out = ranked.to_json() if command == "importance" else dict(
+            prune_curves(tr, pairs, ranked, a.steps, a.seed, a.scope or SCOPES, progress),
+            command="python -m s2s.heads " + " ".join(argv), importance_seconds=round(ranked.seconds["total"], 2))
+    except (CheckpointError, InputError) as e:
+        close()
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    close()
+    if a.json:
+        print(json.dumps(out, ensure_ascii=False))
+    elif command == "importance":
+        print(_importance_table(ranked))
+    else:
+        print(f"{out['model']}: BLEU {out['bleu']} on {out['pairs']} pairs, greedy")
+        for c in out["curves"]:
+            points = "  ".join(f"{q['heads']}:{q['bleu']:.1f}" for q in c["points"])
+            print(f"{c['scope']:<8} {c['order']:<10} {points}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    p = OneLineErrorParser(prog="python -m s2s.heads", description=__doc__.splitlines()[0])
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in ("importance", "prune"):
+        return ranking_main(argv)
+    p = OneLineErrorParser(prog="python -m s2s.heads", description=__doc__.splitlines()[0],
+                           epilog="Also: python -m s2s.heads importance --model M --pairs FILE.tsv [--limit N] "
+                                  "[--json], and python -m s2s.heads prune ... --steps K (see --help of each).")
     p.add_argument("--model", required=True, help="a model with attention: " + MODEL_HELP)
     add_model_options(p)
     p.add_argument("--kind", choices=KINDS, default="cross",

@@ -5,12 +5,21 @@
     python -m s2s.translate --model DIR --sample --temperature 0.8 --top-k 20 --seed 3 -- "Hello."
     python -m s2s.translate --model DIR --reference "Je suis allé au cours." -- "I went to the lecture."
     python -m s2s.translate --model DIR --target-prefix "Je suis venu" -- "I went to the lecture."
+    python -m s2s.translate --model DIR --mask-heads cross:3.1,encoder:1.* -- "I went to the lecture."
 
 --json prints one object: translation, source_tokens, target_tokens, attention
 (len(target_tokens) rows of len(source_tokens) weights, null without attention), log_prob,
 token_log_probs; with --target-prefix also prefix_length, the prefix's length in target
-pieces (the translation, its tokens and log-probs include the prefix's). Bad input gives a
+pieces (the translation, its tokens and log-probs include the prefix's); with --mask-heads
+also head_mask, the heads knocked out as the command line writes them. Bad input gives a
 message on stderr and exit status 2.
+
+--mask-heads KIND:LAYER.HEAD[,...] knocks heads out for any decoding (greedy, --beam, --sample,
+--reference, --target-prefix, --input): head h's slice of the attention output is multiplied by
+0 before the output projection (Michel et al. 2019; s2s/hooks.py). KIND is cross, encoder or
+decoder, LAYER and HEAD count from 1 as `python -m s2s.heads` does, KIND:LAYER.* is a whole
+layer. A recurrent model has one attention and no heads: its knockout is the counterfactual
+attention (python -m s2s.explain).
 
 A file, one sentence per line:
 
@@ -39,6 +48,7 @@ import sys
 
 from .checkpoint import CheckpointError, load_translator
 from .decode import DecodeSettings, beam_search_batch, decode, encode_source
+from .hooks import format_head_mask, resolve_head_mask
 from .hub import MODEL_HELP, add_model_options, model_options
 from .text import MAX_BEAM, MAX_DECODE_LEN, MAX_NO_REPEAT, InputError, check_range, read_text_file
 
@@ -65,6 +75,9 @@ def main(argv=None) -> int:
     p.add_argument("--target-prefix", metavar="FRENCH",
                    help="steer: the translation starts with this French text and the decoding (greedy, --beam or "
                         "--sample) continues from it")
+    p.add_argument("--mask-heads", metavar="KIND:LAYER.HEAD", default="",
+                   help="knock these heads out (comma-separated; KIND cross, encoder or decoder; layer and head "
+                        "from 1; KIND:LAYER.* a whole layer): each head's output is multiplied by 0 before W_O")
     p.add_argument("--json", action="store_true", help="print one JSON object (one per line with --input)")
     p.add_argument("--input", metavar="FILE", help="translate every line of FILE ('-': standard input), batched")
     p.add_argument("--output", metavar="FILE", help="with --input: write the translations here (default: stdout)")
@@ -82,17 +95,18 @@ def main(argv=None) -> int:
         text = ""
     try:
         tr = load_translator(a.model, **model_options(a))
-        prefix = a.target_prefix
+        prefix, mask = a.target_prefix, a.mask_heads
         if a.reference is not None:
-            settings = DecodeSettings("forced", target_prefix=prefix)
+            settings = DecodeSettings("forced", target_prefix=prefix, head_mask=mask)
         elif a.sample:
             settings = DecodeSettings("sample", temperature=a.temperature, top_k=a.top_k, seed=a.seed,
-                                      max_len=a.max_len, target_prefix=prefix)
+                                      max_len=a.max_len, target_prefix=prefix, head_mask=mask)
         elif a.beam is not None:
             settings = DecodeSettings("beam", width=a.beam, n_best=1, max_len=a.max_len, no_repeat=a.no_repeat,
-                                      target_prefix=prefix)
+                                      target_prefix=prefix, head_mask=mask)
         else:
-            settings = DecodeSettings("greedy", max_len=a.max_len, no_repeat=a.no_repeat, target_prefix=prefix)
+            settings = DecodeSettings("greedy", max_len=a.max_len, no_repeat=a.no_repeat, target_prefix=prefix,
+                                      head_mask=mask)
         d = decode(tr, text, settings, reference=a.reference)
     except (CheckpointError, InputError) as e:
         print(f"error: {e}", file=sys.stderr)
@@ -105,6 +119,8 @@ def main(argv=None) -> int:
         out = d.to_json()
         if prefix is not None:
             out["prefix_length"] = d.prefix_length      # 0 for an empty prefix, which steers nothing
+        if settings.head_mask:
+            out["head_mask"] = format_head_mask(settings.head_mask)
         print(json.dumps(out, ensure_ascii=False))
     else:
         print(d.translation)
@@ -139,7 +155,9 @@ def translate_file(a) -> int:
             check_range("Max length", a.max_len, 1, MAX_DECODE_LEN)
         check_range("--batch-size", a.batch_size, 1, MAX_BATCH)
         check_range("--no-repeat", a.no_repeat, 0, MAX_NO_REPEAT)
+        mask = DecodeSettings(head_mask=a.mask_heads).checked().head_mask
         tr = load_translator(a.model, **model_options(a))
+        resolve_head_mask(tr.model, mask)       # a head the model lacks: said before any line is read
         lines = input_lines(read_text_file(a.input))
         try:
             out = sys.stdout if a.output is None else open(a.output, "w", encoding="utf-8", newline="\n")
@@ -172,7 +190,8 @@ def translate_file(a) -> int:
                 done[0] = n
 
             decodings = beam_search_batch(tr, [chunk[i] for i in good],
-                                          DecodeSettings("beam", width, max_len=a.max_len, no_repeat=a.no_repeat),
+                                          DecodeSettings("beam", width, max_len=a.max_len, no_repeat=a.no_repeat,
+                                                         head_mask=mask),
                                           batch_size=a.batch_size, attention=a.json, progress=progress)
             for i, d in zip(good, decodings):
                 results[i] = d.to_json() if a.json else d.translation

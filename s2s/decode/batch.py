@@ -10,6 +10,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ..hooks import knocked_out
 from ..loaded import Translator
 from ..text import InputError
 from .processors import apply_processors
@@ -70,8 +71,14 @@ def greedy_batch(tr: Translator, texts: Sequence[str], settings: DecodeSettings 
 def greedy_batch_stopped(tr: Translator, texts: Sequence[str], settings: DecodeSettings = DecodeSettings(),
                          batch_size: int = 64) -> tuple[list[str], list[bool]]:
     """`greedy_batch`, and for each sentence whether the decoder produced </s> itself
-    (False: it ran to the length limit)."""
+    (False: it ran to the length limit). The heads of `settings.head_mask` are knocked out."""
     settings = no_prefix(replace(settings, method="greedy").checked())
+    with knocked_out(tr.model, settings.head_mask):
+        return _greedy_rows(tr, texts, settings, batch_size)
+
+
+def _greedy_rows(tr: Translator, texts: Sequence[str], settings: DecodeSettings, batch_size: int
+                 ) -> tuple[list[str], list[bool]]:
     processors, max_len = settings.processors(tr), settings.max_len
     model, tok = tr.model, tr.tokenizer
     srcs = [encode_source(tr, t) for t in texts]
@@ -130,17 +137,18 @@ def beam_search_batch(tr: Translator, texts: Sequence[str], settings: DecodeSett
     Decoding per text with tokens, translation and token log-probs, plus the attention
     matrix if `attention`; no per-step states, n-best or beam tree (`beam_search` has them).
     InputError if any text is unusable (check lines with `encode_source` first), or if
-    `settings` has a target prefix (`no_prefix`)."""
+    `settings` has a target prefix (`no_prefix`). The heads of `settings.head_mask` are knocked out."""
     settings = no_prefix(replace(settings, method="beam", n_best=None).checked())
     srcs = [encode_source(tr, t) for t in texts]
     order = sorted(range(len(srcs)), key=lambda i: len(srcs[i]))   # similar lengths: little padding
     out: list[Decoding | None] = [None] * len(srcs)
-    for b in range(0, len(order), batch_size):
-        idx = order[b:b + batch_size]
-        for i, d in zip(idx, _beam_batch(tr, [srcs[i] for i in idx], settings, attention)):
-            out[i] = d
-        if progress is not None:
-            progress(min(b + batch_size, len(order)), len(order))
+    with knocked_out(tr.model, settings.head_mask):
+        for b in range(0, len(order), batch_size):
+            idx = order[b:b + batch_size]
+            for i, d in zip(idx, _beam_batch(tr, [srcs[i] for i in idx], settings, attention)):
+                out[i] = d
+            if progress is not None:
+                progress(min(b + batch_size, len(order)), len(order))
     return out
 
 

@@ -17,6 +17,7 @@ from typing import Callable, Sequence
 import torch
 import torch.nn.functional as F
 
+from ..hooks import knocked_out
 from ..loaded import Translator
 from ..text import MAX_DECODE_LEN, MAX_SOURCE_TOKENS, InputError, check_range, clean_text, split_sentences
 from .processors import LogitsProcessor, apply_processors
@@ -26,16 +27,21 @@ from .settings import LENGTH_PENALTY, DecodeSettings, lp
 
 def decode(tr: Translator, text: str, settings: DecodeSettings = DecodeSettings(), reference: str | None = None,
            reference_ids: Sequence[int] | None = None, on_step=None) -> Decoding:
-    """The one entry point: decode `text` as `settings` say (forced: the reference)."""
+    """The one entry point: decode `text` as `settings` say (forced: the reference), with the
+    heads of `settings.head_mask` knocked out (s2s.hooks.knocked_out) for the whole decoding:
+    the encoder's pass and every step (InputError, one line, for a head the model lacks, or
+    any head of a recurrent model)."""
     s = settings.checked()
     prefix = s.target_prefix
-    if s.method == "beam":
-        return beam_search(tr, text, s.width, s.n_best, s.length_penalty, s.max_len, s.no_repeat, target_prefix=prefix)
-    if s.method == "sample":
-        return sample(tr, text, s.temperature, s.top_k, s.seed, s.max_len, on_step, target_prefix=prefix)
-    if s.method == "forced":
-        return forced(tr, text, reference, reference_ids, on_step, target_prefix=prefix)
-    return greedy(tr, text, s.max_len, on_step, s.no_repeat, target_prefix=prefix)
+    with knocked_out(tr.model, s.head_mask):        # an empty mask attaches nothing
+        if s.method == "beam":
+            return beam_search(tr, text, s.width, s.n_best, s.length_penalty, s.max_len, s.no_repeat,
+                               target_prefix=prefix)
+        if s.method == "sample":
+            return sample(tr, text, s.temperature, s.top_k, s.seed, s.max_len, on_step, target_prefix=prefix)
+        if s.method == "forced":
+            return forced(tr, text, reference, reference_ids, on_step, target_prefix=prefix)
+        return greedy(tr, text, s.max_len, on_step, s.no_repeat, target_prefix=prefix)
 
 
 

@@ -6,6 +6,7 @@ import operator
 from dataclasses import dataclass
 from typing import Sequence
 
+from ..hooks import HeadMask, normal_head_mask, parse_head_mask
 from ..loaded import Translator
 from ..text import MAX_BEAM, MAX_DECODE_LEN, MAX_NO_REPEAT, MAX_TOP_K, TEMPERATURE_RANGE, InputError, check_range
 from .processors import LogitsProcessor, NoRepeatNGram, Temperature, TopK, model_processors
@@ -37,6 +38,10 @@ class DecodeSettings:
                      (tokenised by the model's target tokenizer) or target piece ids; the
                      search continues from it (beam search: every hypothesis shares it). A
                      list of ids is kept as a tuple, so that settings stay a hashable cache key
+        head_mask    every method: the heads knocked out (s2s.hooks: xi_h = 0 on the head's slice of
+                     the attention output before W_O), as text ("cross:2.3,encoder:1.*", from 1)
+                     or ((kind, layer, head or None), ...) 0-based; kept as the latter, sorted.
+                     Empty: no head, exactly the plain decoding
     """
     method: str = "greedy"
     width: int = 5
@@ -48,8 +53,15 @@ class DecodeSettings:
     top_k: int = 0
     seed: int = 0
     target_prefix: str | Sequence[int] | None = None
+    head_mask: HeadMask | str = ()
 
     def __post_init__(self):
+        mask = self.head_mask
+        try:            # a malformed one is kept as it came, for checked() to refuse in one line
+            mask = parse_head_mask(mask) if isinstance(mask, str) or mask is None else normal_head_mask(mask)
+        except (InputError, TypeError, ValueError):
+            pass
+        object.__setattr__(self, "head_mask", mask)
         if self.target_prefix is not None and not isinstance(self.target_prefix, str):
             try:        # numpy's and torch's integers too; anything else is left for checked() to refuse
                 prefix = tuple(operator.index(i) for i in self.target_prefix)
@@ -74,6 +86,10 @@ class DecodeSettings:
             if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in prefix):
                 raise InputError("A target prefix is French text or a list of target piece ids (whole numbers >= 0).")
             check_range("The target prefix's length in pieces", len(prefix), 0, MAX_DECODE_LEN)
+        if isinstance(self.head_mask, str):
+            parse_head_mask(self.head_mask)          # raises, saying what is wrong
+        if not isinstance(self.head_mask, tuple):
+            raise InputError("A head mask is text such as 'cross:2.3,encoder:1.*' or a list of (kind, layer, head).")
         return self
 
     @property
@@ -85,19 +101,21 @@ class DecodeSettings:
     def canonical(self) -> "DecodeSettings":
         """The same decoding with the options its method does not read at their defaults (and
         n_best at most width), so that two settings which decode alike are equal: a page's
-        cache key, never split by a slider the method ignores. The target prefix is kept for
-        every method (an empty one is None: it steers nothing)."""
+        cache key, never split by a slider the method ignores. The target prefix and the head
+        mask are kept for every method (an empty prefix is None: it steers nothing)."""
         prefix = self.target_prefix if self.steered else None
+        mask = self.head_mask
         if self.method == "beam":
             n_best = None if self.n_best is None else min(self.n_best, self.width)
             return DecodeSettings("beam", self.width, n_best, self.length_penalty, self.max_len, self.no_repeat,
-                                  target_prefix=prefix)
+                                  target_prefix=prefix, head_mask=mask)
         if self.method == "sample":
             return DecodeSettings("sample", max_len=self.max_len, temperature=self.temperature, top_k=self.top_k,
-                                  seed=self.seed, target_prefix=prefix)
+                                  seed=self.seed, target_prefix=prefix, head_mask=mask)
         if self.method == "forced":
-            return DecodeSettings("forced", target_prefix=prefix)
-        return DecodeSettings(self.method, max_len=self.max_len, no_repeat=self.no_repeat, target_prefix=prefix)
+            return DecodeSettings("forced", target_prefix=prefix, head_mask=mask)
+        return DecodeSettings(self.method, max_len=self.max_len, no_repeat=self.no_repeat, target_prefix=prefix,
+                              head_mask=mask)
 
     def processors(self, tr: Translator) -> list[LogitsProcessor]:
         """What rules the choice of each token: the model's own constraints, then the settings'."""

@@ -1,0 +1,410 @@
+"""Are all heads needed? Rank a Transformer's heads, tag their roles, prune them and watch BLEU.
+
+Importance (Michel, Levy and Neubig 2019, "Are Sixteen Heads Really Better than One?"): a gate
+xi_h multiplies head h's slice of the attention output before the output projection W_O
+(s2s.hooks.scaled_heads), and
+
+    I_h = mean over the pairs of |dL/dxi_h| at xi = 1,   L = -sum_t log p(y_t | y_<t, x)
+
+the pair's summed teacher-forced loss (the log p forced decoding reports). Michel normalises
+per layer: I_h / ||I_layer||_2, each kind's layer on its own; heads are pruned in order of
+increasing normalised importance.
+
+Confidence and roles (Voita, Talbot, Moiseev, Sennrich and Titov 2019, "Analyzing Multi-Head
+Self-Attention: Specialized Heads Do the Heavy Lifting, the Rest Can Be Pruned"), measured on
+the same pairs, every query of every pair counted once:
+
+    confidence    the mean over queries of the head's largest weight, the closing </s> excluded
+                  as a key (Voita's "excluding the end of sentence symbol")
+    positional    (self-attention) one relative offset j - i takes the largest weight for at
+                  least POSITIONAL (90%) of the queries; the offset is said (-1: the previous piece)
+    rare-word     (encoder self-attention) the largest weight lands on the sentence's least
+                  frequent source piece (by frequency in the model's training corpus; ties all
+                  count) for at least RARE_SHARE (50%) of the queries AND at least RARE_OVER_CHANCE
+                  (3) times what a head picking its key at random would score (the rare pieces'
+                  share of the keys, averaged over queries). A majority, so the tag names the
+                  head's habit rather than one sentence; three times chance, so that short
+                  sentences, where the rare piece is one of four keys, cannot earn it alone
+    to </s>       (encoder and cross-attention) the largest weight on the closing </s> for at
+                  least TO_EOS (90%) of the queries: a head that reads nothing (Clark et al. 2019
+                  call it a no-op); decoder self-attention has no </s> among its keys
+
+Pruning: greedy decoding of held-out pairs (s2s.decode.greedy_batch) scored by sacrebleu's BLEU
+as heads are knocked out (s2s.hooks.knocked_out: xi_h = 0) 10% at a time, of all heads and of
+each kind alone, in order of increasing importance and in a seeded random order.
+
+    python -m s2s.heads importance --model checkpoints/en-fr-transformer --pairs data/tatoeba/test.tsv \\
+        --limit 200 --json
+    python -m s2s.heads prune --model checkpoints/en-fr-transformer --pairs data/tatoeba/test.tsv \\
+        --limit 200 --steps 10 --json
+
+A recurrent model has one attention and no heads: its knockout is the counterfactual attention
+(s2s.counterfactual), and these commands say so.
+"""
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .checkpoint import Translator
+from .data import Pair, read_pairs, split_pairs
+from .decode import DecodeSettings, encode_source, greedy_batch
+from .evaluate import bleu
+from .hooks import (
+    KINDS,
+    RECURRENT_KNOCKOUT,
+    decoder_input,
+    forced_pass,
+    head_counts,
+    is_recurrent,
+    scaled_heads,
+)
+from .hub_config import beyond_positions
+from .text import MAX_DECODE_LEN, InputError, clean_text
+
+POSITIONAL = 0.9
+TO_EOS = 0.9
+RARE_SHARE = 0.5
+RARE_OVER_CHANCE = 3.0
+MAX_OFFSET = 512           # relative offsets counted (a source has at most 200 pieces, a decoding 250)
+SCOPES = ("all", *KINDS)
+ORDERS = ("importance", "random")
+
+Progress = Callable[[float, str], None]      # (share done, what), as the attributions' progress
+
+
+# ---------------------------------------------------------------------------------------
+# The pairs
+
+
+def read_scored_pairs(path: str | Path, limit: int | None = None) -> list[Pair]:
+    """The first `limit` English<TAB>French pairs of a TSV; InputError, one line, for a missing,
+    unreadable or empty file."""
+    try:
+        pairs = read_pairs(path)
+    except FileNotFoundError:
+        raise InputError(f"No pairs file at {path}.") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"Cannot read the pairs file {path}: {getattr(e, 'strerror', None) or e}.") from None
+    if limit is not None:
+        if limit < 1:
+            raise InputError(f"--limit must be at least 1, not {limit}.")
+        pairs = pairs[:limit]
+    if not pairs:
+        raise InputError(f"{path} holds no English<TAB>French pairs.")
+    return pairs
+
+
+def pair_ids(tr: Translator, pairs: Sequence[Pair]) -> tuple[list[tuple[list[int], list[int]]], int]:
+    """Each pair as (source ids, target ids), and how many were skipped (a side the model
+    cannot read: too long, beyond its positions, nothing left after cleaning)."""
+    out, skipped = [], 0
+    for en, fr in pairs:
+        try:
+            src = encode_source(tr, en)
+            tgt = list(tr.tokenizer.target_ids(clean_text(fr, what="reference")))
+        except InputError:
+            skipped += 1
+            continue
+        if len(tgt) > MAX_DECODE_LEN or beyond_positions(tr.model.cfg.max_positions or 0, len(src), len(tgt)):
+            skipped += 1
+            continue
+        out.append((src, tgt))
+    return out, skipped
+
+
+# ---------------------------------------------------------------------------------------
+# Training-corpus frequencies (the rare-word role)
+
+
+def training_corpus(tr: Translator) -> Path | None:
+    """The training pairs of a shipped checkpoint, as its metrics.json records them: the split's
+    train.tsv if it is on this machine, else the corpus the split is made from."""
+    try:
+        train = json.loads((Path(tr.path) / "metrics.json").read_text(encoding="utf-8"))["train"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    split = Path(train.get("split_dir") or "") / "train.tsv"
+    if train.get("split_dir") and split.is_file():
+        return split
+    data = Path(train.get("data") or "")
+    return data if train.get("data") and data.is_file() else None
+
+
+@lru_cache(maxsize=4)
+def _counts(path: str, split: bool, tokenizer) -> Counter:
+    pairs = read_pairs(path)
+    if split:               # the corpus itself: its train split, as s2s.train makes it
+        pairs = split_pairs(pairs).train
+    counts: Counter = Counter()
+    for en, _ in pairs:         # every pair, as training read it (an English sentence with two translations: twice)
+        counts.update(tokenizer.encode(en))
+    return counts
+
+
+def piece_frequencies(tr: Translator, frequencies: str | Path | None = None,
+                      fallback: Sequence[Pair] = ()) -> tuple[Counter, str]:
+    """(piece id -> count over English sentences, where the counts come from): `frequencies` (a
+    TSV of pairs), else the checkpoint's training corpus, else `fallback` (the scored pairs
+    themselves: a hub model's training corpus is not on this machine)."""
+    if frequencies is not None:
+        path = Path(frequencies)
+        if not path.is_file():
+            raise InputError(f"No frequencies file at {path}.")
+        return _counts(str(path), False, tr.tokenizer), str(path)
+    corpus = training_corpus(tr)
+    if corpus is not None:
+        split = corpus.name != "train.tsv"
+        where = f"{corpus} (its train split)" if split else str(corpus)
+        return _counts(str(corpus), split, tr.tokenizer), where
+    counts: Counter = Counter()
+    for en, _ in fallback:
+        counts.update(tr.tokenizer.encode(en))
+    return counts, "the scored pairs themselves (no training corpus on this machine)"
+
+
+# ---------------------------------------------------------------------------------------
+# One pair: the gradients with respect to the gates, and the weights
+
+
+def pair_gradients(model, src_ids: Sequence[int], tgt_ids: Sequence[int]
+                   ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """({kind: |dL/dxi| (layers, heads)}, {kind: weights (layers, heads, queries, keys)}) for one
+    pair, L = -sum_t log p(y_t | y_<t, x) teacher-forced, xi = 1 (the model's own output)."""
+    device = next(model.parameters()).device
+    src = torch.tensor([list(src_ids)], device=device)
+    tgt = torch.tensor(list(tgt_ids), device=device)
+    gates = {k: torch.ones(n, device=device, requires_grad=True) for k, n in head_counts(model).items()}
+    with torch.enable_grad(), scaled_heads(model, gates):
+        p = forced_pass(model, src, decoder_input(model, tgt))
+        logp = F.log_softmax(p.logits[0].float(), -1)
+        loss = -logp[torch.arange(tgt.numel(), device=device), tgt].sum()
+        grads = torch.autograd.grad(loss, list(gates.values()))
+    return ({k: g.abs().detach() for k, g in zip(gates, grads)},
+            {k: p.weights(k).detach().float() for k in KINDS})
+
+
+@dataclass
+class _RoleCounts:
+    """Per kind, sums over every query of every pair, (layers, heads) each."""
+    queries: torch.Tensor
+    confidence: torch.Tensor
+    to_eos: torch.Tensor
+    offsets: torch.Tensor          # (layers, heads, 2 MAX_OFFSET + 1) counts of argmax offsets
+    rare: torch.Tensor
+    rare_chance: torch.Tensor
+
+    @classmethod
+    def zeros(cls, layers: int, heads: int) -> "_RoleCounts":
+        z = (lambda *extra: torch.zeros(layers, heads, *extra, dtype=torch.float64))
+        return cls(z(), z(), z(), z(2 * MAX_OFFSET + 1), z(), z())
+
+
+def _count_roles(c: _RoleCounts, kind: str, w: torch.Tensor, src_ids: Sequence[int], eos: int,
+                 rare_keys: torch.Tensor | None) -> None:
+    """Add one pair's weights w (L, H, I, J) of one kind to the counts."""
+    L, H, I, J = w.shape
+    w = w.double().cpu()
+    top = w.argmax(-1)                                                   # (L, H, I)
+    c.queries += I
+    if kind in ("encoder", "cross"):
+        eos_key = max(j for j, i in enumerate(src_ids) if i == eos) if eos in src_ids else J - 1
+        others = w.clone()
+        others[..., eos_key] = -1.0
+        c.confidence += others.max(-1).values.sum(-1)
+        c.to_eos += (top == eos_key).sum(-1)
+    else:
+        c.confidence += w.max(-1).values.sum(-1)
+    if kind in ("encoder", "decoder"):
+        offset = (top - torch.arange(I)[None, None]).clamp(-MAX_OFFSET, MAX_OFFSET) + MAX_OFFSET
+        c.offsets.scatter_add_(-1, offset, torch.ones_like(offset, dtype=torch.float64))
+    if kind == "encoder" and rare_keys is not None:
+        c.rare += rare_keys[top].sum(-1)
+        c.rare_chance += float(rare_keys.sum()) / J * I
+
+
+def _rare_keys(src_ids: Sequence[int], counts: Counter, skip: set[int]) -> torch.Tensor | None:
+    """(J,) 1 at the sentence's least frequent source pieces (</s>, codes and prefixes' special
+    ids left out), or None if it has no ordinary piece."""
+    ids = [i for i in src_ids if i not in skip]
+    if not ids:
+        return None
+    least = min(counts.get(i, 0) for i in ids)
+    return torch.tensor([float(i not in skip and counts.get(i, 0) == least) for i in src_ids], dtype=torch.float64)
+
+
+@dataclass
+class HeadImportance:
+    """What `importance` measures, every array {kind: (layers, heads)} as nested lists in to_json."""
+    model: str
+    pairs: int
+    skipped: int
+    importance: dict[str, np.ndarray]
+    normalised: dict[str, np.ndarray]
+    confidence: dict[str, np.ndarray]
+    roles: dict[str, list[list[dict]]]
+    frequency_source: str
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def order(self) -> list[tuple[str, int, int]]:
+        """Every head, least important first (normalised importance; ties in kind, layer, head order)."""
+        heads = [(float(self.normalised[k][l, h]), KINDS.index(k), l, h) for k in self.normalised
+                 for l in range(self.normalised[k].shape[0]) for h in range(self.normalised[k].shape[1])]
+        return [(KINDS[k], l, h) for _, k, l, h in sorted(heads)]
+
+    def to_json(self, digits: int = 6) -> dict:
+        r = (lambda d: {k: np.round(v, digits).tolist() for k, v in d.items()})
+        return {"model": self.model, "pairs": self.pairs, "skipped": self.skipped,
+                "importance": r(self.importance), "importance_normalised": r(self.normalised),
+                "confidence": r(self.confidence), "roles": self.roles,
+                "thresholds": {"positional": POSITIONAL, "to_eos": TO_EOS, "rare_word_share": RARE_SHARE,
+                               "rare_word_over_chance": RARE_OVER_CHANCE},
+                "frequency_source": self.frequency_source,
+                "seconds": {k: round(v, 3) for k, v in self.seconds.items()}}
+
+
+def check_heads(tr: Translator) -> None:
+    """InputError for a model without heads (a recurrent one)."""
+    if is_recurrent(tr.model):
+        raise InputError(RECURRENT_KNOCKOUT)
+
+
+def importance(tr: Translator, pairs: Sequence[Pair], frequencies: str | Path | None = None,
+               progress: Progress | None = None) -> HeadImportance:
+    """Michel's importance, Voita's confidence and the role tags of every head over `pairs`."""
+    check_heads(tr)
+    t0 = time.perf_counter()
+    ids, skipped = pair_ids(tr, pairs)
+    if not ids:
+        raise InputError(f"None of the {len(pairs)} pairs fits this model (each side within its limits).")
+    counts, source = piece_frequencies(tr, frequencies, pairs)
+    t1 = time.perf_counter()
+    tok = tr.tokenizer
+    skip = {tok.eos_id, tok.bos_id, tok.pad_id} | set(getattr(tok, "hidden", ()))
+    hf_tok = getattr(tok, "hf", None)
+    if hf_tok is not None:
+        skip |= {int(i) for i in hf_tok.all_special_ids}
+    shapes = head_counts(tr.model)
+    total = {k: torch.zeros(n, dtype=torch.float64) for k, n in shapes.items()}
+    roles = {k: _RoleCounts.zeros(*n) for k, n in shapes.items()}
+    model = tr.model
+    for n, (src, tgt) in enumerate(ids):
+        grads, weights = pair_gradients(model, src, tgt)
+        rare = _rare_keys(src, counts, skip)
+        for k in KINDS:
+            total[k] += grads[k].double().cpu()
+            _count_roles(roles[k], k, weights[k], src, tok.eos_id, rare)
+        if progress is not None:
+            progress((n + 1) / len(ids), "importance")
+    raw = {k: (v / len(ids)).numpy() for k, v in total.items()}
+    norm = {k: v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-20) for k, v in raw.items()}
+    conf = {k: (c.confidence / c.queries.clamp(min=1)).numpy() for k, c in roles.items()}
+    tags = {k: _tags(k, c) for k, c in roles.items()}
+    t2 = time.perf_counter()
+    return HeadImportance(tr.name, len(ids), skipped, raw, norm, conf, tags, source,
+                          {"frequencies": t1 - t0, "importance": t2 - t1, "total": t2 - t0})
+
+
+def _tags(kind: str, c: _RoleCounts) -> list[list[dict]]:
+    """Per layer, per head: {"tags": [...], and each measured role's share (and offset, chance)}."""
+    L, H = c.queries.shape
+    out = []
+    for l in range(L):
+        row = []
+        for h in range(H):
+            q = max(float(c.queries[l, h]), 1.0)
+            head: dict = {"tags": []}
+            if kind in ("encoder", "decoder"):
+                best = int(c.offsets[l, h].argmax())
+                share = float(c.offsets[l, h, best]) / q
+                head["positional"] = {"offset": best - MAX_OFFSET, "share": round(share, 4)}
+                if share >= POSITIONAL:
+                    head["tags"].append(f"positional ({best - MAX_OFFSET:+d})")
+            if kind in ("encoder", "cross"):
+                share = float(c.to_eos[l, h]) / q
+                head["to_eos"] = {"share": round(share, 4)}
+                if share >= TO_EOS:
+                    head["tags"].append("to </s>")
+            if kind == "encoder":
+                share, chance = float(c.rare[l, h]) / q, float(c.rare_chance[l, h]) / q
+                head["rare_word"] = {"share": round(share, 4), "chance": round(chance, 4)}
+                if share >= RARE_SHARE and share >= RARE_OVER_CHANCE * chance:
+                    head["tags"].append("rare word")
+            row.append(head)
+        out.append(row)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Pruning
+
+
+def _scope_heads(order: Sequence[tuple[str, int, int]], scope: str) -> list[tuple[str, int, int]]:
+    return [h for h in order if scope == "all" or h[0] == scope]
+
+
+def prune_curves(tr: Translator, pairs: Sequence[Pair], ranked: HeadImportance, steps: int = 10, seed: int = 0,
+                 scopes: Sequence[str] = SCOPES, progress: Progress | None = None) -> dict:
+    """BLEU of greedy decoding of `pairs` as heads are knocked out 10% at a time (of the scope's
+    heads, rounded), `steps` steps, in order of increasing importance (`ranked`) and in a
+    random order (seeded). One decoding per distinct mask (no head knocked out: once)."""
+    check_heads(tr)
+    if not 1 <= steps <= 10:
+        raise InputError(f"--steps is how many 10% steps to take, 1 to 10, not {steps}.")
+    for s in scopes:
+        if s not in SCOPES:
+            raise InputError(f"Unknown scope {s!r}: use {', '.join(SCOPES)}.")
+    usable = []
+    for en, fr in pairs:
+        try:
+            encode_source(tr, en)
+            usable.append((en, fr))
+        except InputError:
+            pass
+    if not usable:
+        raise InputError(f"None of the {len(pairs)} pairs fits this model.")
+    sources, refs = [en for en, _ in usable], [fr for _, fr in usable]
+    order = ranked.order()
+    plans = []
+    for scope in scopes:
+        heads = _scope_heads(order, scope)
+        shuffled = list(heads)
+        random.Random(seed).shuffle(shuffled)
+        for name, seq in (("importance", heads), ("random", shuffled)):
+            counts = sorted({min(len(seq), round(len(seq) * k / 10)) for k in range(steps + 1)})
+            plans.append((scope, name, seq, counts))
+    masks = {tuple(sorted(seq[:n])) for _, _, seq, counts in plans for n in counts}
+    scores: dict[tuple, float] = {}
+    t0 = time.perf_counter()
+    for done, mask in enumerate(sorted(masks, key=len)):
+        hyps = greedy_batch(tr, sources, DecodeSettings("greedy", head_mask=tuple(mask)))
+        scores[mask] = bleu(hyps, refs)
+        if progress is not None:
+            progress((done + 1) / len(masks), "pruning")
+    base = scores[()]
+    curves = []
+    for scope, name, seq, counts in plans:
+        points = [{"share": round(n / len(seq), 4), "heads": n, "bleu": round(scores[tuple(sorted(seq[:n]))], 2)}
+                  for n in counts]
+        # the most heads knocked out before BLEU first falls more than 1 below the full model's
+        kept = 0
+        for p in points:
+            if p["bleu"] < base - 1:
+                break
+            kept = p["heads"]
+        curves.append({"scope": scope, "order": name, "of": len(seq), "points": points,
+                       "heads_before_drop_of_1": kept,
+                       "pruned_order": [f"{k}:{l + 1}.{h + 1}" for k, l, h in seq]})
+    return {"model": tr.name, "pairs": len(usable), "skipped": len(pairs) - len(usable), "bleu": round(base, 2),
+            "steps": steps, "seed": seed, "decodings": len(masks), "curves": curves,
+            "seconds": round(time.perf_counter() - t0, 2)}
