@@ -39,6 +39,13 @@ def biased(untrained_translators, hub_models, dtype: torch.dtype = torch.float32
     return out
 
 
+def shipped(dtype: torch.dtype = torch.float32):
+    """The shipped Transformer (copying through its pointer), its own trained weights, on the CPU in `dtype`."""
+    tr = load_translator("en-fr-transformer", device="cpu")
+    tr.model.to(dtype).eval()
+    return tr
+
+
 def hub_parts(tr):
     """(encoder layers, decoder layers, the head written out from the family's own modules):
     head(h) = what the family's forward does to its decoder's last layer output."""

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from biased_models import HUB, biased
+from biased_models import HUB, biased, shipped
 
 from s2s.attributions import source_ids, target_ids
 from s2s.contrast import explain_contrast, foil_id, grad_x_input, integrated_gradients, leave_one_out
@@ -28,7 +28,7 @@ GIRL = "The little girl is happy because her mother is here."
 
 @pytest.fixture(scope="module")
 def models(untrained_translators, hub_models):
-    return biased(untrained_translators, hub_models, torch.float64)
+    return biased(untrained_translators, hub_models, torch.float64) | {"shipped": shipped(torch.float64)}
 
 
 def setup(tr, step=2):
@@ -61,7 +61,7 @@ def difference(tr, x, src_ids, tgt, step, foil):
     return logp[:, tgt[step]] - logp[:, foil]
 
 
-NAMES = [*HUB, "ours", "ours-copy", "lstm-copy", "dot"]
+NAMES = [*HUB, "ours", "ours-copy", "lstm-copy", "dot", "shipped"]
 
 
 @pytest.mark.parametrize("name", NAMES)

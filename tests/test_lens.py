@@ -11,7 +11,7 @@ import json
 import pytest
 import torch
 import torch.nn.functional as F
-from biased_models import HUB, biased, hub_parts, main_tensor
+from biased_models import HUB, biased, hub_parts, main_tensor, shipped
 
 from s2s.attributions import source_ids, target_ids
 from s2s.checkpoint import load_translator
@@ -26,7 +26,7 @@ REVERSAL = "a c f b"
 
 @pytest.fixture(scope="module")
 def models(untrained_translators, hub_models):
-    return biased(untrained_translators, hub_models)
+    return biased(untrained_translators, hub_models) | {"shipped": shipped()}
 
 
 def pair(tr, text, reference):
@@ -86,7 +86,7 @@ def test_t5s_scaling_and_final_norm_are_read(models):
         assert (unscaled[finite] - got[finite]).abs().max() > 1e-3
 
 
-@pytest.mark.parametrize("name", ["ours", "ours-copy"])
+@pytest.mark.parametrize("name", ["ours", "ours-copy", "shipped"])
 def test_ours_each_row_is_its_output_layer_on_that_layer(models, name):
     """Ours, on its own modules: LN_dec then E s + b at each decoder layer; with the pointer, the
     mix from that layer's own cross-attention (head mean) and its output, as forward mixes the last."""

@@ -11,7 +11,7 @@ import json
 import pytest
 import torch
 import torch.nn.functional as F
-from biased_models import HUB, biased, hub_parts, main_tensor
+from biased_models import HUB, biased, hub_parts, main_tensor, shipped
 
 from s2s.attributions import source_ids, target_ids
 from s2s.hooks import decoder_input
@@ -25,7 +25,7 @@ SWAP = 3            # the source position the edit changes
 
 @pytest.fixture(scope="module")
 def models(untrained_translators, hub_models):
-    return biased(untrained_translators, hub_models, torch.float64)
+    return biased(untrained_translators, hub_models, torch.float64) | {"shipped": shipped(torch.float64)}
 
 
 def setup(tr):
@@ -80,7 +80,7 @@ def cross_outputs(tr):
     return [(l.encoder_attn.out_proj, cfg.decoder_attention_heads) for l in model.hf.model.decoder.layers]
 
 
-@pytest.mark.parametrize("name", [*HUB, "ours", "ours-copy"])
+@pytest.mark.parametrize("name", [*HUB, "ours", "ours-copy", "shipped"])
 def test_one_cell_is_a_hooked_run_replacing_that_activation(models, name):
     tr = models[name]
     src, edited, tgt = setup(tr)
@@ -118,7 +118,7 @@ def test_one_cell_is_a_hooked_run_replacing_that_activation(models, name):
     assert float(sequence_log_probs(tr.model, src, tgt)[0]) == pytest.approx(clean_lp, abs=1e-6)
 
 
-@pytest.mark.parametrize("name", [*HUB, "ours"])
+@pytest.mark.parametrize("name", [*HUB, "ours", "shipped"])
 def test_one_head_is_a_hooked_run_replacing_its_output(models, name):
     tr = models[name]
     src, edited, tgt = setup(tr)
