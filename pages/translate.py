@@ -185,7 +185,13 @@ if tr is None:
     st.stop()
 
 S = st.session_state
-ui.what_if.forget_if_changed(name, S.text, arrived="steer" in arrival)
+if "steer_ids" in arrival:      # steered by piece ids (pieces that are not text: ui/what_if.py)
+    try:
+        st.session_state["steer"] = ui.what_if.steer_ids_of(arrival["steer_ids"])
+    except ValueError:
+        st.info(f"Ignored the link's steer_ids={ui.show.code_span(arrival['steer_ids'][:40])}: not a list of "
+                "piece ids (whole numbers, comma-separated).")
+ui.what_if.forget_if_changed(name, S.text, arrived=bool({"steer", "steer_ids", "edit"} & set(arrival)))
 ui.translate_tabs.check_choices(tr, name)     # before the address below reads another model's layer or head
 settings = dict(method=S.method, beam=S.beam, nbest=S.nbest, temp=float(S.temp), topk=int(S.topk),
                 seed=int(S.seed), maxlen=S.maxlen, norepeat=int(S.norepeat))     # the address's names
@@ -194,20 +200,24 @@ decoding = settings_of(S.method, S.beam, S.nbest, float(S.temp), int(S.topk), in
 # The address follows every choice that changes what is shown, on every run (not only when
 # Translate is pressed), so a copied link reproduces the view: the model, the text, the
 # decoding, words or pieces, the tab, the reference, and a Transformer's layer and head.
-ui.address.set_address({"model": name, "text": S.text, "view": S.get("view"), "tab": S.get("tab", TABS[0]),
-                        **settings, "reference": S.get("reference") or None,
-                        "cont": 1 if S.get("cont") and S.get("reference") else None,
-                        "steer": S.get("steer") or None,
-                        "edit": S.get("edit") if S.get("edit") not in ("", S.text) else None,
-                        "layer": None if S.get("tf_layer") is None else S.tf_layer + 1,
-                        "head": (None if "tf_layer" not in S
-                                 else ("mean" if S.get("tf_head") is None else S.tf_head + 1)),
-                        "heads": S.get("heads_kind"),
-                        "heads_view": S.get("heads_view") if S.get("heads_kind", "cross") == "cross" else None,
-                        "heads_layer": None if S.get("heads_layer") is None else S.heads_layer + 1,
-                        "heads_head": None if S.get("heads_head") is None else S.heads_head + 1,
-                        "heads_query": None if S.get("heads_query") is None else S.heads_query + 1,
-                        "sentences": "each" if S.get("by_sentence") and n_sentences > LONG_SENTENCES else None})
+# Written again once the page is drawn: a tab can set a choice as it draws (the neuron view's
+# default query), which would otherwise reach the address one run late.
+def page_address() -> dict:
+    return {"model": name, "text": S.text, "view": S.get("view"), "tab": S.get("tab", TABS[0]),
+            **settings, "reference": S.get("reference") or None,
+            "cont": 1 if S.get("cont") and S.get("reference") else None,
+            **ui.what_if.steer_address(S.get("steer") or ""),
+            "edit": S.get("edit") if S.get("edit") not in ("", S.text) else None,
+            "layer": None if S.get("tf_layer") is None else S.tf_layer + 1,
+            "head": (None if "tf_layer" not in S
+                     else ("mean" if S.get("tf_head") is None else S.tf_head + 1)),
+            "heads": S.get("heads_kind"),
+            "heads_view": S.get("heads_view") if S.get("heads_kind", "cross") == "cross" else None,
+            "heads_layer": None if S.get("heads_layer") is None else S.heads_layer + 1,
+            "heads_head": None if S.get("heads_head") is None else S.heads_head + 1,
+            "heads_query": None if S.get("heads_query") is None else S.heads_query + 1,
+            "sentences": "each" if S.get("by_sentence") and n_sentences > LONG_SENTENCES else None}
+ui.address.set_address(page_address())
 if S.get("view") not in CHOICES["view"]:      # None once its selected option is clicked again
     S.view = DEFAULTS["view"]
 # A paragraph: the models learned from pairs of one or two sentences (Tatoeba), and read at
@@ -224,7 +234,8 @@ if n_sentences > LONG_SENTENCES:
                       "blocks on the heatmap's diagonal." if by_sentence else
                       "*Sentence by sentence* translates one at a time."))
 try:
-    d, ms = ui.translate_tabs.decode_cached(ui.models.model_path(name), S.text, decoding, by_sentence)
+    with st.spinner(f"Translating with {display_name(name)}…"):      # shown after 0.5 s: a decoding, not a hit
+        d, ms = ui.translate_tabs.decode_cached(ui.models.model_path(name), S.text, decoding, by_sentence)
 except InputError as e:
     st.warning(str(e))
     st.stop()
@@ -233,7 +244,9 @@ except InputError as e:
 out, toggle = st.columns([3, 2])
 with out:
     ui.show.escaped(d.translation or "(empty output)")
-    stopped = "" if d.target_tokens[-1] == "</s>" else " · stopped at the max length"
+    cut = (("" if d.target_tokens[-1] == "</s>" else "stopped at the max length") if by_sentence
+           else ui.translate_tabs.cut_note(tr, d, S.text, S.maxlen))      # a forced </s> too (Marian's)
+    stopped = f" · **{cut}**" if cut else ""
     if S.norepeat and S.method != "sample":
         stopped += f" · repeated {S.norepeat}-grams blocked"
     n_out = len(d.target_tokens)
@@ -384,3 +397,4 @@ with drawn:
         ui.show.plotly_chart(model_diagram(tr.config["model"], sum(p.numel() for p in tr.model.parameters())),
                         key="model_diagram", config=ui.show.camera("model_diagram", name, S.text[:40]))
         st.caption(tr.description)
+ui.address.set_address(page_address())     # what the tabs chose as they drew (see above)

@@ -56,11 +56,14 @@ OPUS_MT_EN_FR = dict(d_model=512, encoder_layers=6, decoder_layers=6, encoder_at
 OPUS_MT_EN_FR_VOCAB = 59514
 
 
-def marian(out: str | Path, sizes: dict = SIZES, vocab_size: int | None = None, extra_rows: int = 0) -> Path:
+def marian(out: str | Path, sizes: dict = SIZES, vocab_size: int | None = None, extra_rows: int = 0,
+           prefer_unused: float = 0.0) -> Path:
     """A Marian model; `sizes` and `vocab_size` (its embedding rows, past the tokenizer's own
     pieces, every one of them in its vocab.json) give it another shape: marian(out, OPUS_MT_EN_FR,
     OPUS_MT_EN_FR_VOCAB) is opus-mt-en-fr's, as `python -m s2s.bench` times it. `extra_rows`:
-    that many embedding rows past the end of its vocab.json, ids the tokenizer cannot decode."""
+    that many embedding rows past the end of its vocab.json, ids the tokenizer cannot decode.
+    `prefer_unused`: added to the <unused…> pieces' final_logits_bias, so that the model's
+    likeliest next pieces are those, which write no text (with `vocab_size` past its pieces)."""
     from transformers import MarianConfig, MarianMTModel, MarianTokenizer
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -78,6 +81,9 @@ def marian(out: str | Path, sizes: dict = SIZES, vocab_size: int | None = None, 
     torch.manual_seed(0)
     model = MarianMTModel(cfg)
     model.generation_config.bad_words_ids = [[V - 1]]     # as opus-mt's: never write <pad>
+    if prefer_unused:
+        with torch.no_grad():
+            model.final_logits_bias[:, [i for i, p in enumerate(pieces) if p.startswith("<unused")]] += prefer_unused
     return _save(model, tok, out)
 
 

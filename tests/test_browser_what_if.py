@@ -17,6 +17,7 @@ from browser import (
     need_chromium_and_shipped_checkpoints,
     settle,
     streamlit_server,
+    value_of,
     watched_page,
 )
 
@@ -30,6 +31,7 @@ def server(tmp_path_factory, hub_models):
     need_chromium_and_shipped_checkpoints()
     if not (ROOT / "checkpoints" / "en-fr-transformer" / "metrics.json").is_file():
         pytest.skip("the shipped Transformer is not in checkpoints/")
+    import hub_models as builders
     from s2s import neighbours as nb
     from s2s.checkpoint import load_translator
     indexes = tmp_path_factory.mktemp("indexes")
@@ -38,9 +40,15 @@ def server(tmp_path_factory, hub_models):
                       encoding="utf-8")
     additive = load_translator("en-fr-additive")
     nb.build_index(additive, corpus=corpus, out=indexes / additive.name)
-    with streamlit_server({"S2S_HUB_MODELS": str(hub_models["marian"]), "S2S_NEIGHBOURS_DIR": str(indexes)}) as url, \
+    # and a Marian whose likeliest pieces write no text (<unused…>)
+    unused = builders.marian(tmp_path_factory.mktemp("unused") / "unused", vocab_size=120, prefer_unused=50.0)
+    # and one of 16 positions, whose outputs are cut at 15 pieces
+    short = builders.marian(tmp_path_factory.mktemp("short") / "short",
+                            sizes={**builders.SIZES, "max_position_embeddings": 16})
+    listed = f"{hub_models['marian']},{unused},{short}"
+    with streamlit_server({"S2S_HUB_MODELS": listed, "S2S_NEIGHBOURS_DIR": str(indexes)}) as url, \
             browser() as b:
-        yield url, b, str(hub_models["marian"])
+        yield url, b, str(hub_models["marian"]), str(unused), str(short)
 
 
 def keep(page, tmp_path, name: str) -> None:
@@ -56,7 +64,7 @@ def outputs(page, key: str) -> list[str]:
 
 @pytest.mark.parametrize("model", ["en-fr-additive", "en-fr-transformer", "hub"])
 def test_steer_a_step_and_open_its_address(server, model, tmp_path):
-    url, b, marian = server
+    url, b, marian, _, _ = server
     name = marian if model == "hub" else model
     page = watched_page(b, 1280, 720)
     page.goto(f"{url}/translate?model={name}&text={TEXT}&maxlen=16&tab=Step+by+step")
@@ -70,8 +78,10 @@ def test_steer_a_step_and_open_its_address(server, model, tmp_path):
     page.wait_for_selector(".st-key-steer_map1 .js-plotly-plot", timeout=120_000)
     settle(page)
     assert exceptions(page) == []
-    steer = parse_qs(urlparse(page.url).query).get("steer", [""])[0]
-    assert steer, "the address holds the prefix"
+    query = parse_qs(urlparse(page.url).query)
+    steer = query.get("steer", [""])[0]
+    # the prefix as text, or (a random hub model's pieces, whose text reads back as other pieces) by id
+    assert steer or (model == "hub" and query.get("steer_ids")), "the address holds the prefix"
     first, second = outputs(page, "steer")
     # the steered output starts with the chosen token (a sentencepiece piece: its ▁ is a space)
     chosen = label.split()[0].lstrip("▁")
@@ -88,7 +98,7 @@ def test_steer_a_step_and_open_its_address(server, model, tmp_path):
 
 
 def test_compare_an_edit(server, tmp_path):
-    url, b, _ = server
+    url, b, _, _, _ = server
     page = watched_page(b, 1280, 720)
     page.goto(f"{url}/translate?model=en-fr-additive&text={TEXT}&tab=Compare+an+edit")
     box = page.get_by_role("textbox", name="Edited English (change a word and compare)")
@@ -104,11 +114,19 @@ def test_compare_an_edit(server, tmp_path):
     assert edited == "She has a big white cat." and "chien" in first and "chien" not in second
     page.locator(".st-key-point_what_if_edit").scroll_into_view_if_needed()
     keep(page, tmp_path, "compare_edit_1280x720.png")
+    # issue #62, 10: a new text drops the edit, from the address too; the box starts from the new text
+    page.get_by_role("textbox", name="English text").fill("I went to the lecture.")
+    page.get_by_role("button", name="Translate", exact=True).click()
+    page.wait_for_function("() => !new URL(location.href).searchParams.has('edit')", timeout=120_000)
+    settle(page)
+    assert value_of(page, "Edited English (change a word and compare)", "I went to the lecture.") == \
+        "I went to the lecture."
+    assert page.locator(".st-key-edit_map1").count() == 0 and exceptions(page) == []
     page.close()
 
 
 def test_the_neighbours_view_is_drawn(server, tmp_path):
-    url, b, _ = server
+    url, b, *_ = server
     page = watched_page(b, 1280, 720)
     page.goto(f"{url}/translate?model=en-fr-additive&text={TEXT}&tab=Neighbours")
     page.wait_for_selector(".st-key-nb_map .js-plotly-plot", timeout=120_000)
@@ -120,4 +138,52 @@ def test_the_neighbours_view_is_drawn(server, tmp_path):
     assert counts[0] + counts[1] > 0 and counts[2] >= 7
     assert page.get_by_text("Training sentences nearest to this one").count() == 1
     keep(page, tmp_path, "neighbours_1280x720.png")
+    page.close()
+
+
+def test_pieces_that_are_not_text_are_offered_and_steer_by_id(server, tmp_path):
+    """Issue #62, 9: a hub model whose likeliest next pieces are <unused…>: they are offered as
+    buttons, which steer by id (steer_ids= in the address), the reason said beside them; the
+    steered output shows its pieces; the address, opened in a new tab, draws the same."""
+    url, b, _, unused, _ = server
+    page = watched_page(b, 1280, 720)
+    page.goto(f"{url}/translate?model={unused}&text=the+cat+sat+on+the+mat+.&maxlen=8&tab=Step+by+step")
+    page.wait_for_selector("[class*='st-key-steer_tok_'] button", timeout=120_000)
+    settle(page)
+    labels = page.locator("[class*='st-key-steer_tok_'] button").all_inner_texts()
+    assert labels and all(label.startswith("<unused") for label in labels), labels
+    assert page.get_by_text("steered by the piece ids").count() == 1
+    page.locator("[class*='st-key-steer_tok_'] button").first.click()
+    page.wait_for_selector(".st-key-steer_map1 .js-plotly-plot", timeout=120_000)
+    settle(page)
+    assert exceptions(page) == []
+    query = parse_qs(urlparse(page.url).query)
+    assert "steer" not in query and len(query["steer_ids"][0].split(",")) == 1
+    first, second = outputs(page, "steer")
+    assert second.startswith(labels[0].split()[0]), (labels[0], second)
+    assert page.get_by_text("(its pieces, by id)").count() == 1
+    page.locator(".st-key-point_what_if_steer").scroll_into_view_if_needed()
+    keep(page, tmp_path, "steer_by_id_1280x720.png")
+    again = watched_page(b, 1280, 720)
+    again.goto(page.url)
+    again.wait_for_selector(".st-key-steer_map1 .js-plotly-plot", timeout=120_000)
+    settle(again)
+    assert outputs(again, "steer") == [first, second] and exceptions(again) == []
+    page.close()
+    again.close()
+
+
+def test_an_output_cut_at_the_models_maximum_length_is_marked(server, tmp_path):
+    """Issue #62's leftover: a Marian's </s> is forced at its length limit, so a cut output looked
+    finished. Under the translation, on the first screen: where it was cut, and why."""
+    url, b, _, _, short = server
+    page = watched_page(b, 1280, 720)
+    page.goto(f"{url}/translate?model={short}&text=hello+world+!")
+    page.wait_for_selector(".st-key-heatmap .js-plotly-plot", timeout=120_000)
+    settle(page)
+    note = page.get_by_text("cut at 15 pieces, the model's maximum length (its 16 positions)")
+    assert note.count() == 1 and exceptions(page) == []
+    box = note.bounding_box()
+    assert box is not None and 0 <= box["y"] and box["y"] + box["height"] <= 720, box
+    keep(page, tmp_path, "cut_at_max_length_1280x720.png")
     page.close()

@@ -27,11 +27,19 @@ def keys(spec: dict) -> list[str]:
     return list(spec["layout"]["yaxis"]["ticktext"])
 
 
+def drawn_later(at):
+    """A Transformer's view is drawn after the first screen: the browser clicks the hidden
+    button once the grid is drawn (ui/neuron_view.py); here, the test does."""
+    if [b for b in at.button if b.key == "neuron_later"]:
+        at.button(key="neuron_later").click().run()
+    return at
+
+
 def test_the_neuron_view_is_the_enlarged_heads_row(zoo, monkeypatch):
     monkeypatch.setenv("S2S_CHECKPOINTS", str(zoo))
     at = submit(translate_page(model="en-fr-transformer"), text=TEXT, view="pieces")
     d = decode(load_translator(zoo / "en-fr-transformer"), TEXT, DecodeSettings("greedy", max_len=120))
-    at = open_tab(at, "Heads")
+    at = drawn_later(open_tab(at, "Heads"))
     assert not at.exception, at.exception
     _, y, w = attention_heads(d, "cross")
     L = w.shape[0]
@@ -58,12 +66,14 @@ def test_the_neuron_view_is_the_enlarged_heads_row(zoo, monkeypatch):
 def test_a_query_from_the_address_is_checked_against_the_output(zoo, monkeypatch):
     """?heads_query=N out of the output's range (another text, another model) falls back to the middle row."""
     monkeypatch.setenv("S2S_CHECKPOINTS", str(zoo))
-    at = translate_page(model="en-fr-transformer", text=TEXT, tab="Heads", heads_query="99", view="pieces")
+    at = drawn_later(translate_page(model="en-fr-transformer", text=TEXT, tab="Heads", heads_query="99",
+                                    view="pieces"))
     assert not at.exception, at.exception
     assert chart(at, "neuron_view") is not None
     d = decode(load_translator(zoo / "en-fr-transformer"), TEXT, DecodeSettings("greedy", max_len=120))
     assert _widget(at, "heads_query").value == len(d.target_tokens) // 2
-    at = translate_page(model="en-fr-transformer", text=TEXT, tab="Heads", heads_query="2", view="pieces")
+    at = drawn_later(translate_page(model="en-fr-transformer", text=TEXT, tab="Heads", heads_query="2",
+                                    view="pieces"))
     assert _widget(at, "heads_query").value == 1
 
 

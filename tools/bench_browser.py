@@ -2,6 +2,7 @@
 
     python tools/bench_browser.py [--runs 3] [--presses 3]
     python tools/bench_browser.py --runs 3 --app OLD --app .      # OLD: e.g. `git worktree add /tmp/old 6205b42`
+    python tools/bench_browser.py --runs 5 --link Heads --app OLD --app .     # one Start link's A/B
 
 Each run starts a fresh `streamlit run app.py` on loopback (tests/browser.py) and drives
 Debian's headless Chromium at 1280 x 720, a classroom projector, through what a class does.
@@ -393,10 +394,12 @@ def compared(summaries: dict[str, dict]) -> dict[str, float]:
     return {k: round(last[k] / first[k], 2) for k in last if k in first and first[k] > 0}
 
 
-def start_links(b, url: str, record) -> None:
-    """Every start link, in the outline's order, on this (fresh) server."""
+def start_links(b, url: str, record, only: str | None = None) -> None:
+    """Every start link (whose label contains `only`, if given), in the outline's order, on this
+    (fresh) server."""
     for label in start_link_labels(b, url):
-        record("start_link_" + slug(label), lambda: start_link(b, url, label))
+        if not only or only in label:
+            record("start_link_" + slug(label), lambda: start_link(b, url, label))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -408,6 +411,10 @@ def main(argv: list[str] | None = None) -> int:
                                                  "tests/hub_models.py)")
     p.add_argument("--explain-only", action="store_true",
                    help="per run only the cold start, the explain links and the start page's links")
+    p.add_argument("--link", metavar="TEXT",
+                   help="only the Start links whose label contains TEXT (e.g. Heads), per run on a fresh server "
+                        "once its warm-up is over (its CPU idle), as the outline's later links find it; no other "
+                        "action")
     p.add_argument("--app", type=Path, action="append", metavar="DIR",
                    help="a checkout of this app to serve (default: this one); give it twice or more to compare "
                         "commits: runs alternate between them and `ratio` is the last one's medians over the first's")
@@ -424,7 +431,8 @@ def main(argv: list[str] | None = None) -> int:
     with browser() as b:
         for run in range(a.runs):
             for app in apps:       # alternating: a machine's drift hits every checkout alike
-                errors += bench_one(b, app, run, a.presses, models, times[app], failed[app], hub, env, a.explain_only)
+                errors += bench_one(b, app, run, a.presses, models, times[app], failed[app], hub, env, a.explain_only,
+                                    a.link)
     summaries = {app: {**summary(times[app]), "failed": failed[app]} for app in apps}
     common = {"runs": a.runs, "viewport": f"{VIEWPORT['width']}x{VIEWPORT['height']}", "exceptions": errors}
     if len(apps) == 1:
@@ -435,14 +443,21 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def bench_one(b, app: str, run: int, presses: int, models: list[str], times: dict, failed: list,
-              hub: str | None, env: dict | None, explain_only: bool) -> int:
-    """One run of checkout `app`: a fresh server for the actions, another for the start links."""
+              hub: str | None, env: dict | None, explain_only: bool, link: str | None = None) -> int:
+    """One run of checkout `app`: a fresh server for the actions, another for the start links
+    (with `link`: only those start links, on a server whose warm-up is over)."""
     def record(name: str, measure) -> None:
         try:
             ms = round(measure(), 1)       # before setdefault: a failed action leaves no empty list
             times.setdefault(name, []).append(ms)
         except Exception as e:             # one broken action must not hide the others' times
             failed.append(f"{name}: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
+
+    if link:
+        with streamlit_server(env, app=app, with_process=True) as (url, proc):
+            wait_idle(proc.pid)
+            start_links(b, url, record, only=link)
+        return 0
 
     t_spawn = time.perf_counter()
     with streamlit_server(env, app=app, with_process=True) as (url, proc):

@@ -242,6 +242,19 @@ def set_address(values: dict) -> None:
         st.query_params.from_dict(want)
 
 
+def update_address(**fields) -> None:
+    """Change these fields of the address (None: drop one), the others as they are: for a
+    fragment's run (st.fragment), which reruns a part of a page without its set_address."""
+    want = st.query_params.to_dict()
+    for key, value in fields.items():
+        if value is None:
+            want.pop(key, None)
+        else:
+            want[key] = str(value)
+    if st.query_params.to_dict() != want:
+        st.query_params.from_dict(want)
+
+
 def address_of(fields: dict, names) -> dict:
     """The current values of these address fields (those in state), for set_address."""
     return {n: st.session_state.get(fields[n][0]) for n in names}

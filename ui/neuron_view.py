@@ -5,6 +5,13 @@ there; for a recurrent model, its one attention at one output step, in its scori
 own formula. The query is chosen in a select box, or by a click on a row of the enlarged head
 (`pick_row`); its position is in the address (heads_query, from 1).
 
+Below a Transformer's grid, the view is drawn after the first screen: the first time the Heads
+tab shows a model and text, its run ends with a placeholder, and the browser, once that run's
+charts are drawn, asks for the view (a hidden button, clicked by LATER_JS), which then runs
+alone (a fragment): a Start link's grid is on screen without waiting for it (issue #62,
+`python tools/bench_browser.py --link Heads`). A query chosen in the view reruns the view alone,
+which writes heads_query to the address itself.
+
 Importing this module imports torch (s2s.heads): the page imports it with ui.translate_tabs.
 """
 from __future__ import annotations
@@ -22,6 +29,33 @@ from s2s.piece_words import HEAD_KINDS, word_spans
 from s2s.text import InputError
 
 KEY = "heads_query"          # the query's position (0-based), one select box for every kind and model
+# Once the run that drew the placeholder is over and every chart on the page is drawn (two frames
+# on, so that they are painted), click the hidden button that draws the view. Never user text; in
+# a function of its own, since the page's other scripts share its global scope.
+LATER_JS = """(() => {
+const doc = document, began = Date.now();
+function drawn() {
+  const app = doc.querySelector('[data-testid="stApp"]');
+  return app && app.dataset.testScriptState === 'notRunning'
+    && [...doc.querySelectorAll('.stPlotlyChart')].every(p => p.querySelector('.main-svg'));
+}
+let clicks = 0, clicked = 0, seen = false;
+function later() {
+  const button = doc.querySelector('.st-key-neuron_later button');
+  seen = seen || !!button;          // (the script can run before its run has drawn the button)
+  if (seen && !button && drawn()) return;       // the view is drawn (or the tab was left)
+  // a click that a rerun swallowed (the page reran, as a link's first run does) leaves the button:
+  // clicked again once the page has settled, a few times at most
+  if (drawn() && button && Date.now() - clicked > 1000 && clicks < 5) {
+    clicks += 1;
+    clicked = Date.now();
+    requestAnimationFrame(() => requestAnimationFrame(() => button.click()));
+  }
+  if (Date.now() - began < 600000) setTimeout(later, 100);
+}
+later();
+})();
+"""
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
@@ -81,7 +115,28 @@ def _draw(v: NeuronView, model: str, text: str, where) -> None:
 def transformer(tr: Translator, d: Decoding, words: bool, kind: str, layer: int, head: int, model: str,
                 text: str) -> None:
     """Below the Heads grid: the neuron view of the head enlarged (`kind`, `layer`, `head`, 0-based)
-    for one query of the page's output `d`."""
+    for one query of the page's output `d`; the first time for this model and text, after the
+    first screen (the module's docstring)."""
+    S = st.session_state
+    shown = (model, text)
+    if S.get("_neuron_shown_for") != shown:
+        with st.container(key="neuron"):
+            st.markdown(f"**Neuron view** · how head {head + 1} of layer {layer + 1} computes one row of its "
+                        f"{HEAD_KINDS[kind].name}")
+            st.caption("Drawn in a moment, once the heads above are on screen…")
+        st.html("<style>.st-key-neuron_later{display:none}</style>")
+        st.button("Draw the neuron view", key="neuron_later", on_click=S.__setitem__,
+                  args=("_neuron_shown_for", shown))
+        # the script's text changes with what it draws: Streamlit reruns an element's script only then
+        ui.address.run_script(LATER_JS + f"// {abs(hash(shown))}", "neuron_later")
+        return
+    view(tr, d, words, kind, layer, head, model, text)
+
+
+@st.fragment
+def view(tr: Translator, d: Decoding, words: bool, kind: str, layer: int, head: int, model: str,
+         text: str) -> None:
+    """The view itself, rerun alone when its query changes (the address's heads_query with it)."""
     rows = d.source_tokens if kind == "encoder" else d.target_tokens
     with st.container(key="neuron"):
         st.markdown(f"**Neuron view** · how head {head + 1} of layer {layer + 1} computes one row of its "
@@ -96,6 +151,7 @@ def transformer(tr: Translator, d: Decoding, words: bool, kind: str, layer: int,
             st.info(str(e))
             return
         _draw(v, model, text, c_eq)
+    ui.address.update_address(heads_query=query + 1)      # a run of this view alone: the page's is not
 
 
 def recurrent(tr: Translator, d: Decoding, model: str, text: str) -> None:

@@ -34,6 +34,8 @@ from s2s.decode import (
     encode_source,
     forced,
     is_search_error,
+    length_limit,
+    positions,
     source_coverage,
 )
 from s2s.evaluate import bleu_breakdown
@@ -56,6 +58,27 @@ def decode_cached(path: str, text: str, settings: DecodeSettings, by_sentence: b
     t = time.perf_counter()
     d = decode_by_sentence(tr, text, settings) if by_sentence else decode(tr, text, settings)
     return d.without_states(), (time.perf_counter() - t) * 1000
+
+
+def cut_note(tr: Translator, d: Decoding, text: str, max_len: int | None) -> str:
+    """"" if the decoder ended `d` itself; else where it was cut: at the length limit, either
+    without </s>, or with the </s> a hub model's generation config forces there (Marian's
+    forced_eos) where the model itself would have written another piece (its own top choice at
+    that step). Which limit: the page's max length, or the model's positions if fewer."""
+    eos = d.target_tokens[-1] == "</s>" if d.target_tokens else False
+    try:
+        limit = length_limit(tr, len(encode_source(tr, text)), max_len)
+    except InputError:
+        return "" if eos else "stopped at the max length"
+    constraints = tr.model.constraints()
+    forced_eos = bool(constraints and constraints.get("forced_eos") is not None)
+    own = d.step_top[-1][0][0] if d.step_top and d.step_top[-1] else None
+    if len(d.target_tokens) < limit or (eos and not (forced_eos and own != "</s>")):
+        return "" if eos else "stopped at the max length"
+    n = positions(tr)
+    why = (f"the model's maximum length (its {n} positions)" if n > 1 and limit == n - 1 and
+           (max_len is None or n - 1 < max_len) else "the max length")
+    return f"cut at {limit} pieces, {why}" + (", its </s> forced there" if eos else "")
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

@@ -10,8 +10,9 @@ al. 2019). Three questions a reader can ask the model, each drawn beside what it
     neighbours        the training sentences and decoder states nearest to this one's
                       (s2s.neighbours), and a 2-D map of them with this sentence's path through it
 
-The address holds a steering prefix (steer=), an edited sentence (edit=) and "continue" (cont=1),
-so a copied link reproduces the view. Steering is chained (steer again in the steered output)
+The address holds a steering prefix (steer=, French text; steer_ids=, the piece ids, where the
+pieces are not text the tokenizer reads back as themselves), an edited sentence (edit=) and
+"continue" (cont=1), so a copied link reproduces the view. Steering is chained (steer again in the steered output)
 and undone one step at a time (the chain lives in the session; a link holds its last prefix).
 """
 from __future__ import annotations
@@ -29,28 +30,68 @@ import ui.show
 import ui.translate_tabs as tabs
 from s2s import figures
 from s2s.checkpoint import Translator
-from s2s.decode import DecodeSettings, Decoding
-from s2s.piece_words import changed_words, is_special, word_spans
+from s2s.decode import DecodeSettings, Decoding, target_prefix_ids
+from s2s.piece_words import SPECIALS, changed_words, is_special, word_spans
 from s2s.text import InputError
 
 CHANGED = "#fde68a"      # a changed word's background (amber 200): marks, never a scale
 GIVEN = "#1d4ed8"        # the steering prefix's words are underlined in blue: given, not chosen
+NEVER_STEERED = {"</s>", "<s>", "<pad>"}     # no step is steered to these: the end, the start, padding
+
+Prefix = str | tuple[int, ...]      # a steering prefix: French text, or target piece ids
 
 
 # ------------------------------------------------------------------ steering state
 def forget_if_changed(model: str, text: str, arrived: bool = False) -> None:
-    """A steering prefix belongs to one text and one model: another one drops it and its undo
-    chain. `arrived`: a link brought it (steer= with its own text and model): it stays."""
+    """A steering prefix and an edited sentence belong to one text and one model: another one
+    drops them (and the steering's undo chain), from the page and its address. `arrived`: a
+    link brought them (steer=, steer_ids= or edit= with its own text and model): they stay."""
     S = st.session_state
     now = (model, text)
     if arrived:
         S["_steer_undo"] = []
     elif S.get("_steer_for") not in (None, now):
         S.steer, S["_steer_undo"] = "", []
+        S.edit = ""         # Compare an edit then starts from the new text
     S["_steer_for"] = now
 
 
-def steer_to(prefix: str, step: int | None = None) -> None:
+def prefix_of(tr: Translator, ids) -> Prefix:
+    """The steering prefix that gives exactly these target piece ids: their text, where the
+    tokenizer reads that text back as the same pieces (a link then reads as French), else the
+    ids themselves (a hub model's <unused…> rows, or a piece whose text is spelled otherwise)."""
+    ids = [int(i) for i in ids]
+    text = tr.tokenizer.decode(ids)
+    try:
+        back, _ = target_prefix_ids(tr, text)
+    except InputError:
+        back = None
+    return text if back == ids else tuple(ids)
+
+
+def prefix_label(tr: Translator, prefix: Prefix) -> str:
+    """A steering prefix as the page names it: its text, or its pieces (steered by id)."""
+    if isinstance(prefix, str):
+        return " ".join(prefix.split())
+    return " ".join(tr.tokenizer.piece(i) if i < len(tr.tokenizer) else f"<{i}>" for i in prefix)
+
+
+def steer_ids_of(raw: str) -> tuple[int, ...]:
+    """A link's steer_ids= (piece ids, comma-separated) as a prefix; ValueError if it is not one."""
+    ids = tuple(int(x) for x in raw.split(","))
+    if not ids or min(ids) < 0:
+        raise ValueError(raw)
+    return ids
+
+
+def steer_address(prefix: Prefix) -> dict[str, str | None]:
+    """The address's fields for a steering prefix: steer= (text) or steer_ids= (ids)."""
+    if isinstance(prefix, tuple):
+        return {"steer": None, "steer_ids": ",".join(map(str, prefix)) or None}
+    return {"steer": prefix or None, "steer_ids": None}
+
+
+def steer_to(prefix: Prefix, step: int | None = None) -> None:
     """Steer (a button's callback): the output must start with `prefix`; the one before it is
     kept for Undo. `step` (from 1): the step slider moves to the steered step."""
     S = st.session_state
@@ -81,9 +122,15 @@ def typed_steer(key: str, before: str) -> None:
 
 
 # ------------------------------------------------------------------ drawing two outputs
+def not_text(piece: str) -> bool:
+    """A piece that writes no text but is a row of the model's output like any word: a hub
+    model's <unused…> or <extra_id_…> (not </s>, <pad> nor <unk>). Shown as itself."""
+    return piece.startswith("<") and piece not in SPECIALS and is_special(piece)
+
+
 def words_of(d: Decoding) -> tuple[list[str], list[int]]:
     """d's output words (special pieces left out) and the index of each word's first piece."""
-    spans = [(w, idx) for w, idx in word_spans(d.target_tokens) if not is_special(w)]
+    spans = [(w, idx) for w, idx in word_spans(d.target_tokens) if not is_special(w) or not_text(w)]
     return [w for w, _ in spans], [idx[0] for _, idx in spans]
 
 
@@ -149,12 +196,13 @@ def two_outputs(first: Decoding, second: Decoding, labels: tuple[str, str], word
 
 
 # ------------------------------------------------------------------ steer a step
-def steered(tr: Translator, model: str, text: str, settings: DecodeSettings, prefix: str) -> Decoding | None:
+def steered(tr: Translator, model: str, text: str, settings: DecodeSettings, prefix: Prefix) -> Decoding | None:
     """The page's decoding of `text` with its own settings, steered to start with `prefix`; a
     prefix it cannot take (too long, </s> inside) is said in one line, and None."""
     try:
         steering = replace(settings, target_prefix=prefix).canonical()
-        d, _ = tabs.decode_cached(ui.models.model_path(model), text, steering)
+        with st.spinner("Continuing from the prefix…"):        # shown after 0.5 s: a decoding, not a hit
+            d, _ = tabs.decode_cached(ui.models.model_path(model), text, steering)
     except InputError as e:
         st.warning(str(e))
         return None
@@ -173,8 +221,9 @@ def steer_panel(tr: Translator, d: Decoding, words: bool, model: str, text: str,
     s = steered(tr, model, text, settings, prefix)
     head, undo, back = st.columns([5, 1, 1.6], vertical_alignment="center")
     # an HTML block (<div>): its text is not read as Markdown, so a prefix's "**" or "[x](y)" stays text
-    head.markdown(f"<div><b>Steered</b>: the output must start with “{html.escape(' '.join(prefix.split()))}”; "
-                  f"the model continues with {method_label.lower()}.</div>", unsafe_allow_html=True)
+    by_id = " (its pieces, by id)" if isinstance(prefix, tuple) else ""
+    head.markdown(f"<div><b>Steered</b>: the output must start with “{html.escape(prefix_label(tr, prefix))}”"
+                  f"{by_id}; the model continues with {method_label.lower()}.</div>", unsafe_allow_html=True)
     undo.button("↶ Undo", key=f"{key}_undo", on_click=undo_steer, width="stretch",
                 help="Back to the steering before this one" if S.get("_steer_undo") else "Back to the model's own")
     back.button("✕ The model's own", key=f"{key}_clear", on_click=clear_steer, width="stretch",
@@ -183,8 +232,8 @@ def steer_panel(tr: Translator, d: Decoding, words: bool, model: str, text: str,
         return d
     if s.prefix_unknown:
         st.caption(ui.show.unknown_characters_note(s.prefix_unknown, "the steering prefix"))
-    if s.target_tokens and s.target_tokens[-1] != "</s>":
-        st.caption(f"The steered output stopped at the max length ({settings.max_len} pieces) before </s>.")
+    if cut := tabs.cut_note(tr, s, text, settings.max_len):
+        st.caption(f"The steered output: {cut}.")
     two_outputs(d, s, (f"The model's own ({method_label.lower()})", "Steered"), words, model, text, key)
     return s
 
@@ -207,40 +256,60 @@ def continue_reference(tr: Translator, d: Decoding, words: bool, model: str, tex
 
 def steer_controls(tr: Translator, d: Decoding, first: int, step: int) -> None:
     """Under Step by step's charts: steer this step to another of its most likely next tokens,
-    or type the French to continue from (prefilled with the output before the step)."""
+    or type the French to continue from (prefilled with the output before the step). A piece
+    that is not text (a hub model's <unused…>), or whose text the tokenizer reads back as other
+    pieces, steers by its id (prefix_of): the buttons offer what the model offers."""
     top = d.step_top[first] if first < len(d.step_top) else []
     chosen = d.target_tokens[first] if first < len(d.target_tokens) else None
-    options = [(tok, p) for tok, p in top if tok != chosen and not is_special(tok)][:6]
-    before = tr.tokenizer.decode(d.target_ids[:first])
+    options = [(tok, p) for tok, p in top if tok != chosen and tok not in NEVER_STEERED][:6]
+    so_far = list(d.target_ids[:first])
+    before = prefix_of(tr, so_far)
     st.markdown(f"**What if** step {step} were another token? The model continues from there.")
     if options:
         cols = st.columns(len(options))
-        for col, (tok, p) in zip(cols, options):
-            prefix = tr.tokenizer.decode(list(d.target_ids[:first]) + [tr.tokenizer.piece_id(tok)])
+        prefixes = [prefix_of(tr, so_far + [tr.tokenizer.piece_id(tok)]) for tok, _ in options]
+        for col, (tok, p), prefix in zip(cols, options, prefixes):
             col.button(ui.show.literal_label(f"{tok}  {p:.2f}"), key=f"steer_tok_{first}_{tok}",
                        width="stretch", on_click=steer_to, args=(prefix, step),
-                       help=f"Continue from “{prefix}”")
+                       help=f"Continue from “{prefix_label(tr, prefix)}”"
+                            + (" (by the pieces' ids)" if isinstance(prefix, tuple) else ""))
+        if by_id := [tok for (tok, _), prefix in zip(options, prefixes) if isinstance(prefix, tuple)]:
+            st.caption(" ".join(ui.show.code_span(t) for t in by_id) + " "
+                       + ("is" if len(by_id) == 1 else "are") + " not text that this tokenizer reads back as "
+                       + ("itself" if len(by_id) == 1 else "themselves") + ": steered by the piece ids "
+                       "(steer_ids= in the address), not by French.")
+    else:
+        st.caption(f"No other piece to steer to among this step's {len(top)} most likely: "
+                   + (" ".join(ui.show.code_span(t) for t, _ in top) if top else "none recorded")
+                   + " (the end of the sentence, the start and padding are never steered to).")
+    readable = isinstance(before, str)
     with st.form(f"steer_form_{first}", border=False):
         box, go = st.columns([4, 1.3], vertical_alignment="bottom")
-        k = f"steer_typed_{abs(hash((before, first))) % 10**9}"
-        box.text_input("…or type the French to continue from", value=before, key=k,
+        k = f"steer_typed_{abs(hash((str(before), first))) % 10**9}"
+        box.text_input("…or type the French to continue from", value=before if readable else "", key=k,
                        help="The output so far before this step is filled in: type the next word, or change "
-                            "any of it. The model continues from what you typed.")
-        go.form_submit_button("Steer", on_click=typed_steer, args=(k, before), width="stretch")
+                            "any of it. The model continues from what you typed." if readable else
+                            "The model continues from what you typed, from the output's start.")
+        go.form_submit_button("Steer", on_click=typed_steer, args=(k, before if readable else ""), width="stretch")
+    if not readable:
+        st.caption("The output before this step (" + " ".join(ui.show.code_span(p) for p in tr.tokenizer.pieces(so_far))
+                   + ") is not text this tokenizer reads back as the same pieces, so the box starts empty: typed "
+                   "French replaces the output from its start. The buttons above keep it, steering by id.")
 
 
-def beam_prefixes(tr: Translator, d: Decoding) -> dict[str, str]:
-    """Every unfinished hypothesis the beam kept, as {French prefix: its label}, step by step
-    and best first within a step (one entry per distinct text)."""
+def beam_prefixes(tr: Translator, d: Decoding) -> dict[Prefix, str]:
+    """Every unfinished hypothesis the beam kept, as {its prefix (French, or ids: prefix_of):
+    its label}, step by step and best first within a step (one entry per distinct prefix)."""
     tree = d.beam_tree or []
-    options: dict[str, str] = {}
+    options: dict[Prefix, str] = {}
     order = sorted(range(len(tree)), key=lambda n: (tree[n]["step"], -tree[n]["log_prob"]))
     for n, path in zip(order, figures.beam_paths(tree, order)):
-        pieces = [tree[m]["token"] for m in path if not is_special(tree[m]["token"])]
-        if not pieces or tree[n]["finished"]:
+        pieces = [tree[m]["token"] for m in path if tree[m]["token"] not in NEVER_STEERED]    # a language code kept
+        if not any(not is_special(p) or not_text(p) for p in pieces) or tree[n]["finished"]:
             continue
-        prefix = tr.tokenizer.decode([tr.tokenizer.piece_id(p) for p in pieces])
-        options.setdefault(prefix, f"step {tree[n]['step'] + 1}: {prefix}  (log p {tree[n]['log_prob']:.2f})")
+        prefix = prefix_of(tr, [tr.tokenizer.piece_id(p) for p in pieces])
+        options.setdefault(prefix, f"step {tree[n]['step'] + 1}: {prefix_label(tr, prefix)}  "
+                                   f"(log p {tree[n]['log_prob']:.2f})")
     return options
 
 
