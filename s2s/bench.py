@@ -37,6 +37,13 @@ neuron_view_ms: the Heads tab's neuron view (s2s.heads, and its figure) of one h
 decoder layer's cross-attention, head 1, the 5th output piece) for the 20-word sentence's greedy output by the
 first Transformer among the checkpoints, median of 10 (target: <= 1,000).
 peak_rss_mb: the process's peak resident memory.
+mask_vs_greedy: greedy decoding of the 20-word sentence by the first Transformer among the checkpoints with three heads
+knocked out (MASKED_HEADS: one of each kind, DecodeSettings.head_mask) over plain greedy, alternated run by run
+(mask_ms, medians of --runs; target: <= 1.2). importance_s: Michel et al.'s importance of every head, with
+confidence and roles (s2s.head_importance.importance, one thread as python -m s2s.heads runs it), of the same
+model on the first 200 held-out pairs (--held-out; importance_frequencies_s, counting the training corpus's
+pieces, once per process, apart; target: <= 60); prune_s: its whole pruning curve (importance and every
+curve of python -m s2s.heads prune --steps 10) on the first --prune-pairs held-out pairs, reported.
 With a Hugging Face model (--model hf:NAME or a save_pretrained folder): generate_greedy_ms_p50 and
 generate_beam5_ms_p50, transformers' own generate() on the same sentence at the same settings,
 and greedy_vs_generate / beam5_vs_generate, s2s.decode's times (attention captured) over them.
@@ -397,6 +404,37 @@ def neuron_view_timing(tr: Translator, runs: int = 10) -> float:
                                                       target_ids=ids)), runs)
 
 
+MASKED_HEADS = "cross:1.1,encoder:1.1,decoder:1.1"     # mask_vs_greedy: one head of each kind knocked out
+HELD_OUT = Path(__file__).resolve().parents[1] / "data" / "tatoeba" / "test.tsv"    # python -m s2s.data writes it
+
+
+def heads_timing(tr: Translator, runs: int, held_out: str | Path, prune_pairs: int) -> dict:
+    """mask_vs_greedy, importance_s and prune_s (the module docstring) for a Transformer."""
+    from .decode import DecodeSettings, decode
+    from .head_importance import importance, prune_curves, read_scored_pairs
+    masked = DecodeSettings("greedy", head_mask=MASKED_HEADS)
+    ms = alternating_ms({"greedy": lambda: greedy(tr, SENTENCE_20), "masked": lambda: decode(tr, SENTENCE_20, masked)},
+                        runs)
+    out: dict = {"mask_ms": ms["masked"], "mask_vs_greedy": round(ms["masked"] / ms["greedy"], 2)}
+    if not Path(held_out).is_file():
+        out["heads_declined"] = f"no held-out pairs at {held_out} (python -m s2s.data writes data/tatoeba/test.tsv)"
+        return out
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)        # as python -m s2s.heads runs it (its --threads)
+    try:
+        ranked = importance(tr, read_scored_pairs(held_out, 200))
+        out["importance_s"] = round(ranked.seconds["importance"], 2)
+        out["importance_frequencies_s"] = round(ranked.seconds["frequencies"], 2)
+        if prune_pairs > 0:
+            t = time.perf_counter()
+            pairs = read_scored_pairs(held_out, prune_pairs)
+            prune_curves(tr, pairs, importance(tr, pairs), steps=10)
+            out["prune_s"], out["prune_pairs"] = round(time.perf_counter() - t, 1), len(pairs)
+    finally:
+        torch.set_num_threads(threads)
+    return out
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m s2s.bench", description=__doc__.splitlines()[0])
     p.add_argument("--model", default=str(checkpoint_root() / "en-fr-additive"), help="translation checkpoint to time")
@@ -408,6 +446,9 @@ def main(argv=None) -> int:
                    help="gold folder whose 447 test pairs align_pairs_per_s aligns (skipped where it is absent)")
     p.add_argument("--align-model", default=str(checkpoint_root() / "en-fr-general"),
                    help="the model align_pairs_per_s times")
+    p.add_argument("--held-out", default=str(HELD_OUT),
+                   help="held-out English<TAB>French pairs of importance_s and prune_s (skipped where absent)")
+    p.add_argument("--prune-pairs", type=int, default=200, help="pairs of prune_s's whole pruning curve (0: skip it)")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
     try:
@@ -436,6 +477,7 @@ def main(argv=None) -> int:
         out["transformer_greedy_ms_p50"] = timed_ms(lambda: greedy(t_tr, SENTENCE_20), a.runs)
         out["transformer_beam5_ms_p50"] = timed_ms(lambda: beam_search(t_tr, SENTENCE_20, width=5), a.runs)
         out["neuron_view_ms"] = neuron_view_timing(t_tr)
+        out.update(heads_timing(t_tr, a.runs, a.held_out, a.prune_pairs))
     # contributions: of this model if it is a Transformer (ours or a hub model), else of the shipped Transformer
     contrib_of = tr if not isinstance(tr.model, Seq2Seq) else (transformers[0] if transformers else None)
     if contrib_of is not None:

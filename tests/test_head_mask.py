@@ -484,3 +484,17 @@ def test_the_ranking_commands_refuse_bad_input_in_one_line(untrained_translators
     r = run_cli("s2s.heads", command, *model, *args, "--json")
     assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and message in r.stderr, r.stderr
+
+
+def test_bench_times_knockout_importance_and_pruning(untrained_translators, tmp_path):
+    """s2s.bench's mask_vs_greedy, importance_s and prune_s (their keys and that they ran), and
+    heads_declined without a held-out file."""
+    from s2s.bench import heads_timing
+    tr = untrained_translators["transformer"]
+    held_out = write_pairs(tmp_path / "held_out.tsv", PAIRS["ours"] + [("a b c d e", "e d c b a")])
+    out = heads_timing(tr, 3, held_out, prune_pairs=3)
+    assert out["mask_ms"] > 0 and out["mask_vs_greedy"] > 0
+    assert out["importance_s"] > 0 and out["importance_frequencies_s"] >= 0
+    assert out["prune_s"] > 0 and out["prune_pairs"] == 3
+    out = heads_timing(tr, 1, tmp_path / "missing.tsv", prune_pairs=3)
+    assert "no held-out pairs" in out["heads_declined"] and "importance_s" not in out
