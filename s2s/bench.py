@@ -11,7 +11,8 @@ state and gate) of 2,000 characters by the first character-level model, median o
 sample_ms_800_chars: the Cell States page's "Sample from the model" at its opening settings
 (800 characters, temperature 0.8) by the same model, median of 5;
 span_match_ms: LSTMVis's span matches (s2s.cells.span_matches) of one selection over 100,000 characters of
-held-out text by the same model, from states already read (span_states_ms, once: the page caches them), median
+held-out text by span_model (the character model whose held-out text ships, else the first), from states
+already read (span_states_ms, once: the page caches them), median
 of 20 (target: <= 1,000);
 gradient_flow_ms: one gradient-flow measurement (s2s.gradients, 2,000 characters, K = 200,
 64 end positions) per cell type of the character models, median of 5, on one thread as the
@@ -97,7 +98,7 @@ from pathlib import Path
 import torch
 
 from .attributions import explain
-from .cells import HELD_OUT_CHARS, held_out_text, long_states, select_span, span_matches
+from .cells import HELD_OUT_CHARS, SHIPPED_HELD_OUT, held_out_text, long_states, select_span, span_matches
 from .charlm import sample_text
 from .checkpoint import CheckpointError, Translator, checkpoint_root, list_checkpoints, load_charlm, load_translator
 from .decode import Decoding, beam_search, encode_source, forced, greedy, greedy_batch, length_limit, positions
@@ -249,8 +250,9 @@ def span_timing(lm, runs: int = 20, chars: int = HELD_OUT_CHARS) -> dict:
     stretch where all the selected cells are on) over `chars` characters of held-out text, from
     their states as the Cell States page caches them, median of `runs`; span_states_ms: reading
     those states (h of every layer, s2s.cells.long_states), once, which the page does once per
-    model. The held-out text is the test part of the model's training file where ../shared holds
-    it, else the shipped example passage of its kind repeated (span_text says which). The
+    model. The held-out text is the test part of the model's training file, as the page reads it
+    (s2s.cells.held_out_source: the slice shipped in examples/ for War and Peace, else the file
+    under ../shared), else the shipped example passage of its kind repeated (span_text says which). The
     selection: the first short stretch, from the start of the text on, that selects any cell."""
     text = held_out_text(lm.metrics, chars=chars)
     source = "test part"
@@ -526,7 +528,10 @@ def main(argv=None) -> int:
         out["cells_model"] = lm.name
         out["cells_ms_2000_chars"] = timed_ms(lambda: lm.model.trace(text), 10)
         out["sample_ms_800_chars"] = timed_ms(lambda: sample_text(lm.model, "\n", 800, 0.8, 0), 5)
-        out.update(span_timing(lm))
+        # the model whose held-out text ships (examples/, s2s.cells.SHIPPED_HELD_OUT): the same text on every machine
+        span_lm = next((m for m in charlms if m.metrics.get("train", {}).get("data") in SHIPPED_HELD_OUT), lm)
+        out["span_model"] = span_lm.name
+        out.update(span_timing(span_lm))
     general = Path(a.align_model)
     if (Path(a.align_gold) / "test.wa").is_file() and general.is_dir():     # corpus alignment, batched
         from .alignment import read_gold

@@ -18,9 +18,12 @@ LSTMVis's select-a-span (Strobelt et al. 2018; select_span, span_matches below):
 
     python -m s2s.cells --model DIR --text-file FILE --select START:END [--threshold T] [--matches N] --json
 
-prints {"selection", "cells": [{layer, cell, sign, inside, outside}, ...], "matches": [{start, end, text}, ...]}:
-the cells on (sign * h >= T) at every character START..END-1 and off just before and after, cleanest
-first, and every other stretch of the file where all of them are on together.
+prints {"selection", "cells": [{layer, cell, sign, inside, outside}, ...], "closest": [{layer, cell, sign,
+covers, around}, ...], "matched_by", "matches": [{start, end, text}, ...]}: the cells on (sign * h >= T)
+at every character START..END-1 and off just before and after, cleanest first; beside them the cells
+that come closest (closest_cells: the share of the span each covers against its share around it); and
+every other stretch of the file where all of `cells` are on together (or, when none is, the first of
+`closest`), the closest in length to the selection first.
 """
 from __future__ import annotations
 
@@ -34,6 +37,7 @@ from typing import Callable
 import numpy as np
 import regex
 import torch
+import torch.nn.functional as F
 
 from .checkpoint import CheckpointError, Translator, load_charlm
 from .elman import ElmanTrace
@@ -275,6 +279,10 @@ SPAN_MIN_MATCH = 2         # LSTMVis's cut_off: a match is at least this many po
 SPAN_AROUND = 5            # positions either side a selected cell's ranking looks at (select_span)
 HELD_OUT_CHARS = 100_000   # held-out characters searched for matches (the page, the bench)
 DATA_ROOT = Path(__file__).resolve().parents[2] / "shared" / "data"   # where training read its text
+EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
+# the first HELD_OUT_CHARS of a training file's test part, shipped (docs/data.md), so that the page and
+# the bench read the same held-out text on a fresh clone, without ../shared
+SHIPPED_HELD_OUT = {"war-and-peace/input.txt": "war_and_peace_test_100k.txt"}
 
 
 @dataclass(frozen=True)
@@ -292,6 +300,26 @@ class SpanCell:
     def score(self) -> float:
         """How cleanly the cell switches: its weakest value inside minus its strongest in the margin."""
         return self.inside - self.outside
+
+    def label(self) -> str:
+        return f"layer {self.layer} cell {self.cell}" + (" negative" if self.sign < 0 else "")
+
+
+@dataclass(frozen=True)
+class SpanCoverage:
+    """A unit that comes close to a span without being on at every position of it (LSTMVis's
+    threshold view, where a long span has no such cell): the share of the span's positions where
+    sign * h >= threshold, against its share of as many positions either side."""
+    layer: int
+    cell: int
+    sign: int            # +1 or -1, as SpanCell's
+    covers: float        # share of the span's positions where the unit is on
+    around: float        # share of the positions around the span (those the text has) where it is on
+
+    @property
+    def score(self) -> float:
+        """On across the span and off around it: the share covered minus the share on around."""
+        return self.covers - self.around
 
     def label(self) -> str:
         return f"layer {self.layer} cell {self.cell}" + (" negative" if self.sign < 0 else "")
@@ -340,8 +368,7 @@ def long_states(model, text: str, signal: str = "hidden", chunk: int = 5_000) ->
                 h0, c0 = state[layer] or (zero, zero)
                 hs, h, c = fused(x, (h0, c0), params, True, 1, 0.0, False, False, False)
                 if signal == "cell":
-                    w = LSTMWeights.of_layer(rnn, layer)
-                    values = trace_layer(w, x[:, 0], hs[:, 0], state=(h0.view(-1), c0.view(-1))).cell.tanh()
+                    values = memory_from_hidden(LSTMWeights.of_layer(rnn, layer), x[:, 0], hs[:, 0], h0.view(-1))
                 state[layer] = (h, c)
             else:
                 hs, h = fused(x, zero if state[layer] is None else state[layer], params, True, 1, 0.0, False,
@@ -352,17 +379,48 @@ def long_states(model, text: str, signal: str = "hidden", chunk: int = 5_000) ->
     return out
 
 
-def held_out_text(metrics: dict, data_root: Path = DATA_ROOT, chars: int = HELD_OUT_CHARS) -> str | None:
-    """The first `chars` characters of the test part of the file a character model was trained
-    on (metrics["train"]["data"], under data_root): the last 5 %, as s2s.train_charlm.split_text
-    cuts it (not imported: train_charlm imports this module; a test checks the two agree), text
-    the model never saw; None where the file is not on this machine."""
+@torch.inference_mode()
+def memory_from_hidden(w: LSTMWeights, xs: torch.Tensor, hs: torch.Tensor, h0: torch.Tensor) -> torch.Tensor:
+    """An LSTM layer's tanh(c_t), (T, H), from its inputs xs (T, input), the fused kernel's h (T, H)
+    and the state h_0 before them: h_t = o_t tanh(c_t), and the output gate o_t needs only x_t and
+    h_(t-1), so tanh(c_t) = h_t / o_t for every step at once, with no step-by-step loop (the page's
+    100,000 held-out characters in a fraction of lstm.trace_layer's time; tests hold the two together).
+    o_t > 0 always; where it rounds to 0, h_t does too and tanh(c_t) is read as 0."""
+    H = w.hidden
+    h_prev = torch.cat([h0.view(1, -1), hs[:-1]])
+    out_gate = (F.linear(xs, w.w_ih[3 * H:], w.bias[3 * H:]) + h_prev @ w.w_hh[3 * H:].t()).sigmoid()
+    return torch.where(out_gate > 0, hs / out_gate.clamp_min(torch.finfo(hs.dtype).tiny), 0.0).clamp_(-1, 1)
+
+
+def held_out_source(metrics: dict, data_root: Path = DATA_ROOT, chars: int = HELD_OUT_CHARS,
+                    shipped_dir: Path = EXAMPLES_DIR) -> tuple[str, str] | None:
+    """(text, what it is): the first `chars` characters of the test part of the file a character
+    model was trained on (metrics["train"]["data"]): the last 5 %, as s2s.train_charlm.split_text
+    cuts it (not imported: train_charlm imports this module; a test checks the two agree), text the
+    model never saw. Read from the slice shipped in examples/ (SHIPPED_HELD_OUT) where there is one
+    and it is long enough, so that every machine reads the same text (a test checks it is that cut
+    of the corpus), else from the file under data_root; None where neither is on this machine."""
     name = metrics.get("train", {}).get("data")
-    path = data_root / name if name else None
-    if path is None or not path.is_file():
+    if not name:
+        return None
+    shipped = shipped_dir / SHIPPED_HELD_OUT[name] if name in SHIPPED_HELD_OUT else None
+    if shipped is not None and shipped.is_file():
+        text = shipped.read_text(encoding="utf-8")
+        if len(text) >= chars:
+            return text[:chars], f"{chars:,} held-out characters of {name} (its test part, shipped)"
+    path = data_root / name
+    if not path.is_file():
         return None
     text = path.read_text(encoding="utf-8", errors="replace")
-    return text[int(len(text) * (1 - 0.05)):][:chars]
+    text = text[int(len(text) * (1 - 0.05)):][:chars]
+    return text, f"{len(text):,} held-out characters of {name} (its test part)"
+
+
+def held_out_text(metrics: dict, data_root: Path = DATA_ROOT, chars: int = HELD_OUT_CHARS,
+                  shipped_dir: Path = EXAMPLES_DIR) -> str | None:
+    """held_out_source's text alone."""
+    found = held_out_source(metrics, data_root, chars, shipped_dir)
+    return found[0] if found else None
 
 
 def check_span(n: int, start: int, end: int, what: str = "text") -> None:
@@ -389,7 +447,8 @@ def select_span(states: np.ndarray | list[Trace], start: int, end: int, threshol
                 margin: int = 1, around: int = SPAN_AROUND) -> list[SpanCell]:
     """LSTMVis's selection: the units (cell, sign) on at every position of [start, end), that
     is sign * h >= threshold, and off (below it) at the `margin` positions just before and just
-    after (where the text has them: at its edges that side is not constrained); LSTMVis lets
+    after; a side the text does not have (a span from its first character, or to its last) counts
+    as off, since nothing there is on; LSTMVis lets
     the user widen this margin, and leaves the cells unranked. Ranked here by SpanCell.score,
     inside - outside: the unit's weakest value inside against its strongest within `around`
     positions on either side (at least the margin), so that a cell off all around the span
@@ -422,16 +481,50 @@ def select_span(states: np.ndarray | list[Trace], start: int, end: int, threshol
     return cells
 
 
-def span_matches(states: np.ndarray | list[Trace], cells: list[SpanCell], text: str | list[str],
-                 threshold: float = SPAN_THRESHOLD, exclude: tuple[int, int] | None = None,
-                 top: int | None = None) -> list[SpanMatch]:
+def closest_cells(states: np.ndarray | list[Trace], start: int, end: int, threshold: float = SPAN_THRESHOLD,
+                  top: int = 10) -> list[SpanCoverage]:
+    """Where no unit is on at every position of a span (a long one, a whole quotation, rarely has
+    one), the units that come closest, LSTMVis's threshold view read as a ranking: each unit's share
+    of the span's positions where it is on (sign * h >= threshold), minus its share on within as many
+    positions either side (at least SPAN_AROUND; only those the text has, a side it lacks counting
+    for nothing), so a unit on across the span and off around it comes first, and one on everywhere
+    (a saturated memory) scores near 0. Units on nowhere in the span are left out; ties go to the
+    larger share covered. The top `top`, best first."""
+    a = _as_states(states)
+    check_span(len(a), start, end)
+    check_threshold(threshold)
+    T, L, H = a.shape
+    flat = a.reshape(T, L * H).astype(np.float32)
+    width = max(end - start, SPAN_AROUND)
+
+    def share_on(rows: np.ndarray) -> np.ndarray:
+        on = np.concatenate([rows >= threshold, -rows >= threshold], axis=1)       # (n, 2LH), as select_span
+        return on.mean(0) if len(on) else np.zeros(2 * L * H)
+
+    covers = share_on(flat[start:end])
+    around = share_on(np.concatenate([flat[max(0, start - width):start], flat[end:end + width]]))
+    score = covers - around
+    order = np.lexsort((-covers, -score))
+    out = []
+    for u in order[covers[order] > 0][:top]:
+        col = u % (L * H)
+        out.append(SpanCoverage(int(col // H), int(col % H), 1 if u < L * H else -1, float(covers[u]),
+                                float(around[u])))
+    return out
+
+
+def span_matches(states: np.ndarray | list[Trace], cells: list[SpanCell] | list[SpanCoverage],
+                 text: str | list[str], threshold: float = SPAN_THRESHOLD, exclude: tuple[int, int] | None = None,
+                 top: int | None = None, length: int | None = None) -> list[SpanMatch]:
     """LSTMVis's match view, kept to its exact case: every maximal stretch of at least
     SPAN_MIN_MATCH positions where all of `cells` are on together (sign * h >= threshold), apart
     from the selection itself (`exclude`, any stretch overlapping it). LSTMVis also lists
     stretches where only some of the cells are on, ranked by how many; with every cell required,
     the ones left differ only in length, so they are ranked by how close their length is to the
-    selection's (then by position), the longest-phrase criterion LSTMVis applies last, aimed at
-    the selection. Vectorised: one comparison of the (T, k) selected columns, one all(), and the
+    selection's, `length` (by default the excluded span's; then by position), the longest-phrase
+    criterion LSTMVis applies last, aimed at the selection: pass it when searching another text, so
+    that both lists order alike. `cells` may be SpanCoverage units (closest_cells). Vectorised: one
+    comparison of the (T, k) selected columns, one all(), and the
     run boundaries from np.diff.
 
     text: the characters (a string) or the pieces (a list) the T positions stand for; a match's
@@ -453,7 +546,7 @@ def span_matches(states: np.ndarray | list[Trace], cells: list[SpanCell], text: 
     if exclude is not None:
         keep &= (ends <= exclude[0]) | (starts >= exclude[1])
     starts, ends = starts[keep], ends[keep]
-    want = (exclude[1] - exclude[0]) if exclude is not None else 0
+    want = length if length is not None else (exclude[1] - exclude[0]) if exclude is not None else 0
     order = np.lexsort((starts, np.abs((ends - starts) - want)))[:top]
     join = "".join if isinstance(text, str) else " ".join
     return [SpanMatch(int(s), int(e), join(text[s:e])) for s, e in zip(starts[order], ends[order])]
@@ -478,23 +571,39 @@ def parse_span(spec: str) -> tuple[int, int]:
 
 # ---------------------------------------------------------------- CLI
 
+def matched_cells(cells: list[SpanCell], closest: list[SpanCoverage]) -> list[SpanCell] | list[SpanCoverage]:
+    """What a selection's matches are searched with: every selected cell, or where none is on
+    throughout the span, the closest one alone (the page and the command alike)."""
+    return cells if cells else closest[:1]
+
+
 def print_span(text: str, states: np.ndarray, span: tuple[int, int], a: argparse.Namespace) -> int:
-    """--select's answer: the selection's cells and their matches in the same text."""
+    """--select's answer: the selection's cells, the closest ones beside them, and their matches
+    in the same text."""
     cells = select_span(states, *span, a.threshold, margin=a.margin)
-    matches = span_matches(states, cells, text, a.threshold, exclude=span, top=a.matches)
+    closest = closest_cells(states, *span, a.threshold)
+    matched = matched_cells(cells, closest)
+    matches = span_matches(states, matched, text, a.threshold, exclude=span, top=a.matches)
     if a.json:
         print(json.dumps({"selection": {"start": span[0], "end": span[1], "text": text[span[0]:span[1]]},
                           "signal": a.signal, "threshold": a.threshold, "margin": a.margin,
                           "cells": [{"layer": c.layer, "cell": c.cell, "sign": c.sign, "inside": round(c.inside, 4),
                                      "outside": round(c.outside, 4)} for c in cells],
+                          "closest": [{"layer": c.layer, "cell": c.cell, "sign": c.sign, "covers": round(c.covers, 4),
+                                       "around": round(c.around, 4)} for c in closest],
+                          "matched_by": "cells" if cells else "closest" if closest else "none",
                           "matches": [{"start": m.start, "end": m.end, "text": m.text} for m in matches]}))
         return 0
     print(f"selection {span[0]}:{span[1]}: {text[span[0]:span[1]]!r}")
     if not cells:
-        print(f"no cell is on (>= {a.threshold}) throughout it and off just before and after: try a lower "
-              "threshold or another stretch")
+        print(f"no cell is on (>= {a.threshold}) throughout it and off just before and after; the closest, by "
+              "the share of the span each covers minus its share around it:")
+        for c in closest:
+            print(f"  {c.label()}: covers {c.covers:.0%} of the span, on at {c.around:.0%} of the positions around")
     for c in cells:
         print(f"  {c.label()}: at least {c.inside:+.3f} inside, at most {c.outside:+.3f} around")
+    if not cells and closest:
+        print(f"matches of {closest[0].label()}:")
     for m in matches:
         print(f"  match {m.start}:{m.end}: {m.text!r}")
     return 0

@@ -11,7 +11,9 @@ from s2s.cells import (
     SpanCell,
     check_span,
     check_threshold,
+    closest_cells,
     long_states,
+    memory_from_hidden,
     select_span,
     span_matches,
     span_states,
@@ -149,6 +151,75 @@ def test_cli_select_json_and_bad_input(tiny_charlm, tmp_path, capsys):
         assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err, args
 
 
+@pytest.mark.parametrize("margin", [0, 1, 3])
+def test_a_side_the_text_does_not_have_counts_as_off(margin):
+    """Issue #62 item 1: a span from the text's first character (or to its last) has no "before"
+    (or "after"); that side is off, so a cell on exactly there is selected."""
+    h = np.full((20, 1, 2), -0.1, dtype=np.float32)
+    h[0:6, 0, 0] = 0.9                   # on from the first character to 5, off after
+    h[14:20, 0, 1] = 0.9                 # on from 14 to the last character
+    assert [(c.cell, c.sign) for c in select_span(h, 0, 6, 0.5, margin=margin)] == [(0, 1)]
+    assert [(c.cell, c.sign) for c in select_span(h, 14, 20, 0.5, margin=margin)] == [(1, 1)]
+    assert [c.cell for c in select_span(h, 0, 20, 0.5, margin=margin)] == []      # neither is on throughout
+
+
+def test_the_closest_cells_of_a_long_span_say_how_much_of_it_each_covers():
+    """Issue #62 item 1: where no cell is on at every position of a long span, the closest are
+    ranked by the share of the span each covers minus its share around it, so a cell on across
+    most of the span and off around it comes before one on everywhere (a saturated memory)."""
+    rng = np.random.default_rng(0)
+    T, span = 200, (60, 140)
+    h = rng.uniform(-0.2, 0.2, (T, 1, 6)).astype(np.float32)
+    h[60:140, 0, 0] = -0.8                   # the quote cell, negative: on at 70 of the 80 positions
+    h[[70, 80, 90, 100, 110, 115, 120, 125, 130, 135], 0, 0] = 0.1
+    h[:, 0, 1] = 0.95                        # saturated: on everywhere
+    h[60:100, 0, 2] = 0.7                    # on over half the span, off around
+    h[20:60, 0, 3] = 0.7                     # on before the span, not in it
+    assert select_span(h, *span, 0.3) == []
+    closest = closest_cells(h, *span, 0.3)
+    assert [(c.cell, c.sign) for c in closest[:2]] == [(0, -1), (2, 1)]
+    assert closest[0].covers == pytest.approx(70 / 80) and closest[0].around == 0
+    assert closest[0].label() == "layer 0 cell 0 negative"
+    saturated = next(c for c in closest if c.cell == 1)
+    assert saturated.covers == 1 and saturated.around == 1 and saturated.score == 0
+    assert all(c.cell != 3 for c in closest)                  # on nowhere in the span: left out
+    # a span from the first character: the side it lacks counts for nothing (cell 3, on from 20 to 59, is
+    # on around 0:20 only after it)
+    at_start = closest_cells(h, 0, 20, 0.3)
+    assert at_start[0].cell == 1 and at_start[0].around == 1 and all(c.cell != 3 for c in at_start)
+
+
+def test_both_match_lists_rank_by_the_selections_length():
+    """Issue #62 item 4: the passage's matches (the selection excluded) and another text's (nothing
+    excluded) are ranked alike, by closeness to the selection's length, given as `length`."""
+    text = "x" * 60
+    h = np.full((60, 1, 1), -1.0, dtype=np.float32)
+    for s, e in [(2, 4), (8, 16), (20, 26), (30, 32), (40, 48)]:
+        h[s:e] = 1.0
+    cell = [SpanCell(0, 0, 1, 1.0, -1.0)]
+    in_passage = [(m.start, m.end) for m in span_matches(h, cell, text, 0.3, exclude=(20, 26))]
+    elsewhere = [(m.start, m.end) for m in span_matches(h, cell, text, 0.3, length=6)]
+    assert in_passage == [(8, 16), (40, 48), (2, 4), (30, 32)]          # 6 long: 8 before 2
+    assert elsewhere == [(20, 26), (8, 16), (40, 48), (2, 4), (30, 32)]
+    assert [m for m in elsewhere if m != (20, 26)] == in_passage
+
+
+def test_the_memory_from_h_and_the_output_gate_equals_the_traced_memory():
+    """long_states reads an LSTM's tanh(c) as h / o, all steps at once (issue #62 item 6): the
+    step-by-step trace's memory to float32 precision, from a zero state and continued."""
+    from s2s.lstm import LSTMWeights, trace_layer
+    torch.manual_seed(1)
+    lstm = torch.nn.LSTM(5, 16, batch_first=False)
+    w = LSTMWeights.of_layer(lstm, 0)
+    xs = torch.randn(300, 5) * 3
+    trace = trace_layer(w, xs)
+    got = memory_from_hidden(w, xs, trace.hidden, torch.zeros(16))
+    assert (got - trace.cell.tanh()).abs().max() < 1e-5
+    later = trace_layer(w, xs[150:], trace.hidden[150:], state=(trace.hidden[149], trace.cell[149]))
+    assert (memory_from_hidden(w, xs[150:], trace.hidden[150:], trace.hidden[149]) - later.cell.tanh()).abs().max() \
+        < 1e-5
+
+
 # ---------------------------------------------------------------- the page (AppTest)
 
 @pytest.fixture
@@ -240,3 +311,63 @@ def test_held_out_text_is_the_test_part_training_split_off(tmp_path):
     assert held_out_text(metrics, tmp_path, chars=10_000) == split_text(text)[2]
     assert held_out_text(metrics, tmp_path, chars=100) == split_text(text)[2][:100]
     assert held_out_text({"train": {"data": "nowhere/input.txt"}}, tmp_path) is None
+
+
+# ---------------------------------------------------------------- the shipped model and held-out slice (issue #62)
+
+SHIPPED = cells.EXAMPLES_DIR / "war_and_peace_test_100k.txt"
+WAR_AND_PEACE = cells.DATA_ROOT / "war-and-peace" / "input.txt"
+
+
+def first_quotation() -> tuple[str, int]:
+    """The shipped War and Peace example and where its first quotation ends (it starts at 0)."""
+    text = (cells.EXAMPLES_DIR / "war_and_peace_heldout.txt").read_text(encoding="utf-8")
+    assert text.startswith('"')
+    return text, text.index('"', 1) + 1
+
+
+def test_the_shipped_held_out_slice_is_read_without_the_corpus(tmp_path):
+    """A fresh clone (no ../shared): the page and the bench read the shipped 100,000 characters."""
+    metrics = {"train": {"data": "war-and-peace/input.txt"}}
+    text, label = cells.held_out_source(metrics, data_root=tmp_path)
+    assert text == SHIPPED.read_text(encoding="utf-8") and len(text) == cells.HELD_OUT_CHARS
+    assert label == "100,000 held-out characters of war-and-peace/input.txt (its test part, shipped)"
+    assert cells.held_out_text(metrics, tmp_path, chars=500) == text[:500]
+    assert cells.held_out_source({"train": {"data": "linux-kernel/input.txt"}}, data_root=tmp_path) is None
+    assert cells.held_out_source({}, data_root=tmp_path) is None
+
+
+@pytest.mark.skipif(not WAR_AND_PEACE.is_file(), reason="../shared/data/war-and-peace is not on this machine")
+def test_the_shipped_slice_is_the_start_of_the_test_part_and_never_trained_on():
+    from s2s.train_charlm import split_text
+    corpus = WAR_AND_PEACE.read_text(encoding="utf-8")
+    train, valid, test = split_text(corpus)
+    shipped = SHIPPED.read_text(encoding="utf-8")
+    assert shipped == test[:cells.HELD_OUT_CHARS]
+    assert shipped[:2000] not in train and shipped[:2000] not in valid
+    # the example passage the Start link selects in lies in the test part too
+    assert first_quotation()[0] in test
+
+
+CHECKPOINT = cells.EXAMPLES_DIR.parent / "checkpoints" / "charlm-war-and-peace"
+
+
+@pytest.mark.skipif(not (CHECKPOINT / "metrics.json").is_file(), reason="the shipped War and Peace model is absent")
+@pytest.mark.parametrize("signal", ["cell", "hidden"])
+def test_the_first_quotation_whole_lists_the_quote_cell_among_the_first_three(signal, capsys):
+    """Issue #62's acceptance, with the command: the example's first quotation, from its opening quote
+    (the passage's first character) to its closing one, lists docs/app.md's quote cell (layer 1 cell
+    103, negative) among the first three closest cells, with how much of the span it covers."""
+    import ui.warm
+    text, end = first_quotation()
+    assert ui.warm.SPAN_LINK["span"] == f"0:{end}"                  # the Start link selects the same
+    path = cells.EXAMPLES_DIR / "war_and_peace_heldout.txt"
+    assert cells.main(["--model", str(CHECKPOINT), "--text-file", str(path), "--select", f"0:{end}",
+                       "--signal", signal, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    ranked = out["cells"] or out["closest"]
+    assert {"layer": 1, "cell": 103, "sign": -1} in [{k: c[k] for k in ("layer", "cell", "sign")} for c in ranked[:3]]
+    if not out["cells"]:
+        assert out["matched_by"] == "closest"
+        quote = next(c for c in out["closest"] if (c["layer"], c["cell"], c["sign"]) == (1, 103, -1))
+        assert 0.15 < quote["covers"] <= 1 and quote["around"] == 0

@@ -1,5 +1,5 @@
 """docs/app.md's quote cell, measured: charlm-war-and-peace's held-out text (its first 100,000
-characters; ../shared/data/war-and-peace must be there), tanh(c), threshold 0.3, the selection
+characters, shipped as examples/war_and_peace_test_100k.txt), tanh(c), threshold 0.3, the selection
 `"Has he come?` (characters 3,522 to 3,535): the first unit LSTMVis's select-a-span finds, how many
 units it finds, that unit's matches, the share of their characters inside quotes and the share of
 the quoted characters they cover.
@@ -17,7 +17,7 @@ from s2s.cells import held_out_text, inside_quotes, long_states, select_span, sp
 from s2s.checkpoint import load_charlm  # noqa: E402
 
 lm = load_charlm(str(ROOT / "checkpoints" / "charlm-war-and-peace"))
-text = held_out_text(lm.metrics)                       # needs ../shared/data/war-and-peace
+text = held_out_text(lm.metrics)                       # the shipped slice of its test part
 states = long_states(lm.model, text, "cell")           # tanh(c), (characters, cells)
 cells = select_span(states, 3522, 3535, 0.3)
 first = cells[0]
