@@ -125,19 +125,57 @@ def test_compare_an_edit(server, tmp_path):
     page.close()
 
 
-def test_the_neighbours_view_is_drawn(server, tmp_path):
+NEIGHBOURS_VIEW = """() => {
+  const root = document.querySelector('.st-key-point_neighbours'), col = root.getBoundingClientRect();
+  const tables = [...root.querySelectorAll('[data-testid="stTable"] table')];
+  const cut = [];
+  for (const t of tables) for (const c of t.querySelectorAll('td, th'))
+    if (c.scrollWidth > c.clientWidth + 1) cut.push(c.textContent);
+  const french = [...tables[1].querySelectorAll('tbody tr')].map(r => r.lastElementChild.textContent);
+  const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+  const map = root.querySelector('.st-key-nb_map');
+  const traces = [...map.querySelectorAll('.scatterlayer .trace')];
+  return {cut, french, tables: tables.map(box), column: box(root), svg: box(map.querySelector('.main-svg')),
+          points: traces.map(t => t.querySelectorAll('.points .point').length),
+          labels: traces.map(t => [...t.querySelectorAll('.textpoint text')].filter(x => x.textContent)
+                                            .map(x => [x.textContent, ...box(x)])),
+          ring: box(traces[3].querySelector('.points .point'))};
+}"""
+
+
+def overlap(a, b) -> bool:
+    """Two [left, top, right, bottom] boxes overlap by more than a pixel each way."""
+    return min(a[2], b[2]) - max(a[0], b[0]) > 1 and min(a[3], b[3]) - max(a[1], b[1]) > 1
+
+
+@pytest.mark.parametrize("projector", ["off", "on"])
+def test_the_neighbours_view_is_drawn_and_read_whole(server, projector, tmp_path):
+    """Issue #62, 12: at 1280 x 720, with the Projector off (the sidebar open) and on, the tables'
+    sentences wrap (no cell cut, every French with its [piece]); on the map no word overlaps
+    another or runs past the chart's edge, and the ringed step's word is drawn clear of its ring."""
     url, b, *_ = server
     page = watched_page(b, 1280, 720)
-    page.goto(f"{url}/translate?model=en-fr-additive&text={TEXT}&tab=Neighbours")
+    page.goto(f"{url}/translate?model=en-fr-additive&text=Where+is+the+nearest+church%3F&tab=Neighbours"
+              f"&projector={projector}")
     page.wait_for_selector(".st-key-nb_map .js-plotly-plot", timeout=120_000)
     settle(page)
     assert exceptions(page) == []
+    view = page.evaluate(NEIGHBOURS_VIEW)
     # the map: the neighbours, this step's own, and the sentence's path, one point per output piece
-    counts = page.evaluate("""() => [...document.querySelectorAll('.st-key-nb_map .scatterlayer .trace')]
-                                      .map(t => t.querySelectorAll('.points .point').length)""")
-    assert counts[0] + counts[1] > 0 and counts[2] >= 7
+    assert view["points"][0] + view["points"][1] > 0 and view["points"][2] >= 5 and view["points"][3] == 1
     assert page.get_by_text("Training sentences nearest to this one").count() == 1
-    keep(page, tmp_path, "neighbours_1280x720.png")
+    assert view["cut"] == [] and len(view["tables"]) == 2
+    assert all(t[2] <= view["column"][2] + 1 for t in view["tables"])             # within the column
+    assert len(view["french"]) == 5 and all("[" in f and "]" in f for f in view["french"]), view["french"]
+    labels = [x for trace in view["labels"] for x in trace]
+    left, top, right, bottom = view["svg"]
+    assert all(left <= x[1] and x[3] <= right and top <= x[2] and x[4] <= bottom for x in labels), (view["svg"], labels)
+    pairs = [(p, q) for i, p in enumerate(labels) for q in labels[i + 1:] if overlap(p[1:], q[1:])]
+    assert pairs == [], pairs
+    [ring_word] = view["labels"][3]                                    # the ringed step's word, on the ring's trace
+    assert not overlap(ring_word[1:], view["ring"])                    # clear of the ring (above it, room allowing)
+    page.locator(".st-key-nb_map").scroll_into_view_if_needed()        # the whole map, the tables beside it
+    keep(page, tmp_path, f"neighbours_projector_{projector}_1280x720.png")
     page.close()
 
 

@@ -55,7 +55,7 @@ def transformer_index(transformer, corpus, tmp_path_factory):
 
 def test_index_holds_every_pair_and_step(additive, additive_index, corpus, tmp_path):
     """One pooled state per pair, one decoder state per target piece (</s> included), pieces the
-    training targets'; files written (safetensors + JSON, fp16), read back identical."""
+    training targets'; files written (safetensors + JSON, int8 codes), read back identical."""
     from safetensors.torch import load_file
 
     from s2s.data import read_pairs
@@ -66,12 +66,43 @@ def test_index_holds_every_pair_and_step(additive, additive_index, corpus, tmp_p
     assert index.n_states == sum(lengths) == int(index.offsets[-1])
     assert index.pair_piece_ids(3) == tok.target_ids(pairs[3][1])
     tensors = load_file(str(index.where / nb.INDEX_TENSORS))
-    assert tensors["states"].dtype == torch.float16 and tensors["sentences"].dtype == torch.float16
+    assert tensors["states"].dtype == torch.int8 and tensors["sentences"].dtype == torch.int8
+    assert tensors["pieces"].dtype == tensors["predicted"].dtype == torch.int32
     meta = json.loads((index.where / nb.INDEX_JSON).read_text(encoding="utf-8"))
     assert meta["model"] == nb.model_identity(additive) and meta["corpus"]["pairs"] == len(pairs)
+    assert meta["format"] == nb.FORMAT == 2 and meta["dtype"] == "int8"
     assert "mean" in meta["pooling"] and "teacher forcing" in meta["piece"]
     again = nb.load_index(additive, index.where)
     assert torch.equal(again.state_keys, index.state_keys) and again.pairs == pairs
+
+
+def test_int8_codes_keep_each_rows_direction_and_a_quarter_of_its_bytes(additive_index):
+    """Issue #62: the index is stored as int8 codes (a row over its largest |entry|, times 127),
+    so the shipped models' 10,000 pairs fit in 40 MB: about D + 8 bytes a state (its codes, its
+    piece and its argmax as int32), where fp16 took 2 D + 16."""
+    x = torch.randn(50, 64) * torch.rand(50, 1) * 5
+    x[3] = 0
+    c = nb.int8_codes(x)
+    assert c.dtype == torch.int8 and c.abs().amax(-1)[[0, 1, 2]].tolist() == [127, 127, 127] and not c[3].any()
+    cos = (nb.unit_rows(c) * nb.unit_rows(x)).sum(-1)
+    assert cos[[i for i in range(50) if i != 3]].min() > 0.999                   # a cosine barely moves
+    index = additive_index
+    m, d = index.n_states, index.state_keys.size(1)
+    stored = (index.where / nb.INDEX_TENSORS).stat().st_size
+    assert stored <= m * (d + 8) + index.n_pairs * (index.sentence_keys.size(1) + 8) + 2_000
+    # the shipped sample's whole index: 112,513 states of 256 and 10,000 sentences of 256 (docs/neighbours.md)
+    assert 112_513 * (256 + 8) + 10_000 * (256 + 8) + 1_000_000 < 40e6
+
+
+def test_an_index_of_the_older_format_is_rebuilt_not_misread(additive, additive_index, tmp_path):
+    import shutil
+    old = tmp_path / "old"
+    shutil.copytree(additive_index.where, old)
+    meta = json.loads((old / nb.INDEX_JSON).read_text(encoding="utf-8"))
+    (old / nb.INDEX_JSON).write_text(json.dumps({**meta, "format": 1}), encoding="utf-8")
+    with pytest.raises(nb.IndexNotReady, match="another format") as e:
+        nb.load_index(additive, old)
+    assert e.value.reason == "unreadable"
 
 
 def test_a_training_sentence_is_its_own_nearest_sentence(additive, additive_index):
@@ -80,7 +111,7 @@ def test_a_training_sentence_is_its_own_nearest_sentence(additive, additive_inde
         n = nb.search(additive, additive_index, en, k=3)
         first = n.sentences[0]
         assert (first.pair, first.english) == (i, en)
-        assert first.similarity == pytest.approx(1.0, abs=2e-3)        # fp16 storage: not exactly 1
+        assert first.similarity == pytest.approx(1.0, abs=2e-3)        # int8 codes: not exactly 1
         assert [s.similarity for s in n.sentences] == sorted((s.similarity for s in n.sentences), reverse=True)
 
 
@@ -269,3 +300,107 @@ def test_bench_finds_the_models_index_or_builds_one_from_the_sample(additive, ad
     monkeypatch.setattr(nb.index, "index_dir", lambda tr, root=None: additive_index.where)   # where load_index looks
     out = bench.neighbours_timing(additive, d, 2)
     assert (out["neighbours_pairs"], out["neighbours_states"]) == (additive_index.n_pairs, additive_index.n_states)
+
+
+# ------------------------------------------------------------------ before class: python -m s2s.fetch --neighbours
+
+def test_fetch_builds_every_offered_models_index_before_class(tiny_additive, tiny_transformer, hub_models, corpus,
+                                                               monkeypatch, tmp_path, capsys):
+    """Issue #62: the instructor's command builds each shipped model's index where the page reads
+    it (no student waits ~45 s on the first click), keeps one already built for the same weights,
+    and builds a hub model's from --corpus (without one: skipped, saying why, not a failure)."""
+    import shutil
+
+    from s2s import fetch
+    shipped = tmp_path / "checkpoints"
+    shipped.mkdir()
+    shutil.copytree(tiny_additive, shipped / "en-fr-additive")
+    shutil.copytree(tiny_transformer, shipped / "en-fr-transformer")
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(shipped))
+    monkeypatch.setenv("S2S_NEIGHBOURS_DIR", str(tmp_path / "indexes"))
+    monkeypatch.setenv("S2S_HUB_MODELS", str(hub_models["marian"]))
+    monkeypatch.setattr(nb.build, "SAMPLE", corpus)           # the shipped models' sample, small here
+    assert fetch.main(["--neighbours", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    rows = {r["model"]: r for r in out["neighbours"]}
+    assert [r["ok"] for r in out["models"]] == [True]
+    for name in ("en-fr-additive", "en-fr-transformer"):
+        row = rows[str(shipped / name)]
+        assert row["status"] == "built" and row["pairs"] == 150 and row["mb"] > 0
+        tr = load_translator(shipped / name)
+        assert nb.load_index(tr).where == tmp_path / "indexes" / name == nb.index_dir(tr)   # where the page looks
+    hub = rows[str(hub_models["marian"])]
+    assert hub["status"] == "skipped" and "--corpus" in hub["error"]
+    # again: the indexes are kept, not rebuilt; with a corpus the hub model's is built
+    import hub_models as hm
+    pairs = write_tsv(list(zip(hm.EN, hm.FR)), tmp_path / "hub.tsv")
+    assert fetch.main(["--neighbours", "--corpus", str(pairs)]) == 0
+    text = capsys.readouterr().out
+    assert text.count("neighbours index ready") == 2 and text.count("neighbours index built") == 1
+    assert "SKIPPED" not in text and "FAILED" not in text
+
+
+def test_fetch_corpus_needs_neighbours(monkeypatch, capsys):
+    from s2s import fetch
+    monkeypatch.setenv("S2S_HUB_MODELS", "")
+    with pytest.raises(SystemExit) as e:
+        fetch.main(["--corpus", "x.tsv"])
+    assert e.value.code == 2 and "--corpus is for --neighbours" in capsys.readouterr().err
+
+
+def test_storage_bench_prints_each_ways_agreement_with_the_exact_search(tiny_additive):
+    """tools/bench_neighbours_storage.py, the command behind docs/neighbours.md's storage table:
+    one JSON object, the fp32 way agreeing with itself exactly and every way's size."""
+    r = subprocess.run([sys.executable, "tools/bench_neighbours_storage.py", "--model", str(tiny_additive),
+                        "--pairs", "60", "--queries", "6", "--own", "10", "--fewer", "30", "--pca", "8"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    ways = out["ways"]
+    assert set(ways) == {"fp32", "fp16", "int8", "pca8_fp16", "pca8_int8", "fp16_first_30"}
+    assert all(ways["fp32"][m] == 1.0 for m in ("sentence_overlap_at_k", "step_overlap_at_k", "step_top1",
+                                                 "own_state_top1"))
+    assert ways["int8"]["safetensors_mb"] < ways["fp16"]["safetensors_mb"] < ways["fp32"]["safetensors_mb"]
+    assert all(0 <= w["step_overlap_at_k"] <= 1 for w in ways.values()) and out["queries"] == 6
+
+
+# ------------------------------------------------------------------ the map's words (issue #62, 12)
+
+def test_map_words_never_overlap_nor_leave_the_plot_and_the_ringed_step_keeps_its_word():
+    """A crowded map: eight steps close together, the chosen step at the right edge. Every word
+    placed is clear of every other and of the read markers, inside the plot area; the ringed
+    step's word is on the ring's trace (plotly sets it off by the ring's size) and placed first;
+    what did not fit is counted (meta labels) for the page's caption."""
+    import html
+
+    from s2s.figures.neighbours import CHAR_EM, LINE_EM, PATH_PX, Box, neighbours_map, place_labels, text_box
+    rng = np.random.default_rng(0)
+    path = np.c_[np.linspace(-0.2, 1.0, 8), rng.normal(0, 0.05, 8)]
+    points = np.r_[path[:5] + 0.01, rng.normal(0, 0.3, (10, 2))]
+    proj = nb.Projection(points, list(range(15)), [0] * 15, [f"▁w{i}" for i in range(15)], path, np.array([.5, .2]))
+    tokens = ["▁Elle", "▁a", "▁un", "▁gros", "▁chien", "▁noir", "▁.", "</s>"]
+    for font_px, width in ((14, 352), (18, 481)):
+        fig = neighbours_map(proj, tokens, highlight=7, chosen_rows=[0, 1, 2], width=width, font_px=font_px)
+        drawn, wanted = fig.layout.meta["labels"]
+        assert 0 < drawn <= wanted == 1 + 3 + 7          # the ring's word, 3 chosen neighbours' words, 7 steps'
+        ring = fig.data[3]
+        assert list(ring.text) == ["&lt;/s&gt;"] and ring.textposition   # drawn, on the ring's own trace
+        assert fig.data[2].text[7] == ""                                # not a second time on the path
+        pw, ph = fig.layout.meta["plot_px"]
+        (x0, x1), (y0, y1) = fig.layout.xaxis.range, fig.layout.yaxis.range
+        assert (x1 - x0) / pw == pytest.approx((y1 - y0) / ph)          # one scale on both axes
+        boxes = []
+        for trace, size in ((fig.data[1], 11), (fig.data[2], PATH_PX), (ring, 23)):
+            sides = trace.textposition if isinstance(trace.textposition, tuple) else [trace.textposition]
+            for x, y, word, side in zip(trace.x, trace.y, trace.text, sides):
+                if word:
+                    px, py = (x - x0) / (x1 - x0) * pw, (y1 - y) / (y1 - y0) * ph
+                    boxes.append(text_box(px, py, size / 2, side, CHAR_EM * font_px * len(html.unescape(word)) + 2,
+                                          LINE_EM * font_px + 2))
+        assert len(boxes) == drawn
+        assert all(b.inside(Box(0, 0, pw, ph)) for b in boxes)
+        assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    # the placer on its own: a word with no side left is not drawn (None), never drawn over another
+    sides = place_labels(np.array([[50, 50]] * 10), ["word"] * 10, [4] * 10, Box(0, 0, 100, 100))
+    placed = [s for s in sides if s]
+    assert sides[0] == "top center" and None in sides and len(set(placed)) == len(placed)

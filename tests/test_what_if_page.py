@@ -196,7 +196,7 @@ def test_neighbours_offers_to_build_the_index_then_draws_it(app, monkeypatch, tm
     sample = tmp_path / "sample.tsv"
     sample.write_text("".join(f"{s}\t{' '.join(reversed(s.split()))}\n" for s in
                               ["a b c d", "b c d", "a b", "d c b a", "c a", "a b c d e", "e d", "b a c"]))
-    monkeypatch.setattr(nb, "SAMPLE", sample)
+    monkeypatch.setattr(nb.build, "SAMPLE", sample)          # build_index's default corpus
     at = app(model="en-fr-additive", text="a b c d", tab="Neighbours")
     assert not at.exception
     assert "No neighbours index" in texts(at)
@@ -204,11 +204,12 @@ def test_neighbours_offers_to_build_the_index_then_draws_it(app, monkeypatch, tm
     at.run(timeout=120)
     assert not at.exception
     assert "Training sentences nearest to this one" in texts(at)
-    nearest = [d.value for d in at.dataframe if "English" in d.value.columns][0]
+    # static tables, wrapping: a sentence is read whole, its [piece] in sight (issue #62)
+    nearest = [d.value for d in at.table if "English" in d.value.columns][0]
     assert list(nearest["English"])[0] == "a b c d"           # a training sentence is its own nearest
     assert chart(at, "nb_map") is not None
-    steps = [d.value for d in at.dataframe if "trained to emit" in d.value.columns][0]
-    assert len(steps) == 5
+    steps = [d.value for d in at.table if "trained to emit" in d.value.columns][0]
+    assert len(steps) == 5 and all("[" in f and "]" in f for f in steps["in its French [the step]"])
     at.session_state["nb_step"] = 1
     at.run()
     assert not at.exception and "nearest to step 2" in texts(at)

@@ -52,7 +52,7 @@ def main(argv=None) -> int:
     from safetensors.torch import load_file
     tr = load_translator(a.model)
     index = load_index(tr, a.index)
-    states16 = load_file(str(index.where / INDEX_TENSORS))["states"]         # (M, D) fp16, as stored
+    stored = load_file(str(index.where / INDEX_TENSORS))["states"]           # (M, D) as stored (int8 codes)
     keys32 = index.state_keys                                                # unit rows, fp32
     keys16, keysbf = keys32.half(), keys32.bfloat16()
     d = greedy(tr, SENTENCE_20)
@@ -73,7 +73,7 @@ def main(argv=None) -> int:
                "torch_bf16": lambda: (q.bfloat16() @ keysbf.T).topk(K, dim=-1),
                "torch_fp16_chunked": chunked}
     out: dict = {"model": tr.name, "threads": a.threads, "states": M, "dim": D, "queries": q.size(0), "k": K,
-                 "stored_dtype": str(states16.dtype).removeprefix("torch.")}
+                 "stored_dtype": str(stored.dtype).removeprefix("torch.")}
     try:
         import faiss
         faiss.omp_set_num_threads(a.threads)

@@ -105,13 +105,15 @@ def plotly_chart(fig, share: float = 1.0, where=None, notes: bool = True, **kwar
     return out
 
 
-def table(df, where=None, formats: dict[str, str] | None = None, **dataframe_kwargs):
+def table(df, where=None, formats: dict[str, str] | None = None, wrap: bool = False, **dataframe_kwargs):
     """A table a class can read. On a screen st.dataframe (sortable, scrolling), with
     `formats` ({column: "%.3f"}, printf style) as its number columns' formats. With the
     Projector switch on a static st.table instead: HTML, so its text is enlarged with the
     page's and its cells wrap within the column (a data grid is drawn on a canvas: zoomed,
-    it ran past the column's right edge and cut its last columns)."""
-    if projector():
+    it ran past the column's right edge and cut its last columns). `wrap`: the static table
+    on a screen too, for a few rows of sentences that must be read whole (the grid cuts a
+    cell at its column's width: "Où est l'église la plus proc…")."""
+    if wrap or projector():
         # numbers as the data grid shows them (-0.916, not pandas' -0.916000), unless `formats` says.
         # One format call for every column: a second call with a dict resets the columns it omits.
         def shown(f: str | None):
@@ -123,6 +125,21 @@ def table(df, where=None, formats: dict[str, str] | None = None, **dataframe_kwa
     if formats:
         dataframe_kwargs["column_config"] = {c: st.column_config.NumberColumn(format=f) for c, f in formats.items()}
     return (where or st).dataframe(df, hide_index=True, **dataframe_kwargs)
+
+
+# A tab bar that holds a dozen tabs (issue #62): Streamlit's scrolls sideways past the column's
+# edge, its last tabs reached by a chevron (which stayed drawn once the fonts had loaded and the
+# tabs fitted). Here the tabs wrap onto a second row instead, 8 px apart, every label in sight
+# and no chevron: twelve labels (about 1,200 px) take two rows beside the sidebar at 1280 x 720
+# and two without it (tests/test_browser_layout.py adds three tabs to the nine and measures)
+TABS_CSS = ("[data-testid='stTabs'] [role='tablist']{column-gap:0.5rem;row-gap:0;flex-wrap:wrap;overflow-x:visible}"
+            "[data-testid='stTabsScrollLeft'],[data-testid='stTabsScrollRight']{display:none}")
+
+
+def tabs(labels: list[str], **kwargs):
+    """st.tabs (its keyword arguments) in a tab bar that wraps (TABS_CSS), never scrolls."""
+    st.markdown(f"<style>{TABS_CSS}</style>", unsafe_allow_html=True)
+    return st.tabs(labels, **kwargs)
 
 
 GRID_ROW_PX = 35       # a data grid's row, and its header row, in px (Streamlit's st.dataframe)

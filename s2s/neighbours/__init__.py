@@ -21,13 +21,15 @@ its translation (the greedy one unless given), the same states its decoding had.
 
 The index: a sample of each model's own training split (the shipped models':
 examples/neighbours/tatoeba-train-10k.tsv, 10,000 pairs of data/tatoeba/train.tsv, one per English
-sentence; docs/data.md), its pooled encoder states and its decoder states in fp16, written by
+sentence; docs/data.md), its pooled encoder states and its decoder states as int8 codes (33 MB
+for a shipped model, where fp16 took 65: docs/neighbours.md measures what each way of storing it
+costs), written before class for every offered model by `python -m s2s.fetch --neighbours`, or by
 
     python -m s2s.neighbours build --model en-fr-additive
 
 as index.safetensors (tensors) + index.json (the pairs, the model's identity, the corpus) in the
 cache folder (`index_dir`): $S2S_NEIGHBOURS_DIR/NAME, else $XDG_CACHE_HOME/s2s-neighbours/NAME, else
-~/.cache/s2s-neighbours/NAME (the six shipped models' indexes take 392 MB: built on first use). An index
+~/.cache/s2s-neighbours/NAME (the six shipped models' indexes take 199 MB: not shipped). An index
 records the model it was built for (its path and the SHA-256 of its weights file, or of its config
 where there is no single file), so an index of another model is refused (IndexNotReady, an
 InputError, as a missing one is), never searched.
@@ -54,6 +56,7 @@ from .build import (
     build_index,
     encode_pairs,
     ensure_index,
+    forced_states,
     output_states,
     pooled,
     sample_pairs,
@@ -61,7 +64,18 @@ from .build import (
 )
 from .cli import main
 from .identity import ROOT, build_command, cache_root, file_sha256, index_dir, model_identity, same_model, weights_file
-from .index import FORMAT, INDEX_JSON, INDEX_TENSORS, IndexNotReady, NeighbourIndex, load_index, unit_rows, write_index
+from .index import (
+    CODES,
+    FORMAT,
+    INDEX_JSON,
+    INDEX_TENSORS,
+    IndexNotReady,
+    NeighbourIndex,
+    int8_codes,
+    load_index,
+    unit_rows,
+    write_index,
+)
 from .projection import Projection, project
 from .search import (
     MAX_K,
@@ -76,10 +90,10 @@ from .search import (
 )
 
 __all__ = [
-    "BATCH_PAIRS", "FORMAT", "INDEX_JSON", "INDEX_TENSORS", "MAX_K", "POOLING", "ROOT", "SAMPLE", "SAMPLE_PAIRS",
-    "SAMPLE_SEED", "STATE", "IndexNotReady", "NeighbourIndex", "Neighbours", "Progress", "Projection",
-    "SentenceNeighbour", "StateNeighbour", "StepNeighbours", "build_command", "build_index", "cache_root",
-    "encode_pairs", "ensure_index", "file_sha256", "index_dir", "load_index", "main", "marked", "model_identity",
-    "output_states", "pooled", "project", "same_model", "sample_pairs", "search", "sentence_states", "top_k",
-    "unit_rows", "usable_pairs", "weights_file", "write_index",
+    "BATCH_PAIRS", "CODES", "FORMAT", "INDEX_JSON", "INDEX_TENSORS", "MAX_K", "POOLING", "ROOT", "SAMPLE",
+    "SAMPLE_PAIRS", "SAMPLE_SEED", "STATE", "IndexNotReady", "NeighbourIndex", "Neighbours", "Progress",
+    "Projection", "SentenceNeighbour", "StateNeighbour", "StepNeighbours", "build_command", "build_index",
+    "cache_root", "encode_pairs", "ensure_index", "forced_states", "file_sha256", "index_dir", "int8_codes",
+    "load_index", "main", "marked", "model_identity", "output_states", "pooled", "project", "same_model",
+    "sample_pairs", "search", "sentence_states", "top_k", "unit_rows", "usable_pairs", "weights_file", "write_index"
 ]

@@ -16,7 +16,7 @@ from ..decode import encode_source, pad_batch
 from ..loaded import Translator
 from ..text import MAX_DECODE_LEN, InputError, check_range, clean_text
 from .identity import ROOT, build_command, file_sha256, index_dir, model_identity
-from .index import FORMAT, IndexNotReady, NeighbourIndex, load_index, write_index
+from .index import CODES, FORMAT, IndexNotReady, NeighbourIndex, int8_codes, load_index, write_index
 
 SAMPLE = ROOT / "examples" / "neighbours" / "tatoeba-train-10k.tsv"   # the shipped models' index corpus
 SAMPLE_PAIRS, SAMPLE_SEED = 10_000, 1
@@ -77,6 +77,44 @@ def usable_pairs(tr: Translator, pairs: Sequence[Pair]) -> tuple[list[int], list
     return kept, srcs, tgts
 
 
+def forced_states(tr: Translator, srcs: Sequence[Sequence[int]], tgts: Sequence[Sequence[int]],
+                  batch_size: int = BATCH_PAIRS, on_progress: Progress | None = None, progress_bar: bool = False,
+                  keep: Callable[[torch.Tensor], torch.Tensor] = int8_codes) -> dict[str, torch.Tensor]:
+    """The index's tensors for pairs of (source ids, target ids): `sentences` (N, H) and `states`
+    (M, D) as `keep` stores them (int8 codes; tools/bench_neighbours_storage.py keeps fp32 to
+    measure what storing costs), `offsets` (N + 1,), `pieces` and `predicted` (M,) int32.
+
+    Pairs go through in batches of `batch_size`, sorted by length (little padding); each batch's
+    states are stored as soon as they are made (int8: a quarter of fp32's memory while building).
+    After each batch on_progress(pairs done, pairs in all) is called, and with `progress_bar` a
+    tqdm bar goes to stderr."""
+    order = sorted(range(len(srcs)), key=lambda i: (len(srcs[i]), len(tgts[i])))
+    sentences: list[torch.Tensor | None] = [None] * len(srcs)
+    states: list[torch.Tensor | None] = [None] * len(srcs)
+    argmax: list[torch.Tensor | None] = [None] * len(srcs)
+    bar = None
+    if progress_bar:
+        from tqdm import tqdm
+        bar = tqdm(total=len(srcs), unit="pair", desc=f"neighbours of {tr.name}", file=sys.stderr)
+    for b in range(0, len(order), batch_size):
+        idx = order[b:b + batch_size]
+        pooled_b, states_b, argmax_b = encode_pairs(tr, [srcs[i] for i in idx], [tgts[i] for i in idx])
+        kept_pooled, kept_states = keep(pooled_b), [keep(x) for x in states_b]
+        for r, i in enumerate(idx):
+            sentences[i], states[i], argmax[i] = kept_pooled[r], kept_states[r], argmax_b[r]
+        if bar is not None:
+            bar.update(len(idx))
+        if on_progress is not None:
+            on_progress(min(b + batch_size, len(order)), len(order))
+    if bar is not None:
+        bar.close()
+    lengths = torch.tensor([len(t) for t in tgts])
+    return {"sentences": torch.stack(sentences), "states": torch.cat(states),
+            "offsets": torch.cat([torch.zeros(1, dtype=torch.long), lengths.cumsum(0)]),
+            "pieces": torch.tensor([p for t in tgts for p in t], dtype=torch.int32),
+            "predicted": torch.cat(argmax).to(torch.int32)}
+
+
 def build_index(tr: Translator, corpus: str | Path | None = None, out: str | Path | None = None,
                 pairs: int | None = None, batch_size: int = BATCH_PAIRS, on_progress: Progress | None = None,
                 progress_bar: bool = False) -> NeighbourIndex:
@@ -84,7 +122,8 @@ def build_index(tr: Translator, corpus: str | Path | None = None, out: str | Pat
     shipped models' own training pairs; a hub model has no default: InputError), its first `pairs`
     pairs if given, and write it to `out` (default index_dir(tr)); returns it, ready to search.
 
-    Pairs go through in batches of `batch_size`, sorted by length; after each batch
+    The states are stored as int8 codes (CODES; docs/neighbours.md measures what that costs).
+    Pairs go through in batches of `batch_size` (forced_states); after each batch
     on_progress(pairs done, pairs in all) is called (the page's bar), and with `progress_bar` a
     tqdm bar goes to stderr. The files are written under temporary names and renamed, so a
     build cut short leaves no half index. Unwritable `out`: InputError."""
@@ -105,31 +144,7 @@ def build_index(tr: Translator, corpus: str | Path | None = None, out: str | Pat
     kept, srcs, tgts = usable_pairs(tr, text_pairs)
     if not kept:
         raise InputError(f"The corpus {corpus} has no usable English<TAB>French pair.")
-    order = sorted(range(len(kept)), key=lambda i: (len(srcs[i]), len(tgts[i])))
-    sentences: list[torch.Tensor | None] = [None] * len(kept)
-    states: list[torch.Tensor | None] = [None] * len(kept)
-    argmax: list[torch.Tensor | None] = [None] * len(kept)
-    bar = None
-    if progress_bar:
-        from tqdm import tqdm
-        bar = tqdm(total=len(kept), unit="pair", desc=f"neighbours of {tr.name}", file=sys.stderr)
-    for b in range(0, len(order), batch_size):
-        idx = order[b:b + batch_size]
-        pooled_b, states_b, argmax_b = encode_pairs(tr, [srcs[i] for i in idx], [tgts[i] for i in idx])
-        for r, i in enumerate(idx):
-            # fp16 as soon as they are made: what is stored, at half the memory while building
-            sentences[i], states[i], argmax[i] = pooled_b[r].half(), states_b[r].half(), argmax_b[r]
-        if bar is not None:
-            bar.update(len(idx))
-        if on_progress is not None:
-            on_progress(min(b + batch_size, len(order)), len(order))
-    if bar is not None:
-        bar.close()
-    lengths = torch.tensor([len(t) for t in tgts])
-    tensors = {"sentences": torch.stack(sentences), "states": torch.cat(states),
-               "offsets": torch.cat([torch.zeros(1, dtype=torch.long), lengths.cumsum(0)]),
-               "pieces": torch.tensor([p for t in tgts for p in t], dtype=torch.long),
-               "predicted": torch.cat(argmax).long()}
+    tensors = forced_states(tr, srcs, tgts, batch_size, on_progress, progress_bar)
     arch = "hub" if tr.config.get("hub") is not None else getattr(tr.model.cfg, "arch", "rnn")
     kept_pairs = [text_pairs[i] for i in kept]
     meta = {"format": FORMAT, "model": model_identity(tr),
@@ -140,7 +155,7 @@ def build_index(tr: Translator, corpus: str | Path | None = None, out: str | Pat
             "pooling": POOLING, "state": STATE[arch], "piece": "the training target piece at each step (teacher "
             "forcing); `predicted`: the model's own argmax there",
             "sentence_dim": int(tensors["sentences"].size(1)), "state_dim": int(tensors["states"].size(1)),
-            "states": int(tensors["states"].size(0)), "dtype": "float16",
+            "states": int(tensors["states"].size(0)), "dtype": "int8", "codes": CODES,
             "build_seconds": round(time.perf_counter() - t0, 1), "built": time.strftime("%Y-%m-%d"),
             "command": build_command(tr)}
     folder = Path(out) if out is not None else index_dir(tr)

@@ -62,7 +62,7 @@ def query_main(argv: Sequence[str]) -> int:
 
 def build_main(argv: Sequence[str]) -> int:
     p = OneLineErrorParser(prog="python -m s2s.neighbours build",
-                           description="Build a model's neighbours index (fp16 states, safetensors + JSON).")
+                           description="Build a model's neighbours index (int8 codes, safetensors + JSON).")
     p.add_argument("--model", required=True, help=MODEL_HELP)
     add_model_options(p)
     p.add_argument("--corpus", metavar="PAIRS.tsv",

@@ -17,8 +17,9 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 
 def cache_root() -> Path:
     """Where indexes are kept: $S2S_NEIGHBOURS_DIR, else $XDG_CACHE_HOME/s2s-neighbours, else
-    ~/.cache/s2s-neighbours. Not in checkpoints/: the six shipped models' indexes take 65 MB each
-    (docs/neighbours.md), far over what the repository ships, so each is built on first use."""
+    ~/.cache/s2s-neighbours. Not in checkpoints/: the six shipped models' indexes take 33 MB each
+    (docs/neighbours.md), 199 MB in all, so each is built before class (python -m s2s.fetch
+    --neighbours) or on first use."""
     if os.environ.get("S2S_NEIGHBOURS_DIR"):
         return Path(os.environ["S2S_NEIGHBOURS_DIR"]).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"

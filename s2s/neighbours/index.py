@@ -15,7 +15,9 @@ from ..loaded import Translator
 from ..text import InputError
 from .identity import build_command, index_dir, model_identity, same_model
 
-FORMAT = 1              # index.json's "format": an index of another format is rebuilt, never misread
+FORMAT = 2              # index.json's "format": an index of another format is rebuilt, never misread
+CODES = ("each row scaled so that its largest |entry| is 127 and rounded to int8; a cosine reads the codes "
+         "as they are (a row's scale cancels in it)")
 INDEX_JSON, INDEX_TENSORS = "index.json", "index.safetensors"
 
 
@@ -37,13 +39,14 @@ class NeighbourIndex:
     state_keys     (M, D) fp32  the decoder state at every step of every pair, forced on its French
                                 (STATE), scaled to length 1
     offsets        (N + 1,) int64  pair i's states are rows offsets[i] .. offsets[i + 1] - 1, in step order
-    pieces         (M,) int64   the training target piece y_j at each state (teacher forcing)
-    predicted      (M,) int64   the model's own argmax at each state
+    pieces         (M,) int32   the training target piece y_j at each state (teacher forcing)
+    predicted      (M,) int32   the model's own argmax at each state
     pairs          N (English, French) texts; meta: index.json less the pairs; where: its folder
 
-    On disk the states are fp16 as the model gave them (index.safetensors: sentences, states);
-    in memory they are unit rows in fp32, made once at load, so that one matrix product is every
-    cosine (docs/neighbours.md: the measured choice; 115 MB for the shipped models' 112,513 states)."""
+    On disk the states are int8 codes (CODES; index.safetensors: sentences, states: 33 MB for
+    the shipped models' 10,000 pairs, where fp16 took 65); in memory they are unit rows in
+    fp32, made once at load, so that one matrix product is every cosine, exactly, over what is
+    stored (docs/neighbours.md: the measured choices; 115 MB for 112,513 states)."""
     meta: dict
     pairs: list[Pair]
     sentence_keys: torch.Tensor
@@ -94,6 +97,13 @@ def unit_rows(x: torch.Tensor) -> torch.Tensor:
     """(n, d) -> the same rows scaled to length 1, in fp32 (a zero row stays zero)."""
     x = x.float()
     return x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+
+
+def int8_codes(x: torch.Tensor) -> torch.Tensor:
+    """(..., d) -> int8 codes of each row (CODES): the row over its largest |entry|, times 127,
+    rounded. A zero row stays zero. Only cosines are read from them, so no scale is kept."""
+    x = x.float()
+    return torch.round(x / x.abs().amax(-1, keepdim=True).clamp_min(1e-12) * 127).to(torch.int8)
 
 
 def _at(where: Path | None) -> str:
