@@ -422,9 +422,10 @@ def ranking_main(argv: Sequence[str]) -> int:
             raise InputError(f"--threads must be at least 1, not {a.threads}.")
         torch.set_num_threads(a.threads)
         ranked = importance(tr, pairs, a.frequencies, progress)
-        out = ranked.to_json() if command == "importance" else dict(
+        said = "python -m s2s.heads " + " ".join(argv)
+        out = dict(ranked.to_json(), command=said) if command == "importance" else dict(
             prune_curves(tr, pairs, ranked, a.steps, a.seed, a.scope or SCOPES, progress),
-            command="python -m s2s.heads " + " ".join(argv), importance_seconds=round(ranked.seconds["total"], 2))
+            command=said, importance_seconds=round(ranked.seconds["total"], 2))
     except (CheckpointError, InputError) as e:
         close()
         print(f"error: {e}", file=sys.stderr)
