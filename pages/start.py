@@ -97,8 +97,14 @@ OUTLINE.append(Topic(
 st.title("Start here", help="The lecture in order. Each link opens the page and tab with an example already set; "
                             "the sidebar reaches every page at any time.")
 # one row per topic, the sentence in small type and the rows close together: eleven topics no
-# longer fit one 1280 x 720 screen, but most of them are on the first
-with st.container(gap="xsmall"):
+# longer fit one 1280 x 720 screen, but most of them are on the first. Lines 1.4 sizes apart, not
+# Markdown's 1.6: with the Projector on (text 1.1 rem) the outline ran 55 px past the screen
+# (issue #62); a link's label wraps rather than being cut when the column is narrow (the sidebar
+# opened beside the Projector)
+st.markdown("<style>.st-key-outline [data-testid='stMarkdownContainer'] p{line-height:1.4}"
+            ".st-key-outline [data-testid='stPageLink'] *{white-space:normal;text-overflow:clip}</style>",
+            unsafe_allow_html=True)
+with st.container(gap="xsmall", key="outline"):
     for n, topic in enumerate(OUTLINE, 1):
         left, right = st.columns([3, 2], vertical_alignment="center")
         left.markdown(f"**{n}. {topic.title}** · :small[{topic.look}]")

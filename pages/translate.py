@@ -339,13 +339,9 @@ else:
 # and figures on each click would waste the shared CPU on views nobody is looking at.
 # (Their widgets' values are kept above, for when a tab reopens.)
 S.setdefault("delay", 0.4)
-# nine tabs: 738 px of labels and 8 gaps of Streamlit's 16 px ran past the main column's 820 px
-# at 1280 x 720 and scrolled the last ones out of view. Gaps of 8 px fit them on one row (a second
-# row would push every tab's first screen 43 px down); should a font run wider, they wrap, every
-# label still in sight
-st.markdown("<style>[data-testid='stTabs'] [role='tablist']{column-gap:0.5rem;flex-wrap:wrap;row-gap:0.2rem}"
-            "</style>", unsafe_allow_html=True)
-tabs = st.tabs(TABS, key="tab", on_change="rerun")
+# nine tabs: 738 px of labels, 8 px apart, fit the main column's 820 px on one row at 1280 x 720;
+# more wrap onto a second row (ui.show.tabs), every label in sight, none scrolled away
+tabs = ui.show.tabs(TABS, key="tab", on_change="rerun")
 if arrival.get("tab") in TABS:     # a link to a tab (the Start page's): show the tab, not the heatmap above it
     ui.address.scroll_into_view('[data-testid="stTabs"]')
 

@@ -181,7 +181,8 @@ def step_by_step(tr: Translator, d: Decoding, words: bool, model: str, text: str
         S.step = min(S.pop("_step_after_play"), n)
     if S.get("step", 1) > n:
         S.step = n
-    c_play, c_delay, c_step = st.columns([1.1, 1.4, 4], vertical_alignment="bottom")
+    # (1.35: the label whole with the Projector's larger text beside the sidebar)
+    c_play, c_delay, c_step = st.columns([1.35, 1.4, 3.75], vertical_alignment="bottom")
     play = c_play.button("▶ Play decoding", key="play", width="stretch",
                          help="Walk this view through every step, attention and next tokens together")
     delay = c_delay.slider("Seconds per step", 0.0, 1.5, step=0.1, key="delay")
@@ -284,16 +285,18 @@ def forced_decoding(tr: Translator, d: Decoding, words: bool, model: str, text: 
     S = st.session_state
     io_line(text, S.get("reference") or "(a reference translation, typed below)")
     with st.form("forced", border=False):
-        c_ref, c_go, c_cont = st.columns([4, 1.15, 1.3], vertical_alignment="bottom")
-        ref = c_ref.text_input("Reference (French)", key="reference", label_visibility="collapsed",
-                               placeholder="Reference (French): a translation to force through the model",
-                               help=f"Up to {MAX_CHARS:,} characters.")
-        c_go.form_submit_button("Score this translation", width="stretch", on_click=S.__setitem__,
-                                args=("cont", False), help="Score it as a finished translation")
+        # one row sized by its content: the buttons as wide as their labels, the box the rest (fixed
+        # column shares cut both labels beside the sidebar: "Score this transl…", issue #62)
+        row = st.container(horizontal=True, vertical_alignment="bottom", gap="small")
+        ref = row.text_input("Reference (French)", key="reference", label_visibility="collapsed",
+                             placeholder="Reference (French): a translation to force through the model",
+                             help=f"Up to {MAX_CHARS:,} characters.")
+        row.form_submit_button("Score this translation", width="content", on_click=S.__setitem__,
+                               args=("cont", False), help="Score it as a finished translation")
         if continue_from is not None:
-            c_cont.form_submit_button("Continue from this French", width="stretch", on_click=S.__setitem__,
-                                      args=("cont", True),
-                                      help="Read it as the start of a translation: the model writes the rest")
+            row.form_submit_button("Continue from this French", width="content", on_click=S.__setitem__,
+                                   args=("cont", True),
+                                   help="Read it as the start of a translation: the model writes the rest")
     if not ref.strip():
         st.caption("Paste a reference translation: the model is forced to produce it, and you see how it aligns "
                    "and how likely it finds each token. Or type the start of one, and the model continues it.")
@@ -516,7 +519,8 @@ def heads(tr: Translator, d: Decoding, words: bool, model: str, text: str) -> No
         fig = figures.matrix_heatmap(x, y, w[layer, head], x_title=HEAD_KINDS[kind].x_title,
                                      y_title=HEAD_KINDS[kind].y_title, value_name="‖α f(x)‖" if norm else "α",
                                      title=f"{what[0].upper() + what[1:]}, layer {layer + 1} · head {head + 1}",
-                                     height=min(400, max(300, 150 + 24 * len(y))))
+                                     height=min(400, max(300, 150 + 24 * len(y))),
+                                     colorbar=False)     # the grid's beside it: its width goes to the labels
         figures.clickable_cells(fig)      # a click on a row picks the neuron view's query below
         ui.show.plotly_chart(fig, share=0.4, key="head_enlarged", on_select=ui.neuron_view.pick_row,
                              selection_mode="points", config=ui.show.camera("head_enlarged", model, text[:40]))
@@ -526,7 +530,7 @@ def heads(tr: Translator, d: Decoding, words: bool, model: str, text: str) -> No
         uniform = (f"uniform over {len(x)} tokens: {np.log(len(x)):.2f}" if (support == len(x)).all() else
                    f"uniform over the tokens each row may read: {np.log(np.maximum(support, 1)).mean():.2f}")
         big_note = (f"Mean entropy of this head: {mean_entropy(w[layer, head]):.2f} nats "
-                    f"(0: each row on one token; {uniform}).")
+                    f"(0: each row on one token; {uniform}). Shaded on the grid's scale.")
     # with the Projector on the small maps go unlabelled (heads_grid's `labels`): every row of three
     # layers labelled at 18 px ran the grid to 953 px, past the first screen (issue #54)
     projector = ui.show.projector()

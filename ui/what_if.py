@@ -158,6 +158,13 @@ def two_outputs(first: Decoding, second: Decoding, labels: tuple[str, str], word
     if sources is not None:
         src_marks = changed_words(sources[0].split(), sources[1].split())
     views = [tabs.view_of(d, words) if d.attention is not None else None for d in (first, second)]
+    # the columns and rows that differ between the two maps (an edited word, a steered one): their
+    # labels are never thinned away, however narrow the maps (for_screen)
+    kept = [([], []), ([], [])]
+    if all(v is not None for v in views):
+        cols, rows_changed = changed_words(views[0][0], views[1][0]), changed_words(views[0][1], views[1][1])
+        kept = [([j for j, c in enumerate(cols[i]) if c], [j for j, c in enumerate(rows_changed[i]) if c])
+                for i in range(2)]
     spans = [tabs.output_steps(d.target_tokens, words) for d in (first, second)]
     lps = [[float(sum(d.token_log_probs[j] for j in idx)) for _, idx in s] for d, s in zip((first, second), spans)]
     low = min(min(v, default=0.0) for v in lps)
@@ -178,7 +185,9 @@ def two_outputs(first: Decoding, second: Decoding, labels: tuple[str, str], word
                        f"({d.log_prob / max(n, 1):.2f} per piece)")
             if views[i] is not None:
                 src, tgt, a = views[i]
-                fig = figures.attention_heatmap(src, tgt, a, height=max(240, 150 + (28 if on else 22) * rows))
+                # no colour bar: the caption says the one scale, and the columns get its width
+                fig = figures.matrix_heatmap(src, tgt, a, height=max(240, 150 + (28 if on else 22) * rows),
+                                             colorbar=False, keep_x=kept[i][0], keep_y=kept[i][1])
                 ui.show.plotly_chart(fig, share=0.5, key=f"{key}_map{i}",
                                      config=ui.show.camera(f"{key}_map{i}", model, (second_text or text)[:40]))
         with below[i]:
@@ -190,7 +199,7 @@ def two_outputs(first: Decoding, second: Decoding, labels: tuple[str, str], word
     n_changed = sum(c2)
     st.caption(f"Amber: the words a word diff of the two outputs marks as changed ({n_changed} in the second)."
                + (" Underlined: the steering prefix, given to the model, not chosen by it." if given else "")
-               + " Both heatmaps shade α on one scale, 0 (white) to 1; the bars are each "
+               + " Both heatmaps shade α on one scale, 0 (white) to 1 (dark blue); the bars are each "
                + ("word's log p (the sum of its pieces')" if words else "piece's log p")
                + " on one axis, the darkest the least likely.")
 
@@ -219,14 +228,16 @@ def steer_panel(tr: Translator, d: Decoding, words: bool, model: str, text: str,
     if not prefix:
         return d
     s = steered(tr, model, text, settings, prefix)
-    head, undo, back = st.columns([5, 1, 1.6], vertical_alignment="center")
+    head, buttons = st.columns([3, 2], vertical_alignment="center")
+    # the buttons as wide as their labels, at the right (fixed shares cut them with the Projector's larger text)
+    undo = back = buttons.container(horizontal=True, horizontal_alignment="right")
     # an HTML block (<div>): its text is not read as Markdown, so a prefix's "**" or "[x](y)" stays text
     by_id = " (its pieces, by id)" if isinstance(prefix, tuple) else ""
     head.markdown(f"<div><b>Steered</b>: the output must start with “{html.escape(prefix_label(tr, prefix))}”"
                   f"{by_id}; the model continues with {method_label.lower()}.</div>", unsafe_allow_html=True)
-    undo.button("↶ Undo", key=f"{key}_undo", on_click=undo_steer, width="stretch",
+    undo.button("↶ Undo", key=f"{key}_undo", on_click=undo_steer, width="content",
                 help="Back to the steering before this one" if S.get("_steer_undo") else "Back to the model's own")
-    back.button("✕ The model's own", key=f"{key}_clear", on_click=clear_steer, width="stretch",
+    back.button("✕ The model's own", key=f"{key}_clear", on_click=clear_steer, width="content",
                 help="Drop the steering")
     if s is None:
         return d

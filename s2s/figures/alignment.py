@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 from ..piece_words import HEAD_KINDS  # a Transformer's kinds of attention: the heads grid's titles
 from .attention import matrix_heatmap
-from .screen import LABEL_PX, PROJECTOR_LABEL_PX, PROJECTOR_SCALE, display_token, figure, label_step
+from .screen import LABEL_PX, PROJECTOR_LABEL_PX, PROJECTOR_SCALE, TOOLBAR_PX, display_token, figure, label_step
 
 # ---------------------------------------------------------------------------------------
 # Alignment and explanation (s2s.alignment, s2s.attributions, s2s.counterfactual)
@@ -38,10 +38,12 @@ def gold_alignment_figure(english: Sequence[str], french: Sequence[str], weights
     fig = matrix_heatmap(english, french, weights, value_name="attention", x_title=f"English ({words})",
                          y_title=f"French ({words})", title=title)
     longest = max((len(html.unescape(display_token(w))) for w in english), default=1)
-    # plotly's automargin makes room above for the axis title and the English words, upright (as
-    # for_screen reckons them: 0.62 sizes a character); the legend has the bottom margin
+    # room above for the axis title and the English words, upright, as for_screen reckons them
+    # (0.62 sizes a character, 20 px under them, 1.4 sizes of title), and above them the row where
+    # the toolbar shows on hover (for_screen would grow the figure past `height` for it); the
+    # legend has the bottom margin
     top, bottom = 10 + (40 if title else 0), round(2.2 * label_size)
-    words_px = 0.62 * label_size * longest + 25 + 0.6 * label_size      # upright: see the x axis below
+    words_px = 0.62 * label_size * longest + 20 + 2.0 * label_size + TOOLBAR_PX     # upright: see the x axis below
     need = 1.45 * label_size          # a label's box is ~1.42 sizes tall
     row = 26.0
     if height:
@@ -62,7 +64,7 @@ def gold_alignment_figure(english: Sequence[str], french: Sequence[str], weights
     fig.update_layout(legend=dict(orientation="h", x=0, xanchor="left", y=0, yref="container", yanchor="bottom",
                                   font=dict(size=LABEL_PX)),
                       height=round(top + words_px + row * len(french) + bottom),
-                      margin=dict(l=10, r=10, t=top, b=bottom))
+                      margin=dict(l=10, r=10, t=round(top + words_px), b=bottom))
     return fig
 
 

@@ -18,14 +18,19 @@ def matrix_heatmap(x_tokens: Sequence[str], y_tokens: Sequence[str], z: np.ndarr
                    zmin: float = 0.0, zmax: float = 1.0, colorscale: str = PROJECTOR_SCALE,
                    x_title: str = "source (English)", y_title: str = "output (French)",
                    title: str | None = None, height: int | None = None, compact: bool = False,
-                   label_size: int = LABEL_PX, x_labels: bool = True) -> go.Figure:
+                   label_size: int = LABEL_PX, x_labels: bool = True, colorbar: bool = True,
+                   keep_x: Sequence[int] = (), keep_y: Sequence[int] = ()) -> go.Figure:
     """A (len(y) x len(x)) matrix with tokens on both axes; hover shows the exact value.
 
     `compact`, for small multiples: no axis titles, no colour bar (the panel's colour says the
     scale), a top margin just tall enough for the source tokens drawn at `label_size` px (14, or
     18 once for_screen scales the labels for the projector), none without `x_labels` (small
     multiples sharing the source tokens of the map above), and `height` (if given) the rows'
-    height alone."""
+    height alone.
+
+    `colorbar` False: none (a map beside another that shows the same scale, or whose caption
+    says it), its width left to the columns' labels. `keep_x`, `keep_y`: the columns and rows
+    whose labels are never thinned for the screen (the words an edit changed: for_screen)."""
     z = np.asarray(z, dtype=float)
     xs = [display_token(t) for t in x_tokens]
     ys = [display_token(t) for t in y_tokens]
@@ -33,7 +38,10 @@ def matrix_heatmap(x_tokens: Sequence[str], y_tokens: Sequence[str], z: np.ndarr
     heat = go.Heatmap(z=z, x=list(range(len(xs))), y=list(range(len(ys))), zmin=zmin, zmax=zmax,
                       colorscale=colorscale, text=hover, hovertemplate="%{text}<extra></extra>",
                       # the title along the bar: above it, it sat on the top tick's label
-                      colorbar=dict(title=dict(text=html.escape(value_name, quote=False), side="right"), thickness=14))
+                      colorbar=dict(title=dict(text=html.escape(value_name, quote=False), side="right"), thickness=14),
+                      showscale=None if colorbar else False)
+    keep = {"xaxis": [int(i) for i in keep_x], "yaxis": [int(i) for i in keep_y]} if len(keep_x) or len(keep_y) \
+        else None
     if compact:
         # rotated -60 degrees, the longest source token stands about 0.52 sizes a character tall
         # (for_screen reckons 0.62 x sin 60): plotly's automargin makes that room above the map
@@ -65,7 +73,7 @@ def matrix_heatmap(x_tokens: Sequence[str], y_tokens: Sequence[str], z: np.ndarr
         # the source tokens sit on top, so a title needs room above them
         title=dict(text=html.escape(title, quote=False), y=0.995, yanchor="top") if title else None,
         height=(height or max(320, 120 + 26 * len(ys))) + (40 if title else 0) + bottom - 10,
-        margin=dict(l=10, r=10, t=150 if title else 110, b=bottom))
+        margin=dict(l=10, r=10, t=150 if title else 110, b=bottom), **({"meta": {"keep": keep}} if keep else {}))
 
 
 def attention_heatmap(source_tokens: Sequence[str], target_tokens: Sequence[str], attention: np.ndarray,

@@ -29,17 +29,58 @@ BODY_TEXT = "#2F2D2B"
 LABEL_PX = 14
 PROJECTOR_LABEL_PX = 18
 ROW_PITCH = 1.6      # font sizes from one row's label to the next when a chart grows to label every row
-TOOLBAR_PX = 28      # the row a chart's toolbar takes on hover, kept clear of its title
+TOOLBAR_PX = 28      # the row a chart's toolbar takes on hover, kept clear of its title and top labels
+MODEBAR_PX = 230     # how far from a chart's right edge its toolbar (plotly's and Streamlit's buttons) reaches
+LABEL_SHARE = 0.3    # the most of a chart's width its row labels take: longer ones are shortened with "…"
 
 
 def label_px(projector: bool = False) -> int:
     return PROJECTOR_LABEL_PX if projector else LABEL_PX
 
 
-def _fits(n: int, length_px: float, pitch_px: float) -> list[int]:
-    """Indices of n evenly spaced labels kept so that neighbours stand >= pitch_px apart."""
+def _fits(n: int, length_px: float, pitch_px: float, keep: Sequence[int] = ()) -> list[int]:
+    """Indices of n evenly spaced labels kept so that neighbours stand >= pitch_px apart; the
+    indices in `keep` (the words an edit changed) always, the evenly spaced ones clear of them."""
     k = max(1, math.ceil(n * pitch_px / max(length_px, 1.0)))
-    return list(range(0, n, k))
+    must = sorted({i for i in keep if 0 <= i < n})
+    return sorted(set(must) | {i for i in range(0, n, k) if all(abs(i - j) >= k for j in must)})
+
+
+def _shortened(label: str, most: int) -> str:
+    """A (HTML-escaped) tick label cut to `most` characters, the last one "…"."""
+    text = html.unescape(label)
+    return label if len(text) <= most else html.escape(text[:most - 1] + "…", quote=False)
+
+
+def _top_labels_px(axis, px: int, width: float, left: float, plot_w: float) -> tuple[float, float]:
+    """How tall the band of a top x axis's tick labels and title stands (what plotly's automargin
+    makes room for), and how tall it stands under the toolbar (MODEBAR_PX from the right edge of
+    a chart `width` wide, its plot `plot_w` wide from `left`): (0, 0) for an axis whose labels
+    are not on top. A label as for_screen reckons one: 0.62 font sizes a character, 1.2 a line,
+    turned by its angle, rising to the right of its tick."""
+    if axis.side != "top" or axis.visible is False or axis.showticklabels is False or not axis.ticktext \
+            or axis.tickvals is None:
+        return 0.0, 0.0
+    turn = math.radians(abs(axis.tickangle or 0))
+    vals = [float(v) for v in axis.tickvals]
+    lo, hi = (list(axis.range) if axis.range is not None else [min(vals) - 0.5, max(vals) + 0.5])[:2]
+    lo, hi = min(lo, hi), max(lo, hi)
+    toolbar = width - MODEBAR_PX
+    tall, under = 0.0, 0.0
+    for v, t in zip(vals, axis.ticktext):
+        run = 0.62 * px * len(html.unescape(str(t)))
+        up = run * math.sin(turn) + 1.2 * px * math.cos(turn) + 20        # (20: the gap under the labels)
+        x = left + plot_w * (v - lo) / max(hi - lo, 1e-9)
+        tall = max(tall, up)
+        if x + (run * math.cos(turn) if turn else run / 2) >= toolbar:
+            under = max(under, up)
+    if axis.title.text:
+        title_px = axis.title.font.size or px
+        tall += 1.4 * title_px
+        half = 0.31 * title_px * len(html.unescape(str(axis.title.text)))
+        if left + plot_w / 2 + half >= toolbar:        # the axis title, centred above the labels: under it too
+            under = tall
+    return tall, under
 
 
 def for_screen(fig: go.Figure, projector: bool = False, width: int = 760, grow: bool | None = None) -> go.Figure:
@@ -57,7 +98,14 @@ def for_screen(fig: go.Figure, projector: bool = False, width: int = 760, grow: 
     thinned; the figure grows taller until every row has its label, as a screen's maps are
     sized. What is still thinned (columns, which the column's width bounds) is recorded in
     fig.layout.meta["thinned"] as [axis title, labels kept, labels in all, "x" or "y"], for the
-    page to say. Changes `fig` in place and returns it."""
+    page to say; the tick indices in fig.layout.meta["keep"][axis name] (the words an edit
+    changed) are never thinned. Row labels longer than LABEL_SHARE of `width` are shortened with
+    "…" (hover names them whole), so that long pieces leave the columns room for their labels.
+
+    A toolbar shows on hover in a chart's top right corner, TOOLBAR_PX tall: the top margin
+    keeps it clear of the title and of column labels drawn on top. A value axis's end label
+    (the "0" atop a bar chart of log p) gets the room above the plot that its own size needs.
+    Changes `fig` in place and returns it."""
     grow = projector if grow is None else grow
     small, scale = label_px(projector), (PROJECTOR_LABEL_PX / LABEL_PX if projector else 1.0)
 
@@ -75,14 +123,24 @@ def for_screen(fig: go.Figure, projector: bool = False, width: int = 760, grow: 
     margin = lay.margin
     plot_h = height - (margin.t if margin.t is not None else 100) - (margin.b if margin.b is not None else 80)
     # 70 px for a colour bar or legend on the right; none beside heatmaps that show no colour bar
-    # (compact small multiples, where the panel's colour says the scale)
-    beside = 0 if fig.data and all(t.type == "heatmap" and t.showscale is False for t in fig.data) else 70
+    # (compact small multiples, where the panel's colour says the scale), nor beside the unseen
+    # markers that make a heatmap's cells clickable (clickable_cells)
+    def nothing_beside(t) -> bool:
+        return (t.type == "heatmap" and t.showscale is False) or \
+            (t.type == "scatter" and t.showlegend is False and not (t.marker and t.marker.showscale))
+    beside = 0 if fig.data and all(nothing_beside(t) for t in fig.data) else 70
     plot_w = width - (margin.l if margin.l is not None else 80) - (margin.r if margin.r is not None else 80) - beside
     # the other axis's labels and title take room from the plot area too (plotly's automargin)
     def band(axis, px: int) -> float:
         longest = max((len(html.unescape(str(t))) for t in axis.ticktext or ()), default=3)
         return (0.62 * px * longest if axis.showticklabels is not False else 0) + (25 if axis.title.text else 0)
     x_px, y_px = size(lay.xaxis.tickfont.size), size(lay.yaxis.tickfont.size)
+    names = [k for k in lay.to_plotly_json() if k.startswith(("xaxis", "yaxis"))] or ["xaxis", "yaxis"]
+    for name in names:      # row labels that would take more than their share of the width: shortened
+        axis = lay[name]
+        if name.startswith("y") and axis.ticktext is not None and axis.showticklabels is not False:
+            most = max(6, int(LABEL_SHARE * width / (0.62 * size(axis.tickfont.size))))
+            axis.ticktext = [_shortened(str(t), most) for t in axis.ticktext]
     # ... beyond the margin on their side: labels that fit in the margin the figure set leave the
     # plot area as it is (automargin grows a margin only when they overflow it; counting them in
     # full thinned a 6-row map whose top margin held its column labels to 3 row labels)
@@ -95,7 +153,6 @@ def for_screen(fig: go.Figure, projector: bool = False, width: int = 760, grow: 
         plot_h -= max(0.0, need - margin_of({"top": "t"}.get(lay.xaxis.side), "b"))
     if lay.yaxis.visible is not False:
         plot_w -= max(0.0, band(lay.yaxis, y_px) - margin_of({"right": "r"}.get(lay.yaxis.side), "l"))
-    names = [k for k in lay.to_plotly_json() if k.startswith(("xaxis", "yaxis"))] or ["xaxis", "yaxis"]
     if grow:        # every row labelled: the plot as tall as its most crowded token axis down the side needs,
         # at ROW_PITCH (a label's box is ~1.42 sizes tall, and automargin takes a little of the plot)
         need = max((len(lay[n].ticktext) * ROW_PITCH * size(lay[n].tickfont.size)
@@ -121,7 +178,8 @@ def for_screen(fig: go.Figure, projector: bool = False, width: int = 760, grow: 
             pitch, length = (1.3 if abs(axis.tickangle) >= 80 else 1.6) * px, plot_w * span
         else:
             pitch, length = 0.62 * px * max((len(html.unescape(t)) for t in texts), default=1) + 6, plot_w * span
-        keep = _fits(len(texts), length, pitch)
+        keep = _fits(len(texts), length, pitch, keep=((lay.meta or {}).get("keep") or {}).get(name, ())
+                     if isinstance(lay.meta, dict) else ())
         if len(keep) < len(texts):
             axis.tickvals, axis.ticktext = [axis.tickvals[i] for i in keep], [texts[i] for i in keep]
             thinned.append([html.unescape(str(axis.title.text or "")), len(keep), len(texts), name[0]])
@@ -140,17 +198,30 @@ def for_screen(fig: go.Figure, projector: bool = False, width: int = 760, grow: 
         note.font.size = size(note.font.size)
         if note.font.color is None:
             note.font.color = BODY_TEXT
+    # a chart's toolbars (plotly's, Streamlit's full-screen button) show on hover in its top
+    # right corner, TOOLBAR_PX tall: the title and the column labels on top start below them, so
+    # that they are never drawn under its toolbar. The top margin grows (and the figure with it)
+    # only where it has no room for them all (plotly's automargin makes room for the labels
+    # alone); a figure sized to a first screen keeps its height
+    top = margin.t if margin.t is not None else 100
+    left = width - (margin.r if margin.r is not None else 80) - beside - plot_w
+    labels_top, under = _top_labels_px(lay.xaxis, lay.xaxis.tickfont.size or x_px, width, left, plot_w)  # (sized)
+    title_px = round(1.4 * (lay.title.font.size or small)) if lay.title.text else 0
+    if title_px or under:
+        need = TOOLBAR_PX + title_px + math.ceil(under)
+        if max(top, labels_top) < need:
+            lay.height = math.ceil((lay.height or 450) + need - max(top, labels_top))
+            lay.margin.t = top = need
     if lay.title.text:
-        # a chart's toolbars (plotly's, Streamlit's full-screen button) show on hover in its top
-        # right corner, TOOLBAR_PX tall: the title starts below them, so that a narrow chart's
-        # title is never drawn under its toolbar. The top margin grows (and the figure with it)
-        # only where it has no room for both; a figure sized to a first screen keeps its height
-        top = margin.t if margin.t is not None else 100
-        need = TOOLBAR_PX + round(1.4 * (lay.title.font.size or small))
-        if top < need:
-            lay.height = (lay.height or 450) + need - top
-            lay.margin.t = need
         lay.title.update(yref="container", y=1 - TOOLBAR_PX / (lay.height or 450), yanchor="top")
+    # a value axis's labels are centred on their ticks: the one at the top end (the "0" of log p)
+    # stands half its height above the plot, and plotly drops a label the figure's edge would cut
+    for name in names:
+        axis = lay[name]
+        if name.startswith("y") and axis.tickmode != "array" and axis.visible is not False \
+                and axis.showticklabels is not False and top < (need := math.ceil(0.7 * (axis.tickfont.size or small))):
+            lay.height = (lay.height or 450) + need - top
+            lay.margin.t = top = need
     return fig
 
 
