@@ -88,7 +88,11 @@ def layer_log_probs(model, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor
     head = output_head(model)
     _, decoder = layer_modules(model)
     with recorded(dict(enumerate(decoder))) as seen:
-        model(src, lengths, tgt_in)
+        if isinstance(model, Transformer):          # the decoder's layers only: its output layer runs below
+            memory, _ = model.encode(src, lengths)
+            model.decode_all(tgt_in, memory)
+        else:
+            model(src, lengths, tgt_in)
     rows = []
     for l in range(len(decoder)):
         output = seen[l][1]
