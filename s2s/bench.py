@@ -410,16 +410,18 @@ MASKED_HEADS = "cross:1.1,encoder:1.1,decoder:1.1"     # mask_vs_greedy: one hea
 HELD_OUT = Path(__file__).resolve().parents[1] / "data" / "tatoeba" / "test.tsv"    # python -m s2s.data writes it
 
 
-def heads_timing(tr: Translator, runs: int, held_out: str | Path, prune_pairs: int) -> dict:
-    """mask_vs_greedy, importance_s and prune_s (the module docstring) for a Transformer."""
+def heads_timing(tr: Translator, runs: int, held_out: str | Path | None, prune_pairs: int) -> dict:
+    """mask_vs_greedy, importance_s and prune_s (the module docstring) for a Transformer; the last
+    two only with held-out pairs."""
     from .decode import DecodeSettings, decode
     from .head_importance import importance, prune_curves, read_scored_pairs
     masked = DecodeSettings("greedy", head_mask=MASKED_HEADS)
     ms = alternating_ms({"greedy": lambda: greedy(tr, SENTENCE_20), "masked": lambda: decode(tr, SENTENCE_20, masked)},
                         runs)
     out: dict = {"mask_ms": ms["masked"], "mask_vs_greedy": round(ms["masked"] / ms["greedy"], 2)}
-    if not Path(held_out).is_file():
-        out["heads_declined"] = f"no held-out pairs at {held_out} (python -m s2s.data writes data/tatoeba/test.tsv)"
+    if held_out is None or not Path(held_out).is_file():
+        out["heads_declined"] = (f"no held-out pairs at {held_out} (python -m s2s.data writes data/tatoeba/test.tsv)"
+                                 if held_out else "no held-out pairs given (--held-out)")
         return out
     threads = torch.get_num_threads()
     torch.set_num_threads(1)        # as python -m s2s.heads runs it (its --threads)
@@ -448,8 +450,8 @@ def main(argv=None) -> int:
                    help="gold folder whose 447 test pairs align_pairs_per_s aligns (skipped where it is absent)")
     p.add_argument("--align-model", default=str(checkpoint_root() / "en-fr-general"),
                    help="the model align_pairs_per_s times")
-    p.add_argument("--held-out", default=str(HELD_OUT),
-                   help="held-out English<TAB>French pairs of importance_s and prune_s (skipped where absent)")
+    p.add_argument("--held-out", help="held-out English<TAB>French pairs of importance_s and prune_s (default: "
+                   "data/tatoeba/test.tsv when --checkpoints is the shipped folder; skipped where there is none)")
     p.add_argument("--prune-pairs", type=int, default=200, help="pairs of prune_s's whole pruning curve (0: skip it)")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
@@ -479,7 +481,8 @@ def main(argv=None) -> int:
         out["transformer_greedy_ms_p50"] = timed_ms(lambda: greedy(t_tr, SENTENCE_20), a.runs)
         out["transformer_beam5_ms_p50"] = timed_ms(lambda: beam_search(t_tr, SENTENCE_20, width=5), a.runs)
         out["neuron_view_ms"] = neuron_view_timing(t_tr)
-        out.update(heads_timing(t_tr, a.runs, a.held_out, a.prune_pairs))
+        shipped = Path(a.checkpoints).resolve() == checkpoint_root().resolve()
+        out.update(heads_timing(t_tr, a.runs, a.held_out or (HELD_OUT if shipped else None), a.prune_pairs))
     # contributions: of this model if it is a Transformer (ours or a hub model), else of the shipped Transformer
     contrib_of = tr if not isinstance(tr.model, Seq2Seq) else (transformers[0] if transformers else None)
     if contrib_of is not None:

@@ -498,3 +498,4 @@ def test_bench_times_knockout_importance_and_pruning(untrained_translators, tmp_
     assert out["prune_s"] > 0 and out["prune_pairs"] == 3
     out = heads_timing(tr, 1, tmp_path / "missing.tsv", prune_pairs=3)
     assert "no held-out pairs" in out["heads_declined"] and "importance_s" not in out
+    assert heads_timing(tr, 1, None, prune_pairs=3)["heads_declined"] == "no held-out pairs given (--held-out)"
