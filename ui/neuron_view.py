@@ -7,8 +7,8 @@ own formula. The query is chosen in a select box, or by a click on a row of the 
 
 Below a Transformer's grid, the view is drawn after the first screen: the first time the Heads
 tab shows a model and text, its run ends with a placeholder, and the browser, once that run's
-charts are drawn, asks for the view (a hidden button, clicked by LATER_JS), which then runs
-alone (a fragment): a Start link's grid is on screen without waiting for it (issue #62,
+charts are drawn, asks for the view (a hidden button, clicked by LATER_JS, in the same fragment),
+which then runs alone: a Start link's grid is on screen without waiting for it (issue #62,
 `python tools/bench_browser.py --link Heads`). A query chosen in the view reruns the view alone,
 which writes heads_query to the address itself.
 
@@ -112,6 +112,7 @@ def _draw(v: NeuronView, model: str, text: str, where) -> None:
         + " ".join(v.notes) + " Hover for every number; `python -m s2s.heads` writes them all.")
 
 
+@st.fragment
 def transformer(tr: Translator, d: Decoding, words: bool, kind: str, layer: int, head: int, model: str,
                 text: str) -> None:
     """Below the Heads grid: the neuron view of the head enlarged (`kind`, `layer`, `head`, 0-based)
@@ -133,10 +134,10 @@ def transformer(tr: Translator, d: Decoding, words: bool, kind: str, layer: int,
     view(tr, d, words, kind, layer, head, model, text)
 
 
-@st.fragment
 def view(tr: Translator, d: Decoding, words: bool, kind: str, layer: int, head: int, model: str,
          text: str) -> None:
-    """The view itself, rerun alone when its query changes (the address's heads_query with it)."""
+    """The view itself (in `transformer`'s fragment: rerun alone when its query changes, the
+    address's heads_query with it)."""
     rows = d.source_tokens if kind == "encoder" else d.target_tokens
     with st.container(key="neuron"):
         st.markdown(f"**Neuron view** · how head {head + 1} of layer {layer + 1} computes one row of its "
