@@ -147,6 +147,8 @@ def test_the_tau_line_names_every_method_that_has_run():
     assert after == pytest.approx({"weights": median(weights), "grad × input": median(gxi),
                                    "integrated gradients": median(ig)})
     assert tau_caption(after).endswith(f"integrated gradients {median(ig):+.2f}.")
+    # a method whose every row is constant has no ranking: named, with a dash, not "+nan"
+    assert tau_caption({"value zeroing": float("nan")}).endswith("value zeroing — (every row constant: no ranking).")
 
 
 def test_attribution_tab_switches_methods_over_one_map(env):
@@ -219,6 +221,58 @@ def test_a_transformer_gets_every_method_a_layer_and_the_source_share(env, untra
     assert "decoder layer 1" in texts(at)
     at.radio(key="explain_method").set_value("value-zeroing").run()
     assert not at.exception and len(chart(at, "contribution_map")["data"]) == 1
+    # issue #62: the τ line names every method that has run: the five one-pass methods, and grad x input
+    names = [part.rsplit(" ", 1)[0] for part in tau_line(at).split(": ", 1)[1].rstrip(".").split(", ")]
+    assert names == ["weights", "norm", "ALTI+", "rollout", "value zeroing", "grad × input"], tau_line(at)
+    # issue #62: counterfactual attention is for recurrent models (documented): for a Transformer one
+    # info line under its heading, no red box, and none of its controls
+    assert "Counterfactual attention at one step" in [h.value for h in at.subheader]
+    assert any("counterfactual replaces a recurrent decoder" in i.value for i in at.info)
+    assert not at.error and chart(at, "counterfactual_figure") is None
+    assert not [w for w in list(at.selectbox) + list(at.radio) + list(at.number_input)
+                if w.key in ("cf_step", "cf_kind", "cf_eps")]
+
+
+def test_a_long_run_waits_for_a_button_that_goes_once_pressed(env, tiny_transformer, tmp_path, monkeypatch):
+    """Issue #62: a shipped Transformer's every layer x head is scored at once when it should be
+    quick; one that should take over CORPUS_ASK_S waits for a button that says how long, as Your
+    corpus does; once pressed, the offer (its info box and button) is gone from above the results,
+    on that run and after."""
+    import ui.alignment.measurements as measure
+    zoo = tmp_path / "zoo"
+    shutil.copytree(env, zoo)
+    shutil.copytree(tiny_transformer, zoo / "transformer")
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(zoo))
+    measure.head_scoring_runs.clear()
+    measure.corpus_runs.clear()
+    at = page(align_model="transformer", rule="argmax")
+    assert not at.exception, at.exception
+    assert chart(at, "head_aer") is not None and not [b for b in at.button if b.key == "heads_run"]   # quick: at once
+    rates = measure.head_scoring_runs()["rate"]
+    assert len(rates) == 1                                                 # measured by that run
+    rates.update({p: 1.0 for p in rates})                                  # as if it had taken a second a word
+    monkeypatch.setattr(measure, "CORPUS_S_PER_PARAM_WORD", 1e-6)          # and a corpus, minutes by its size
+    at.selectbox(key="rule").set_value("grow-diag").run()                  # a scoring not run yet
+    assert not at.exception and chart(at, "head_aer") is None
+    offer = [i.value for i in at.info if "every head kept" in i.value]
+    assert offer and "from its speed on an earlier scoring here" in offer[0]   # its rate, measured by the first
+    assert at.button(key="heads_run").label.startswith("Score every layer × head (")
+    at.button(key="heads_run").click().run()
+    assert not at.exception and chart(at, "head_aer") is not None
+    assert not [i for i in at.info if "every head kept" in i.value] and not [b for b in at.button
+                                                                             if b.key == "heads_run"]
+    at.number_input(key="gold_pair").set_value(3).run()                    # another pair: scored already
+    assert chart(at, "head_aer") is not None and not [b for b in at.button if b.key == "heads_run"]
+    # Your corpus: the same offer, gone once pressed
+    at.session_state["alignment_tab"] = "Your corpus"
+    at.run()
+    assert not at.exception and not at.metric
+    assert any("Aligning these 37 pairs" in i.value for i in at.info)
+    at.button(key="corpus_run").click().run()
+    assert not at.exception, at.exception
+    assert {m.label for m in at.metric} >= {"AER (whole corpus)"} and chart(at, "corpus_figure") is not None
+    assert not [i for i in at.info if "Aligning these" in i.value]
+    assert not [b for b in at.button if b.key == "corpus_run"]
 
 
 def test_a_link_to_a_transformer_only_method_on_a_recurrent_model_says_so(env):

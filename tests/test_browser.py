@@ -510,6 +510,33 @@ def test_the_heads_view_enlarges_the_head_clicked(transformer_server, chrome, tm
     assert exceptions(page) == []
 
 
+def test_a_transformers_counterfactual_is_one_line_and_no_controls(transformer_server, chrome, tmp_path):
+    """Issue #62: Alignment › Attention vs attribution with a Transformer, at 1280 x 720. Counterfactual
+    attention is for recurrent models (documented): its heading has one info line under it, not a red
+    box under Step and Replace controls that cannot be used."""
+    page = watched_page(chrome, 1280, 720)
+    page.goto(transformer_server + "/alignment?model=en-fr-transformer&tab=Attention+vs+attribution")
+    page.get_by_role("heading", name="Counterfactual attention at one step").wait_for(timeout=120_000)
+    settle(page)
+    # read in one script, scrolled and measured at once (the page's own scroll cannot come between)
+    top, alerts = page.evaluate("""() => {
+        const h = [...document.querySelectorAll('h3')].find(e => e.innerText.startsWith('Counterfactual attention'));
+        h.scrollIntoView({block: 'center'});
+        return [h.getBoundingClientRect().top,
+                [...document.querySelectorAll('[data-testid="stAlertContainer"]')].map(a => {
+                    const r = a.getBoundingClientRect();
+                    return [a.querySelector('[data-testid^="stAlertContent"]').dataset.testid, a.innerText,
+                            r.top, r.bottom]; })]; }""")
+    keep(page, tmp_path, "alignment_transformer_counterfactual_1280x720.png")
+    assert [kind for kind, *_ in alerts].count("stAlertContentError") == 0, alerts
+    line = [(kind, y0, y1) for kind, text, y0, y1 in alerts if "counterfactual replaces a recurrent decoder" in text]
+    assert len(line) == 1 and line[0][0] == "stAlertContentInfo", alerts
+    assert 0 < line[0][1] - top < 120 and line[0][2] <= 720       # the line just under its heading, on screen
+    for control in ("Step", "Replace α_j by", "ε (adversarial)"):
+        assert page.locator('[data-testid="stWidgetLabel"]').filter(has_text=control).count() == 0, control
+    assert exceptions(page) == []
+
+
 def test_a_link_opened_after_the_start_page_works(tmp_path_factory, tiny_additive, tiny_none, chrome):
     """A fresh server: the start page first, then a shared /translate link loaded in the same
     tab. (The first run reruns through app.py; the module that does it must be whole after.)"""

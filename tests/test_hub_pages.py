@@ -86,13 +86,22 @@ def test_the_switch_adds_a_box_for_any_model_and_a_bad_one_gets_a_message(offere
 
 
 def test_the_alignment_page_scores_every_layer_and_head(offered):
+    """Issue #62: a hub model's every layer x head is scored when asked, by a button that says how
+    long (as Your corpus), not as the tab opens; the offer goes once pressed."""
+    import ui.alignment.measurements as measure
     from conftest import app_page
+    measure.head_scoring_runs.clear()               # a fresh server: nothing scored, no speed measured
     at = app_page("pages/alignment.py")
     names = _widget(at, "align_model").options
     assert any("marian" in n for n in names)
     _widget(at, "align_model").set_value(str(offered["marian"]))
     at.run()
     assert not at.exception, at.exception
+    assert chart(at, "head_aer") is None and chart(at, "gold_figure") is not None    # the pair, not the heads
+    assert any("every head kept" in i.value and "from its size" in i.value for i in at.info)
+    at.button(key="heads_run").click().run()
+    assert not at.exception, at.exception
+    assert not [i for i in at.info if "every head kept" in i.value]
     grid = chart(at, "head_aer")
     assert grid is not None
     aer = array(grid["data"][0]["z"]).astype(float)
@@ -134,8 +143,18 @@ def test_attention_against_attribution_for_a_hub_model(offered):
     radio.set_value("loo").run()                     # a hub model's leave-one-out: only when asked, with an estimate
     assert not at.exception and chart(at, "contribution_map") is None
     assert any("runs the model many times" in i.value for i in at.info)
-    # the counterfactual part is for recurrent models, and says so in one line
-    assert any("counterfactual replaces a recurrent decoder" in e.value for e in at.error)
+    # the counterfactual part is for recurrent models, and says so in one line, with no controls (issue #62)
+    assert any("counterfactual replaces a recurrent decoder" in i.value for i in at.info) and not at.error
+    assert not [r for r in at.radio if r.key == "cf_kind"]
+    # issue #62: once leave-one-out has run, the τ line names every method run, value zeroing (run
+    # above, when chosen) included, whichever method is shown
+    [b for b in at.button if b.key == "explain_run"][0].click().run()
+    assert not at.exception, at.exception
+    for shown in ("loo", "weights"):
+        radio = [r for r in at.radio if r.key == "explain_method"][0]
+        radio.set_value(shown).run()
+        line = next(c.value for c in at.caption if c.value.startswith("Is it an explanation?"))
+        assert "value zeroing" in line and "ALTI+" in line and "grad × input" in line, line
 
 
 def test_a_shipped_model_out_of_its_depth_names_the_words_and_offers_a_hub_model(offered, zoo, tmp_path, monkeypatch):
@@ -186,6 +205,7 @@ def test_your_corpus_waits_for_a_button_that_says_how_long_with_a_hub_model(offe
     assert not at.metric and chart(at, "corpus_figure") is None   # nothing aligned yet
     button.click().run()
     assert not at.exception, at.exception
+    assert not [i for i in at.info if "37 pairs" in i.value]          # the offer gone from above the results
     assert {m.label for m in at.metric} >= {"AER (whole corpus)", "Precision", "Recall"}
     assert chart(at, "corpus_figure") is not None
     at.number_input(key="corpus_pair").set_value(2).run()         # another pair: no second ask

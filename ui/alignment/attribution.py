@@ -16,12 +16,12 @@ import ui.show
 from s2s.alignment import method_summary
 from s2s.attributions import METHODS, agreement
 from s2s.contributions import ALIGN_METHODS, applies
-from s2s.counterfactual import EPSILON, KINDS
+from s2s.counterfactual import EPSILON, KINDS, check_counterfactual
 from s2s.export import file_stem, matrix_json, plotly_config
 from s2s.figures import contribution_map, counterfactual_figure, label_px
 from s2s.piece_words import merge_to_words, word_spans
 from s2s.text import InputError
-from ui.alignment.common import within
+from ui.alignment.common import asked_to_run, within
 from ui.alignment.measurements import (
     ALIGNMENT_RESULTS,
     EXPLANATION_RESULTS,
@@ -89,9 +89,9 @@ def explanation_taus(c, offered, loo: np.ndarray, ran: dict[str, np.ndarray]) ->
 
 def tau_caption(taus: dict[str, float]) -> str:
     """The line under the map that gives explanation_taus."""
+    figures = [f"{k} {v:+.2f}" if v == v else f"{k} — (every row constant: no ranking)" for k, v in taus.items()]
     return ("Is it an explanation? Median Kendall τ per output piece between each method's row (the last layer) "
-            "and leave-one-out's |a_ij| on this sentence: " + ", ".join(f"{k} {v:+.2f}" for k, v in taus.items())
-            + ".")
+            "and leave-one-out's |a_ij| on this sentence: " + ", ".join(figures) + ".")
 
 
 def method_table(model: str) -> None:
@@ -146,6 +146,47 @@ def contributions_export(model: str, text: str, c, method: str, xs, ys, shown, s
                      "source; layers: one per decoder layer, from 1",
            **c.to_json()}
     return json.dumps(out, ensure_ascii=False, indent=1)
+
+
+def counterfactual_view(tr, name: str, path: str, text: str, e) -> None:
+    """Counterfactual attention at one step of `e`'s forced output (its tokens): the step, the
+    replacement and ε, then α and the next-token distribution before and after, and both
+    continuations. A model it does not apply to (a Transformer: layers x heads of attention,
+    not one α per step; s2s.counterfactual) gets that limit in one line and no controls."""
+    S = st.session_state
+    st.subheader("Counterfactual attention at one step")
+    try:
+        check_counterfactual(tr)
+    except InputError as limit:            # documented, not a failure: said, with nothing to set
+        st.info(str(limit))
+        return
+    c = st.columns([2, 2, 1])
+    if S.get("cf_step") not in range(len(e.target_tokens)):       # a link's step past this output
+        S["cf_step"] = 0
+    S["cf_eps"] = float(within(S.get("cf_eps", EPSILON), 0.0, 1.0))
+    step = c[0].selectbox("Step", range(len(e.target_tokens)), key="cf_step",
+                          format_func=lambda j: f"{j}: {e.target_tokens[j]}")
+    kind = c[1].radio("Replace α_j by", KINDS, key="cf_kind", horizontal=True,
+                      help="; ".join(f"**{k}**: {h}" for k, h in KIND_HELP.items()))
+    eps = c[2].number_input("ε (adversarial)", 0.0, 1.0, step=0.01, key="cf_eps", format="%.2f",
+                            disabled=kind != "adversarial")
+    try:
+        cf = counterfactual_cached(path, text, int(step), kind, float(eps), tuple(e.target_ids))
+    except InputError as err:
+        st.error(str(err))
+        cf = None
+    if cf is not None:
+        ui.show.plotly_chart(counterfactual_figure(e.source_tokens, cf.alpha_before, cf.alpha_after,
+                                                   cf.top_before, cf.top_after, kind),
+                             width="stretch", key="counterfactual_figure",
+                             config=plotly_config(file_stem("counterfactual", name, text[:40], f"step{int(step)}",
+                                                            kind)))
+        verdict = "stays" if cf.argmax_survives else "changes"
+        st.markdown(f"The attention moved by **JSD = {cf.jsd:.3f} bits**; the next-token distribution by "
+                    f"**TV = {cf.tv:.3f}**, and its most likely token **{verdict}**.")
+        st.markdown("Continuing greedily from this step:")
+        ui.show.escaped("before: " + cf.translation_before, "1.1rem")
+        ui.show.escaped("after: " + cf.translation_after, "1.1rem")
 
 
 def attention_vs_attribution(tr, info, path: str) -> None:
@@ -214,13 +255,10 @@ def attention_vs_attribution(tr, info, path: str) -> None:
                                                               else "recurrent")
                 estimate = attribution_estimate(c, method, kind)
                 with right:
-                    ask = st.empty()          # the offer goes once the run starts: the bar takes its place
-                    with ask.container():
-                        st.info(f"{METHOD_LABELS[method_name]} runs the model many times: about {estimate:.0f} s "
-                                f"for this sentence on this server. The other methods are drawn at once.")
-                        clicked = st.button(f"Run {METHOD_LABELS[method_name]}", key="explain_run", type="primary")
-                    if clicked:
-                        ask.empty()
+                    # the offer goes once the run starts: the bar takes its place
+                    if asked_to_run(f"{METHOD_LABELS[method_name]} runs the model many times: about {estimate:.0f} s "
+                                    f"for this sentence on this server. The other methods are drawn at once.",
+                                    f"Run {METHOD_LABELS[method_name]}", "explain_run"):
                         label = METHOD_LABELS[method_name]
                         bar = st.progress(0.0, text=progress_text(label, 0.0, "getting ready", 0.0, estimate))
                         t0 = time.perf_counter()
@@ -274,34 +312,7 @@ def attention_vs_attribution(tr, info, path: str) -> None:
                        if m == "grad_x_input" or (path, text, ref, m) in attribution_store()}
                 right.caption(tau_caption(explanation_taus(c, offered, loo["matrix"], ran)))
     if e is not None:         # no heading over nothing when the model or the text cannot be explained
-        st.subheader("Counterfactual attention at one step")
-        c = st.columns([2, 2, 1])
-        if S.get("cf_step") not in range(len(e.target_tokens)):       # a link's step past this output
-            S["cf_step"] = 0
-        S["cf_eps"] = float(within(S.get("cf_eps", EPSILON), 0.0, 1.0))
-        step = c[0].selectbox("Step", range(len(e.target_tokens)), key="cf_step",
-                              format_func=lambda j: f"{j}: {e.target_tokens[j]}")
-        kind = c[1].radio("Replace α_j by", KINDS, key="cf_kind", horizontal=True,
-                          help="; ".join(f"**{k}**: {h}" for k, h in KIND_HELP.items()))
-        eps = c[2].number_input("ε (adversarial)", 0.0, 1.0, step=0.01, key="cf_eps", format="%.2f",
-                                disabled=kind != "adversarial")
-        try:
-            cf = counterfactual_cached(path, text, int(step), kind, float(eps), tuple(e.target_ids))
-        except InputError as err:
-            st.error(str(err))
-            cf = None
-        if cf is not None:
-            ui.show.plotly_chart(counterfactual_figure(e.source_tokens, cf.alpha_before, cf.alpha_after,
-                                                  cf.top_before, cf.top_after, kind),
-                            width="stretch", key="counterfactual_figure",
-                            config=plotly_config(file_stem("counterfactual", name, text[:40], f"step{int(step)}",
-                                                           kind)))
-            verdict = "stays" if cf.argmax_survives else "changes"
-            st.markdown(f"The attention moved by **JSD = {cf.jsd:.3f} bits**; the next-token distribution by "
-                        f"**TV = {cf.tv:.3f}**, and its most likely token **{verdict}**.")
-            st.markdown("Continuing greedily from this step:")
-            ui.show.escaped("before: " + cf.translation_before, "1.1rem")
-            ui.show.escaped("after: " + cf.translation_after, "1.1rem")
+        counterfactual_view(tr, name, path, text, e)
     summary = ui.models.results_file(EXPLANATION_RESULTS)
     if summary is not None:
         st.subheader("Over the test set")

@@ -1,8 +1,11 @@
 """What the Alignment & Explanation page's tabs share on screen: how a rule makes links, a
-link's number clamped, a duration as a button says it, and the JSON exports' words."""
+link's number clamped, the offer of a long run and its duration as a button says it, and the
+JSON exports' words."""
 from __future__ import annotations
 
 import json
+
+import streamlit as st
 
 from s2s.alignment import score
 from s2s.export import matrix_json
@@ -19,6 +22,19 @@ RULE_HELP = {"argmax": "each French word linked to the English word it attends t
 def within(value, low, high):
     """`value` clamped to [low, high] (a link's number, or one kept from a longer list)."""
     return max(low, min(value, high))
+
+
+def asked_to_run(note: str, label: str, key: str) -> bool:
+    """An offer to run something long: `note` (what it does, how long it should take) over a
+    button `label`. True on the run the button is pressed, the offer then gone, so that what the
+    run draws takes its place; False until then."""
+    offer = st.empty()
+    with offer.container():
+        st.info(note)
+        pressed = st.button(label, key=key, type="primary")
+    if pressed:
+        offer.empty()
+    return pressed
 
 
 def about(seconds: float) -> str:

@@ -17,7 +17,7 @@ from s2s.attention import head_or_mean
 from s2s.export import file_stem, plotly_config
 from s2s.figures import gold_alignment_figure, head_aer_figure
 from s2s.text import MAX_CORPUS_BYTES, MAX_CORPUS_PAIRS, InputError
-from ui.alignment.common import MATRIX_WHAT, RULE_HELP, about, pair_export, reading_of, within
+from ui.alignment.common import MATRIX_WHAT, RULE_HELP, about, asked_to_run, pair_export, reading_of, within
 from ui.alignment.measurements import (
     CORPUS_ASK_S,
     TRIAL,
@@ -108,10 +108,11 @@ def corpus_view(name: str, path: str, transformer: bool, tr=None, hub: bool = Fa
         seconds = None
         if tr is not None and (path, tuple(pairs), shifted(rule), transformer) not in corpus_runs()["done"]:
             seconds, basis = corpus_estimate(path, tr, pairs)
-            if hub or seconds > CORPUS_ASK_S:        # issue #54: 37 pairs took 11.5 s on opening the tab
-                st.info(f"Aligning these {len(pairs)} pairs forces each through {shown}: {about(seconds)} on this "
-                        f"server ({basis}).")
-                if not st.button(f"Align {len(pairs)} pairs ({about(seconds)})", key="corpus_run", type="primary"):
+            # issue #54: 37 pairs took 11.5 s on opening the tab; issue #62: the offer gone once pressed
+            if hub or seconds > CORPUS_ASK_S:
+                if not asked_to_run(f"Aligning these {len(pairs)} pairs forces each through {shown}: "
+                                    f"{about(seconds)} on this server ({basis}).",
+                                    f"Align {len(pairs)} pairs ({about(seconds)})", "corpus_run"):
                     return
         with st.spinner(f"Forcing {len(pairs)} pairs through {shown}…"
                         + (f" ({about(seconds)})" if seconds is not None and seconds >= 1 else "")):

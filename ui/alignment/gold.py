@@ -12,13 +12,16 @@ from s2s.alignment import DEFAULT_RULE, RULES, GoldError, links, score, shifted
 from s2s.export import file_stem, plotly_config
 from s2s.figures import gold_alignment_figure, head_aer_figure, label_px
 from s2s.text import InputError, clean_text
-from ui.alignment.common import MATRIX_WHAT, RULE_HELP, pair_export, reading_of, within
+from ui.alignment.common import MATRIX_WHAT, RULE_HELP, about, asked_to_run, pair_export, reading_of, within
 from ui.alignment.measurements import (
     ALIGNMENT_RESULTS,
+    CORPUS_ASK_S,
     TRIAL,
     gold_pairs,
     hansards_test_folder,
     head_aer_cached,
+    head_scoring_estimate,
+    head_scoring_runs,
     word_attention_cached,
     word_attention_heads_cached,
 )
@@ -35,11 +38,23 @@ def words_of(text: str, what: str) -> tuple[str, ...]:
     return words
 
 
-def heads_of_model(name: str, path: str, source: str, english, french, rule: str, gold) -> None:
+def heads_of_model(tr, info, path: str, source: str, english, french, rule: str, gold) -> None:
     """A Transformer's every layer x head scored as an aligner on the chosen gold set (a
-    layers x heads AER heatmap, the best head outlined), and that head's links on this pair."""
+    layers x heads AER heatmap, the best head outlined), and that head's links on this pair.
+    A scoring that should take over CORPUS_ASK_S, or any for a Hugging Face model, waits for a
+    button that says how long (head_scoring_estimate); one run before, by any reader, is not
+    asked again."""
+    name = info.name
     folder = str(TRIAL if source == "trial" else hansards_test_folder())
-    n = len(gold_pairs(folder, source))
+    pairs = gold_pairs(folder, source)
+    n = len(pairs)
+    if (path, folder, source, rule) not in head_scoring_runs()["done"]:
+        seconds, basis = head_scoring_estimate(path, tr, pairs)
+        if (info.is_hub or seconds > CORPUS_ASK_S) and not asked_to_run(
+                f"Scoring every layer × head forces the {n} {source} pairs through "
+                f"{ui.models.display_name(name)}, every head kept: {about(seconds)} on this server ({basis}).",
+                f"Score every layer × head ({about(seconds)})", "heads_run"):
+            return
     with st.spinner(f"Scoring every layer × head on the {n} {source} pairs…"):
         try:
             h = head_aer_cached(path, folder, source, rule)
@@ -50,7 +65,7 @@ def heads_of_model(name: str, path: str, source: str, english, french, rule: str
     c1, c2 = st.columns([2, 3])
     with c1:
         ui.show.plotly_chart(head_aer_figure(np.array(h["aer"]), (l, k)), key="head_aer", width="stretch",
-                        config=plotly_config(file_stem("head-aer", name, source, rule)))
+                             config=plotly_config(file_stem("head-aer", name, source, rule)))
         st.caption(f"AER of each layer × head's cross-attention read as links ({rule}) over the {h['pairs']} "
                    f"{source} pairs; lower is better. Outlined: the best, layer {l + 1} · head {k + 1} "
                    f"(AER {h['aer'][l][k]:.3f}); the last layer's head mean, the matrix the other views show: "
@@ -62,9 +77,9 @@ def heads_of_model(name: str, path: str, source: str, english, french, rule: str
             return
         predicted = links(w, rule)
         ui.show.plotly_chart(gold_alignment_figure(english, french, w, set(gold.sure), set(gold.possible), predicted,
-                                              words="gold words"), width="stretch", key="best_head_figure",
-                        config=plotly_config(file_stem("alignment", name, f"L{l + 1}H{k + 1}", rule,
-                                                       " ".join(english)[:40])))
+                                                   words="gold words"), width="stretch", key="best_head_figure",
+                             config=plotly_config(file_stem("alignment", name, f"L{l + 1}H{k + 1}", rule,
+                                                            " ".join(english)[:40])))
         st.caption(f"Layer {l + 1} · head {k + 1} alone on this pair: {score([predicted], [gold]).aer:.3f} AER "
                    "(crosses: its links; red: the annotators').")
 
@@ -151,7 +166,7 @@ def human_alignments(tr, info, path: str) -> None:
                                                     MATRIX_WHAT + reading_of(None, is_transformer)))
     if is_transformer and source != "typed" and english:
         st.subheader("Every layer × head as an aligner")
-        heads_of_model(name, path, source, english, french, rule, gold)
+        heads_of_model(tr, info, path, source, english, french, rule, gold)
     st.subheader("Every model on the test set")
     table = ui.models.results_file(ALIGNMENT_RESULTS)
     if table is None:
