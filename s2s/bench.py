@@ -38,6 +38,13 @@ neuron_view_ms: the Heads tab's neuron view (s2s.heads, and its figure) of one h
 decoder layer's cross-attention, head 1, the 5th output piece) for the 20-word sentence's greedy output by the
 first Transformer among the checkpoints, median of 10 (target: <= 1,000).
 peak_rss_mb: the process's peak resident memory.
+lens_ms, lens_vs_forced: the logit lens (s2s.lens, every decoder layer read through the output head) of the
+20-word sentence forced with its French by the first Transformer among the checkpoints, and over one forced
+decoding of the same pair, alternated, medians of 3 (target: <= 2); contrast_ms, contrast_vs_grad: the
+contrastive grad x input (s2s.contrast) at the 5th output piece against the first, and over the plain grad x
+input of log p of the same step alone, alternated, medians of 3 (target: <= 1.5); patch_ms: activation
+patching (s2s.patch) of PATCH_PAIR, every encoder layer x position and every cross-attention head, without
+its two reference passes, median of 3 (target: <= 2,000).
 mask_vs_greedy: greedy decoding of the 20-word sentence by the first Transformer among the checkpoints with three heads
 knocked out (MASKED_HEADS: one of each kind, DecodeSettings.head_mask) over plain greedy, alternated run by run
 (mask_ms, medians of --runs; target: <= 1.2). importance_s: Michel et al.'s importance of every head, with
@@ -406,6 +413,41 @@ def neuron_view_timing(tr: Translator, runs: int = 10) -> float:
                                                       target_ids=ids)), runs)
 
 
+PATCH_PAIR = ("The little girl is happy because her mother is here.",       # patch_ms: a 10-word pair,
+              "The little boy is happy because his mother is here.")        # one word swapped
+
+
+def interpretability_timing(tr: Translator) -> dict:
+    """lens_ms and lens_vs_forced, contrast_ms and contrast_vs_grad, patch_ms (see above)."""
+    from .attributions import row_log_probs
+    from .contrast import grad_x_input as contrast_grad
+    from .lens import lens
+    from .patch import patch
+    ids = tr.tokenizer.target_ids(REFERENCE_20)
+    src = torch.tensor([encode_source(tr, SENTENCE_20)], device=tr.device)
+    tgt = torch.tensor(ids, device=tr.device)
+    step = torch.tensor([4], device=tr.device)
+
+    def plain_grad() -> None:              # grad x input of log p(y_5) alone, as the plain attribution takes it
+        e = tr.model.embed(src).detach()
+        x = e.clone().requires_grad_(True)
+        (g,) = torch.autograd.grad(row_log_probs(tr.model, x, src, tgt, step).sum(), x)
+        (g * e).sum(-1)
+
+    times = alternating_ms({"lens": lambda: lens(tr, SENTENCE_20, REFERENCE_20),
+                            "forced": lambda: forced(tr, SENTENCE_20, reference_ids=ids),
+                            "contrast": lambda: contrast_grad(tr.model, src, tgt, 4, ids[0]),
+                            "grad": plain_grad}, 3)
+    out = {"lens_ms": times["lens"], "lens_vs_forced": round(times["lens"] / times["forced"], 2),
+           "contrast_ms": times["contrast"], "contrast_vs_grad": round(times["contrast"] / times["grad"], 2)}
+    try:                # a model whose pieces split the pair's two words differently cannot patch it
+        patch_s = [patch(tr, PATCH_PAIR[0], PATCH_PAIR[1]).seconds for _ in range(3)]
+    except InputError:
+        return out
+    out["patch_ms"] = round(1000 * sorted(s["layers"] + s.get("heads", 0.0) for s in patch_s)[1], 1)
+    return out
+
+
 MASKED_HEADS = "cross:1.1,encoder:1.1,decoder:1.1"     # mask_vs_greedy: one head of each kind knocked out
 HELD_OUT = Path(__file__).resolve().parents[1] / "data" / "tatoeba" / "test.tsv"    # python -m s2s.data writes it
 
@@ -481,6 +523,7 @@ def main(argv=None) -> int:
         out["transformer_greedy_ms_p50"] = timed_ms(lambda: greedy(t_tr, SENTENCE_20), a.runs)
         out["transformer_beam5_ms_p50"] = timed_ms(lambda: beam_search(t_tr, SENTENCE_20, width=5), a.runs)
         out["neuron_view_ms"] = neuron_view_timing(t_tr)
+        out.update(interpretability_timing(t_tr))
         shipped = Path(a.checkpoints).resolve() == checkpoint_root().resolve()
         out.update(heads_timing(t_tr, a.runs, a.held_out or (HELD_OUT if shipped else None), a.prune_pairs))
     # contributions: of this model if it is a Transformer (ours or a hub model), else of the shipped Transformer
