@@ -53,7 +53,8 @@ from .transformer import Transformer
 
 KINDS = tuple(HEAD_KINDS)        # cross, encoder, decoder
 RECURRENT_KNOCKOUT = ("A recurrent model has one attention and no heads to knock out: its knockout is the "
-                      "counterfactual attention (Alignment & Explanation; python -m s2s.explain --counterfactual STEP).")
+                      "counterfactual attention (Alignment & Explanation; python -m s2s.explain --counterfactual "
+                      "STEP).")
 
 
 # ---------------------------------------------------------------------------------------
