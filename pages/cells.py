@@ -15,11 +15,10 @@ import ui.span_select
 from s2s.cells import (
     FEATURES,
     SPAN_SIGNALS,
+    SPAN_THRESHOLD,
     Trace,
     encoder_trace,
     gate_saturation,
-    held_out_text,
-    long_states,
     memory_resets,
     parse_span,
     rank_cells,
@@ -88,23 +87,6 @@ def translation_trace_cached(path: str, text: str):
             {"forward": memory_resets(fwd), "backward": memory_resets(bwd)})
 
 
-@st.cache_resource(max_entries=2, show_spinner="Reading the held-out text once for this model…")
-def held_out_states(path: str, signal: str) -> tuple[str, np.ndarray, str]:
-    """The held-out text span matches are searched in, its states (T, L, H, float16) and what it
-    is: HELD_OUT_CHARS of the test part of the model's training file where ../shared holds it,
-    else this page's example of the same kind (shipped, never trained on). A resource: 100 MB,
-    shared by every session, never copied (st.cache_data would pickle it on every read)."""
-    lm_ = ui.models.load_charlm_path(path)
-    text_ = held_out_text(lm_.metrics)
-    if text_ is not None:
-        label = f"{len(text_):,} held-out characters of {lm_.metrics['train']['data']} (its test part)"
-    else:
-        code = "linux" in lm_.metrics.get("train", {}).get("data", "")
-        text_ = example_text(list(EXAMPLES)[1 if code else 2])
-        label = f"the shipped held-out example ({len(text_):,} characters; the training text is not on this machine)"
-    return text_, long_states(lm_.model, text_, signal), label
-
-
 TRANSLATION_HELD_OUT = 100    # lines of examples/test_long.tsv searched for a translation model's span matches
 
 
@@ -157,6 +139,22 @@ def jump_to_held_out(held: str, start: int, end: int) -> None:
     S.chars_span = (start - a, end - a)
 
 
+def span_address() -> dict:
+    """The selected span in the address while the switch is on (Colored text): span=START:END,
+    read=, and the threshold and margin where they are not the defaults."""
+    S = st.session_state
+    span = S.get("chars_span")
+    if not (S.get("span_on") and S.get("cells_tab", "Colored text") == "Colored text"
+            and isinstance(span, (tuple, list)) and len(span) == 2):
+        return {}
+    out = {"span": f"{int(span[0])}:{int(span[1])}", "read": S.get("chars_signal")}
+    if S.get("chars_threshold", SPAN_THRESHOLD) != SPAN_THRESHOLD:
+        out["threshold"] = f"{S.chars_threshold:g}"
+    if S.get("chars_margin", 1) != 1:
+        out["margin"] = int(S.chars_margin)
+    return out
+
+
 def best_known_cell(metrics: dict, prefer: str) -> tuple[str, int, int]:
     """The default view: the cell training found for the `prefer`red feature (metrics.json)
     if it is clearly interpretable (|r| >= 0.5), else the cell with the largest |r|."""
@@ -204,8 +202,11 @@ ADDRESS = {"model": ("charlm", ui.address.choice([m.name for m in models])),
            "tab": ("cells_tab", ui.address.choice(tab_names)),
            "layer": ("layer", ui.address.number_in(0, 64)), "cell": ("cell", ui.address.number_in(0, 4096)),
            "signal": ("signal", str), "feature": ("feature", str), "regex": ("regex", str),
-           # select-a-span (the Start page's link): span=START:END turns it on; read=hidden|cell
-           "span": ("chars_span", parse_span), "read": ("chars_signal", ui.address.choice(SPAN_SIGNALS))}
+           # select-a-span (the Start page's link; written back while the switch is on): span=START:END
+           # turns it on; read=hidden|cell; threshold and margin where they differ from LSTMVis's defaults
+           "span": ("chars_span", parse_span), "read": ("chars_signal", ui.address.choice(SPAN_SIGNALS)),
+           "threshold": ("chars_threshold", ui.address.number_in(0.05, 0.95, float)),
+           "margin": ("chars_margin", ui.address.number_in(1, 20))}
 # a link may name the tab (?tab=Find+cells) and the rest; read before the model box is drawn
 arrival = ui.address.arrival_query("cells")
 for note in ui.address.read_address(arrival, ADDRESS):
@@ -268,8 +269,9 @@ else:
     passage_tab = S.get("cells_tab") != "Translation models"
     if "source" in S and S.source is None:      # its selected button clicked again: keep that choice
         S.source = S.get("last_source", "Example")
-    source = st.segmented_control("Text", ["Example", "Your text", "Sample from the model"], key="source",
-                                  default="Example") if passage_tab else None
+    S.setdefault("source", "Example")     # no default= beside it: Streamlit warns when state sets it too
+    source = st.segmented_control("Text", ["Example", "Your text", "Sample from the model"],
+                                  key="source") if passage_tab else None
     if source == "Example" and S.get("last_source", "Example") != "Example" \
             and not any(example_text(label) == S.cell_text for label in EXAMPLES):
         S.cell_text = example_text(first)       # back from a sample or one's own text: an example, as the button says
@@ -316,7 +318,9 @@ else:
     # only the open tab runs (see the Translate page)
     tabs = dict(zip(tab_names, st.tabs(tab_names, key="cells_tab", on_change="rerun")))
     if arrival.get("tab") in tab_names:     # a link to a tab (the Start page's): the tab and its view in sight
-        ui.address.scroll_into_view('[data-testid="stTabs"]')
+        # a span's link: its switch at the top, its cells and matches under it (the text, above, underlines it)
+        span_link = S.get("span_on") and "span" in arrival and arrival["tab"] == "Colored text"
+        ui.address.scroll_into_view(".st-key-span_on" if span_link else '[data-testid="stTabs"]')
 
     # -------------------------------------------------------------- colored text
     with tabs["Colored text"]:
@@ -344,7 +348,7 @@ else:
                 st.html(colored_text_html(shown, values, lo=lo, hi=1.0, value_name=signals[signal].split(",")[0],
                                           mark=tuple(span) if span else None))
             if span:
-                held = held_out_states(path, span_signal)
+                held = ui.span_select.held_out_states(path, span_signal)
                 ui.span_select.show(
                     "chars", shown, span_states(traces, span_signal), tuple(span), span_threshold, span_signal,
                     span_margin, value_name=traces[0].SIGNALS[span_signal].split(",")[0],
@@ -492,4 +496,5 @@ with tabs["Translation models"]:
                                             lambda s, e: jump_to_held_out_line(starts, s, e)))
 
 ui.address.set_address(ui.address.address_of(ADDRESS, ["model", "tab"] + (
-    ["layer", "cell", "signal", "feature", "regex"] if S.get("cells_tab") != "Translation models" else [])))
+    ["layer", "cell", "signal", "feature", "regex"] if S.get("cells_tab") != "Translation models" else []))
+    | span_address())

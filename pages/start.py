@@ -75,10 +75,9 @@ OUTLINE = [
           "A character model reads a passage, each character shaded by one cell; *Find cells* ranks the cells by "
           "feature.",
           (Link("pages/cells.py", "Cell States › Colored text", {"tab": "Colored text"}, ":material/memory:"),
-           # LSTMVis's select-a-span on the War and Peace LSTM's example passage: the opening quote and its first
-           # words, read by the memory tanh(c) (docs/app.md)
-           Link("pages/cells.py", "Cell States · select a span › Colored text",
-                {"model": "charlm-war-and-peace", "tab": "Colored text", "span": "0:12", "read": "cell"},
+           # LSTMVis's select-a-span on the War and Peace LSTM's example passage: its first quotation whole,
+           # read by the memory tanh(c), lists the quote cell (docs/app.md); the warm-up reads what it needs
+           Link("pages/cells.py", "Cell States · select a span › Colored text", ui.warm.SPAN_LINK,
                 ":material/select:"))),
 ]
 # The last topic links to a Transformer's heads when checkpoints/ has one (read from the configs)

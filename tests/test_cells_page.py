@@ -347,3 +347,112 @@ def test_a_start_link_opens_on_an_example_and_example_leaves_a_sample(zoo_env):
     at.run()
     assert not at.exception and at.segmented_control(key="source").value == "Example"
     assert at.selectbox(key="example_pick").value is not None and "my own passage" not in at.session_state["cell_text"]
+
+
+# ---------------------------------------------------------------- select a span: the address, the warning (issue #62)
+
+def arrive(query: dict) -> AppTest:
+    """The app opened at /cells?query, as a Start-page link or a copied address opens it."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90).run()
+    for key, value in query.items():
+        at.query_params[key] = value
+    at.switch_page("pages/cells.py")
+    return at.run()
+
+
+def query_of(at) -> dict[str, str]:
+    return {k: v if isinstance(v, str) else v[0] for k, v in at.query_params.items()}
+
+
+def test_a_span_link_keeps_its_span_in_the_address_and_the_find_box_writes_it(zoo_env):
+    """Issue #62 item 2: span= survives landing, and a selection made on the page (the find box,
+    the threshold, the margin) is written into the address."""
+    at = arrive({"tab": "Colored text", "span": "3:9", "read": "hidden"})
+    assert not at.exception and at.toggle(key="span_on").value
+    assert tuple(at.session_state["chars_span"]) == (3, 9)
+    assert query_of(at)["span"] == "3:9" and query_of(at)["read"] == "hidden"
+    assert "threshold" not in at.query_params and "margin" not in at.query_params     # the defaults: not written
+    text = at.session_state["cell_text"]
+    word = next(m.group() for m in re.finditer(r"[a-z]{4,}", text) if m.start() > 10)     # letters the model knows
+    at.text_input(key="chars_find").set_value(word).run()
+    s, e = at.session_state["chars_span"]
+    assert query_of(at)["span"] == f"{s}:{e}" and text[s:e] == word
+    at.slider(key="chars_threshold").set_value(0.5).run()
+    at.number_input(key="chars_margin").set_value(3).run()
+    assert query_of(at)["threshold"] == "0.5" and query_of(at)["margin"] == "3"
+    # the address read back: a copied link reproduces the view
+    again = arrive(query_of(at))
+    assert tuple(again.session_state["chars_span"]) == (s, e)
+    assert again.slider(key="chars_threshold").value == 0.5 and again.number_input(key="chars_margin").value == 3
+    # the switch off: no span in the address
+    at.toggle(key="span_on").set_value(False).run()
+    assert "span" not in at.query_params
+
+
+def test_the_text_switch_and_the_span_controls_log_no_session_state_warning(zoo_env, monkeypatch):
+    """Leftover of issue #62: 'widget with key "source" was created with a default value but also had
+    its value set via the Session State API' (the text switch); the span's threshold and margin,
+    which a link sets, likewise."""
+    from streamlit.elements.lib import policies
+    logged = []
+    monkeypatch.setattr(policies, "_shown_default_value_warning", False)
+    monkeypatch.setattr(policies._LOGGER, "warning", lambda msg, *a, **k: logged.append(str(msg) % a if a else msg))
+    at = arrive({"tab": "Colored text", "span": "2:8", "threshold": "0.4", "margin": "2"})
+    for source in ("Your text", "Example", "Sample from the model", "Example"):
+        at.segmented_control(key="source").set_value(source).run()
+    at.slider(key="chars_threshold").set_value(0.35).run()
+    assert not at.exception
+    assert not [m for m in logged if "default value" in m], logged
+
+
+@pytest.mark.skipif(not (ROOT / "checkpoints" / "charlm-war-and-peace" / "metrics.json").is_file(),
+                    reason="the shipped War and Peace model is not in checkpoints/")
+def test_the_start_links_quotation_lists_the_quote_cell_first_on_the_page(monkeypatch):
+    """Issue #62 items 1 and 3, on the page: the Start link's span (the example's first quotation
+    whole, tanh(c)) has no cell on throughout; the closest are listed with how much of the span each
+    covers, docs/app.md's quote cell among the first three, and the matches are that cell's. The
+    held-out text is cut to its first 5,000 characters here (its 100,000 take the bench's time)."""
+    import ui.span_select
+    import ui.warm
+    from s2s.cells import held_out_source
+    monkeypatch.delenv("S2S_CHECKPOINTS", raising=False)
+    monkeypatch.setattr(ui.span_select, "held_out_source", lambda metrics: (
+        held_out_source(metrics, chars=5_000)[0], "5,000 held-out characters"))
+    ui.span_select.held_out_states.clear()
+    at = arrive(ui.warm.SPAN_LINK)
+    assert not at.exception
+    assert query_of(at)["span"] == ui.warm.SPAN_LINK["span"]
+    table = at.dataframe[0].value
+    assert "covers the span" in table.columns
+    assert "layer 1 cell 103 (negative)" in list(table["cell"][:3])
+    said = " ".join(m.value for m in at.markdown)
+    assert "The closest" in said and "Matches in 5,000 held-out characters:" in said
+    assert "where layer 1 cell 103 (negative) is on" in said
+    ui.span_select.held_out_states.clear()
+
+
+def test_the_warm_up_reads_the_span_links_held_out_states_before_the_click(tmp_path, tiny_charlm, monkeypatch):
+    """Issue #62 item 6: the Start page's select-a-span link (ui.warm.SPAN_LINK) needs its model's
+    states over the held-out text; the server's warm-up reads them, once, into the cache the page
+    reads (ui.span_select.held_out_states), so the link's click finds them."""
+    import threading
+
+    import ui.models
+    import ui.span_select
+    import ui.warm
+    shutil.copytree(tiny_charlm, tmp_path / ui.warm.SPAN_LINK["model"])
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(tmp_path))
+    ui.span_select.held_out_states.clear()
+    read, real = [], ui.span_select.long_states
+    monkeypatch.setattr(ui.span_select, "long_states", lambda model, text, signal: read.append(signal) or
+                        real(model, text, signal))
+    monkeypatch.setattr(ui.warm, "_warm_thread", None)          # as in a fresh server process
+    for event in ("_default_warm", "_plotly_imported", "_altair_ready"):
+        monkeypatch.setattr(ui.warm, event, threading.Event())
+    ui.warm.warm_up().join(300)
+    assert read == [ui.warm.SPAN_LINK["read"]]
+    text, states, label = ui.span_select.held_out_states(ui.models.model_path(ui.warm.SPAN_LINK["model"]),
+                                                         ui.warm.SPAN_LINK["read"])
+    assert read == [ui.warm.SPAN_LINK["read"]] and states.shape[0] == len(text)          # a cache hit
+    assert ui.span_select.warm_held_out("no-such-model", "cell") is False
+    ui.span_select.held_out_states.clear()

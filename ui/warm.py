@@ -19,6 +19,11 @@ from s2s.checkpoint import CheckpointError
 from ui import models
 from ui.show import MAIN_PX
 
+# The Start page's select-a-span link (pages/start.py): the War and Peace LSTM's example passage with
+# its first quotation selected whole, read by tanh(c). Its held-out matches need that model's states
+# over 100,000 held-out characters, read once per server: the warm-up reads them before the click.
+SPAN_LINK = {"model": "charlm-war-and-peace", "tab": "Colored text", "span": "0:308", "read": "cell"}
+
 _warm_lock, _warm_thread = threading.Lock(), None
 _default_warm = threading.Event()     # set once warm_up has torch, the default model and its first decode
 _plotly_imported = threading.Event()  # set once warm_up has imported plotly (and pandas)
@@ -215,6 +220,10 @@ def _warm_models() -> None:
         if name != models.DEFAULT_MODEL and name not in bottleneck:
             _step_aside()
             warm(name)
+    # Then the Cell States select-a-span link's model and its held-out states (a few seconds on 2 cores)
+    _step_aside()
+    import ui.span_select
+    ui.span_select.warm_held_out(SPAN_LINK["model"], SPAN_LINK["read"])
     # Last, the Hugging Face models the operator lists (none without S2S_HUB_MODELS): no Start link
     # needs one, and each is a long load (most of opus-mt's 17.4 s first use on Translate, 2 cores). A
     # page that asks for one meanwhile waits for this same load (models.get_model).
