@@ -1,4 +1,4 @@
-"""s2s.attributions (A), s2s.counterfactual (C) and s2s.explain (X): each attribution checked
+"""s2s.attributions (A; its gradient module G), s2s.counterfactual (C) and s2s.explain (X): each attribution checked
 against an independent computation on tiny models, Kendall's tau on vectors with a known
 answer, the counterfactuals, the CLI."""
 from __future__ import annotations
@@ -19,6 +19,7 @@ from conftest import ROOT
 from s2s import attributions as A
 from s2s import counterfactual as C
 from s2s import explain as X
+from s2s.attributions import gradient as G
 from s2s.checkpoint import Translator, load_translator
 from s2s.decode import _left_to_right, forced
 from s2s.text import InputError
@@ -371,7 +372,7 @@ def test_a_transformers_attributions(tiny_transformer, hub_models, which):
     # leave-one-out by hand for one piece
     i = 1
     rows = src.clone()
-    rows[0, i] = A._unk(tr.model)
+    rows[0, i] = A.unk_id(tr.model)
     other = forced(tr, text, reference_ids=e.target_ids, source_ids=rows[0].tolist())
     assert e.forced_from == ("greedy" if which == "ours" else "reference")
     np.testing.assert_allclose(e.attributions["leave_one_out"][:, i],
@@ -389,7 +390,7 @@ def test_logits_at_one_position_per_row_are_the_forward_passes(tiny_transformer,
     src = torch.tensor([A.source_ids(tr, "the cat sat on the mat .")])
     tgt = torch.tensor(tr.tokenizer.target_ids("le chat est assis sur le tapis ."))
     T, R = tgt.numel(), 11
-    tgt_in = torch.cat([tgt.new_tensor([A._bos(tr.model)]), tgt[:-1]]).expand(R, -1)
+    tgt_in = torch.cat([tgt.new_tensor([A.bos_id(tr.model)]), tgt[:-1]]).expand(R, -1)
     positions = torch.randint(0, T, (R,), generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         full, _ = tr.model(src.expand(R, -1), torch.full((R,), src.size(1)), tgt_in)
@@ -406,7 +407,7 @@ def grad_x_input_row_by_row(model, src: torch.Tensor, tgt: torch.Tensor) -> np.n
     """The definition, a_ij = (d log p(y_j | y_<j, x) / d e_i) . e_i, one token at a time:
     for each j a teacher-forced pass of the whole model (its forward) and one ordinary backward."""
     e = model.embed(src)[0].detach()
-    tgt_in = torch.cat([tgt.new_tensor([A._bos(model)]), tgt[:-1]])[None]
+    tgt_in = torch.cat([tgt.new_tensor([A.bos_id(model)]), tgt[:-1]])[None]
     rows = []
     for j in range(tgt.numel()):
         x = e[None].clone().requires_grad_(True)
@@ -420,7 +421,7 @@ def grad_x_input_row_by_row(model, src: torch.Tensor, tgt: torch.Tensor) -> np.n
 def test_a_transformers_grad_x_input_is_each_tokens_own_gradient(untrained_translators, tiny_transformer,
                                                                   hub_models, which):
     """A Transformer's grad x input (one forward pass, one backward batched over target steps,
-    cut at the output head: s2s.attributions._row_gradients) is the per-token definition, in
+    cut at the output head: s2s.attributions.gradient._row_gradients) is the per-token definition, in
     float64 to rounding: ours without and with the pointer (untrained, and trained), and one hub
     model of each family."""
     if which in untrained_translators:
@@ -463,8 +464,8 @@ def test_progress_says_what_it_does_from_the_start(untrained_translators, monkey
     tr = untrained_translators["transformer"]
     src, tgt = ids(tr, reference=REFERENCE)
     heard: list[tuple[float | None, str]] = []
-    row_gradients = A._row_gradients           # the first round's work: its start marked among what is heard
-    monkeypatch.setattr(A, "_row_gradients", lambda *a, **k: (heard.append((None, "<first round runs>")),
+    row_gradients = G._row_gradients           # the first round's work: its start marked among what is heard
+    monkeypatch.setattr(G, "_row_gradients", lambda *a, **k: (heard.append((None, "<first round runs>")),
                                                              row_gradients(*a, **k))[1])
     A.integrated_gradients(tr.model, src, tgt, on_progress=lambda done, stage: heard.append((done, stage)))
     shares = [d for d, _ in heard if d is not None]
@@ -529,15 +530,15 @@ def test_a_transformers_first_ig_round_shares_its_points_and_gives_captums_numbe
     slow, slow_err = A.integrated_gradients(tr.model, src, tgt, fast_first_round=False)
     np.testing.assert_allclose(fast, slow, atol=1e-4)
     np.testing.assert_allclose(fast_err, slow_err, atol=1e-4)
-    e = A._source_embeddings(tr.model, src)
+    e = G._source_embeddings(tr.model, src)
     t, w = torch.tensor([0.2, 0.7, 1.0]), torch.tensor([0.5, 0.25, 0.25])
-    whole = A._row_gradients(tr.model, e, src, tgt, t, w)
-    by_hand = sum(wk * A._row_gradients(tr.model, tk * e, src, tgt) for tk, wk in zip(t, w))
+    whole = G._row_gradients(tr.model, e, src, tgt, t, w)
+    by_hand = sum(wk * G._row_gradients(tr.model, tk * e, src, tgt) for tk, wk in zip(t, w))
     np.testing.assert_allclose(whole.numpy(), by_hand.numpy(), atol=1e-5)
-    old = A.ROW_GRAD_ELEMENTS
+    old = G.ROW_GRAD_ELEMENTS
     try:
-        A.ROW_GRAD_ELEMENTS = 1                 # one row per chunk
-        np.testing.assert_allclose(A._row_gradients(tr.model, e, src, tgt, t, w).numpy(), whole.numpy(),
+        G.ROW_GRAD_ELEMENTS = 1                 # one row per chunk
+        np.testing.assert_allclose(G._row_gradients(tr.model, e, src, tgt, t, w).numpy(), whole.numpy(),
                                    rtol=1e-5, atol=1e-5)    # float32: another batching, another rounding
     finally:
-        A.ROW_GRAD_ELEMENTS = old
+        G.ROW_GRAD_ELEMENTS = old
