@@ -328,7 +328,7 @@ def test_fetch_builds_every_offered_models_index_before_class(tiny_additive, tin
         row = rows[str(shipped / name)]
         assert row["status"] == "built" and row["pairs"] == 150 and row["mb"] > 0
         tr = load_translator(shipped / name)
-        assert nb.load_index(tr).where == tmp_path / "indexes" / name == nb.index_dir(tr)   # where the page looks
+        assert nb.load_index(tr).where == tmp_path / "indexes" / tr.name == nb.index_dir(tr)   # where the page looks
     hub = rows[str(hub_models["marian"])]
     assert hub["status"] == "skipped" and "--corpus" in hub["error"]
     # again: the indexes are kept, not rebuilt; with a corpus the hub model's is built
