@@ -410,8 +410,9 @@ def neighbours_tab(tr: Translator, d: Decoding, words: bool, model: str, text: s
         hub = tr.config.get("hub") is not None
         st.info(f"{e} " + ("A Hugging Face model's training data is not ours: the server's operator builds its "
                            "index, with the command above, from a corpus they choose, before class." if hub else
-                           "It is built once, from 10,000 of the model's own training pairs, and kept on disk "
-                           "(about 65 MB; a minute or so on two cores)."))
+                           "The server's operator builds every shipped model's index before class "
+                           "(`python -m s2s.fetch --neighbours`); here it is built once, from 10,000 of the model's "
+                           "own training pairs, and kept on disk (33 MB; a minute or so on two cores)."))
         if not hub and st.button("Build the index", key="nb_build", type="primary"):
             if build_with_progress(tr, path):
                 st.rerun()
@@ -427,9 +428,9 @@ def neighbours_tab(tr: Translator, d: Decoding, words: bool, model: str, text: s
         left, right = st.columns([1.3, 1], gap="medium")     # the tables' French needs the room
         with left:
             st.markdown("**Training sentences nearest to this one** (cosine of the mean encoder state)")
+            # static tables that wrap: a sentence is read whole, its [piece] in sight (a data grid cut them)
             ui.show.table(pd.DataFrame([{"cos": s.similarity, "English": s.english, "French": s.french}
-                                        for s in n.sentences]),
-                          key="nb_sentences", formats={"cos": "%.3f"}, height=ui.show.grid_height(k, 400))
+                                        for s in n.sentences]), formats={"cos": "%.3f"}, wrap=True)
             labels = {s.step: f"{s.step + 1}: {s.piece}" for s in steps}     # widget labels: text, not HTML
             ui.address.check_choice("nb_step", list(labels), steps[0].step)
             j = st.selectbox("Output step", list(labels), format_func=labels.get, key="nb_step")
@@ -440,12 +441,17 @@ def neighbours_tab(tr: Translator, d: Decoding, words: bool, model: str, text: s
                                          "model's argmax": s.predicted,
                                          "in its French [the step]": marked(tr.tokenizer,
                                                                             index.pair_piece_ids(s.pair), s.step)}
-                                        for s in chosen.neighbours]),
-                          key="nb_states", formats={"cos": "%.3f"}, height=ui.show.grid_height(k, 400))
+                                        for s in chosen.neighbours]), formats={"cos": "%.3f"}, wrap=True)
         with right:
             rows = [index.row(s.pair, s.step) for s in chosen.neighbours]
-            fig = figures.neighbours_map(n.projection, n.target_tokens, highlight=j, chosen_rows=rows)
-            ui.show.plotly_chart(fig, share=0.43, key="nb_map", config=ui.show.camera("neighbours", model, text[:40]))
+            on, share = ui.show.projector(), 0.43
+            fig = figures.neighbours_map(n.projection, n.target_tokens, highlight=j, chosen_rows=rows,
+                                         width=int(share * ui.show.MAIN_PX[on]), font_px=figures.label_px(on))
+            ui.show.plotly_chart(fig, share=share, key="nb_map", config=ui.show.camera("neighbours", model, text[:40]))
+            drawn, wanted = fig.layout.meta["labels"]
+            if drawn < wanted:
+                st.caption(f"{drawn} of {wanted} words written on the map, where each fits clear of the others; "
+                           "hover over a point to name it.")
     ex = n.projection.explained
     st.caption(f"Searched {n.index['pairs']:,} training pairs ({n.index['states']:,} decoder states) of the model's "
                "own training split, exactly (one matrix product, cosine). A training state's word is what it was "
