@@ -455,6 +455,9 @@ def bench_one(b, app: str, run: int, presses: int, models: list[str], times: dic
 
     if link:
         with streamlit_server(env, app=app, with_process=True) as (url, proc):
+            # the warm-up starts with the first page a browser opens (app.py), not with the server:
+            # open the Start page once, then wait for the server's CPU to go quiet
+            start_link_labels(b, url)
             try:
                 wait_idle(proc.pid)
             except TimeoutError as e:      # a machine too busy to tell: timed anyway, and said
