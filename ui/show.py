@@ -89,16 +89,39 @@ def projector() -> bool:
     return bool(st.session_state.get("projector", False))
 
 
-def plotly_chart(fig, share: float = 1.0, where=None, notes: bool = True, **kwargs):
+def screen_figure(fig, share: float = 1.0):
+    """`fig` as a class reads it (s2s.figures.for_screen) in a chart `share` of the main
+    column's width wide, for a caller that must see its final size before drawing it
+    (plotly_chart(..., ready=True))."""
+    from s2s.figures import for_screen
+    on = projector()
+    return for_screen(fig, on, int(share * MAIN_PX[on]))
+
+
+def same_rows(*figs) -> None:
+    """Figures drawn side by side whose rows are the same words (a heatmap and its log p bars):
+    the same top margin and so the same height, after for_screen gave one of them room for its
+    toolbar or its column labels, so that each bar stays beside its row."""
+    from s2s.figures.screen import TOOLBAR_PX
+    top = max(f.layout.margin.t or 0 for f in figs)
+    below = max((f.layout.height or 450) - (f.layout.margin.t or 0) for f in figs)   # the plot and bottom margin
+    for f in figs:
+        f.layout.height = top + below
+        f.layout.margin.t = top
+        if f.layout.title.text and f.layout.title.yref == "container":   # for_screen's place, under the toolbar
+            f.layout.title.y = 1 - TOOLBAR_PX / f.layout.height
+
+
+def plotly_chart(fig, share: float = 1.0, where=None, notes: bool = True, ready: bool = False, **kwargs):
     """st.plotly_chart (or `where`.plotly_chart, e.g. an st.empty slot) of `fig` as a class
     reads it (s2s.figures.for_screen): no label under 14 px, 18 with the Projector switch
     on, none lighter than the body text, crowded token axes thinned. `share`: the fraction
-    of the main column's width the chart gets (0.5 in one of two columns). Under it, unless
-    `notes` is False (a caller that places thinned_note itself) or it is drawn into a slot
-    (`where`), a line on any token labels that did not fit."""
-    from s2s.figures import for_screen
-    on = projector()
-    fig = for_screen(fig, on, int(share * MAIN_PX[on]))
+    of the main column's width the chart gets (0.5 in one of two columns); `ready`: `fig`
+    came from screen_figure already. Under it, unless `notes` is False (a caller that places
+    thinned_note itself) or it is drawn into a slot (`where`), a line on any token labels
+    that did not fit."""
+    if not ready:
+        fig = screen_figure(fig, share)
     out = (where or st).plotly_chart(fig, **kwargs)
     if where is None and notes:
         thinned_note(fig)

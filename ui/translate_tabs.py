@@ -331,19 +331,22 @@ def forced_decoding(tr: Translator, d: Decoding, words: bool, model: str, text: 
         longest = max((len(w) for w in src), default=4)
         height = 170 + round(0.62 * px * longest * 0.87 + 25) + round(1.4 * px * max(len(spans), 4))
         margin = dict(t=110, b=50)
-        with c1:
-            if a is not None:
-                fig = figures.attention_heatmap(src, tgt, a, height=height)
-                fig.update_layout(height=height, margin=margin)
-                ui.show.plotly_chart(fig, share=0.42, key="forced_heatmap",
+        lp = [float(sum(f.token_log_probs[j] for j in idx)) for _, idx in spans]
+        ranks = ["/".join(f"#{f.token_ranks[j]}" for j in idx) for _, idx in spans]
+        bars = figures.token_bars([w for w, _ in spans], lp, "log p", highlight=int(np.argmin(lp)),
+                                  texts=[f"{v:.2f} {r}" for v, r in zip(lp, ranks)], height=height)
+        bars.update_layout(height=height, margin=margin)
+        bars = ui.show.screen_figure(bars, share=0.25)
+        if a is not None:
+            fig = figures.attention_heatmap(src, tgt, a, height=height)
+            fig.update_layout(height=height, margin=margin)
+            fig = ui.show.screen_figure(fig, share=0.42)
+            ui.show.same_rows(fig, bars)     # the heatmap's toolbar row, say, given to the bars too
+            with c1:
+                ui.show.plotly_chart(fig, ready=True, key="forced_heatmap",
                                      config=ui.show.camera("forced_heatmap", model, text[:40]))
         with c2:
-            lp = [float(sum(f.token_log_probs[j] for j in idx)) for _, idx in spans]
-            ranks = ["/".join(f"#{f.token_ranks[j]}" for j in idx) for _, idx in spans]
-            bars = figures.token_bars([w for w, _ in spans], lp, "log p", highlight=int(np.argmin(lp)),
-                                      texts=[f"{v:.2f} {r}" for v, r in zip(lp, ranks)], height=height)
-            bars.update_layout(height=height, margin=margin)
-            ui.show.plotly_chart(bars, share=0.25, key="forced_lp",
+            ui.show.plotly_chart(bars, ready=True, key="forced_lp",
                                  config=ui.show.camera("forced_lp", model, text[:40]))
         with c3:
             explain_scores(d, ref)
