@@ -6,13 +6,19 @@ is on at every one of its 308 characters), the span kept in the address; the clo
 drawn as a heatmap (labels at least 14 px, 18 with the Projector); a held-out match's *Go* makes
 its passage the text, and a phrase found writes the new span into the address. Screenshots go to
 $S2S_SHOTS if set."""
-import os
-from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from browser import browser, exceptions, need_chromium_and_shipped_checkpoints, settle, streamlit_server, watched_page
+from browser import (
+    browser,
+    exceptions,
+    need_chromium_and_shipped_checkpoints,
+    settle,
+    shot,
+    streamlit_server,
+    watched_page,
+)
 from conftest import ROOT
 
 need_chromium_and_shipped_checkpoints()
@@ -35,10 +41,9 @@ ON_SCREEN_TEXT = """() => [...document.querySelectorAll('[data-testid="stMain"] 
   .map(e => e.innerText).join('\\n')"""
 
 
-def shot(page, name: str) -> None:
-    if os.environ.get("S2S_SHOTS"):
-        Path(os.environ["S2S_SHOTS"]).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(os.environ["S2S_SHOTS"]) / f"{name}.png"))
+# the underlined (selected) text of the passage starts with `head`, its ↵ marks dropped
+MARKED_STARTS = """head => [...document.querySelectorAll('[class*="st-key-point_colored"] span[style*="box-shadow"]')]
+  .map(e => e.innerText).join('').replace(/\u21b5/g, '').startsWith(head)"""
 
 
 def underlined(page) -> int:
@@ -91,6 +96,9 @@ def test_the_start_link_lands_on_the_quote_cell_and_its_matches_and_keeps_the_sp
     shot(page, f"span-{projector}-3-matches")
     first_match = matches.locator("b").first.inner_text()
     matches.get_by_role("button", name="Go").first.click()
+    # the passage replaced: wait for its underline to move to the match (a busy machine may show the old
+    # page, settled, before the click's run has even started)
+    page.wait_for_function(MARKED_STARTS, arg=first_match.replace("↵", "\n")[:12], timeout=300_000)
     settle(page, 300_000)
     assert not exceptions(page)
     marked = "".join(page.locator('[class*="st-key-point_colored"] span[style*="box-shadow"]').all_inner_texts())
