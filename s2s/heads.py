@@ -377,10 +377,10 @@ def _ranking_parser(command: str, description: str) -> OneLineErrorParser:
     return p
 
 
-def _bar(enabled: bool):
+def _bar():
     """A progress callback on stderr when it is a terminal (tqdm), and its closer."""
     from tqdm import tqdm
-    bar = tqdm(total=100, unit="%", file=sys.stderr, disable=None if enabled else True)
+    bar = tqdm(total=100, unit="%", file=sys.stderr, disable=None)
 
     def progress(share: float, stage: str) -> None:
         bar.set_description(stage)
@@ -412,7 +412,7 @@ def ranking_main(argv: Sequence[str]) -> int:
         p.add_argument("--scope", action="append", choices=SCOPES,
                        help="all heads or one kind (repeatable; default: all four)")
     a = p.parse_args(rest)
-    progress, close = _bar(True)
+    progress, close = _bar()
     try:
         if command == "prune" and not 1 <= a.steps <= 10:
             raise InputError(f"--steps is how many 10% steps to take, 1 to 10, not {a.steps}.")

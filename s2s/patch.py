@@ -175,9 +175,9 @@ def _layer_hooks(model, clean_src: torch.Tensor, clean: dict, cells_by_row: Sequ
     patch = _patch_rnn if is_recurrent(model) else _patch_positions
     hooks = _copied_pieces(model, clean_src, rows, cells_by_row)
     for l, module in enumerate(_encoder_sites(model)):
-        rows = [(r, i) for r, ll, i in cells_by_row if ll == l]
-        if rows:
-            hooks.append((module, "forward", patch(clean[l], rows)))
+        at = [(r, i) for r, ll, i in cells_by_row if ll == l]     # (batch row, position): not `rows`, the ids
+        if at:
+            hooks.append((module, "forward", patch(clean[l], at)))
     return hooks
 
 
@@ -214,9 +214,9 @@ def patch_heads(model, clean_src: torch.Tensor, edited: torch.Tensor, tgt: torch
     def hooks_for(batch, rows):
         hooks = []
         for l, s in enumerate(cross):
-            rows = [(r, h) for r, (ll, h) in enumerate(batch) if ll == l]
-            if rows:
-                hooks.append((s.o, "pre", _patch_heads(clean[l], s.heads, rows)))
+            at = [(r, h) for r, (ll, h) in enumerate(batch) if ll == l]      # (batch row, head)
+            if at:
+                hooks.append((s.o, "pre", _patch_heads(clean[l], s.heads, at)))
         return hooks
     flat = _batched(model, edited, tgt, cells, hooks_for)
     out, k = [], 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -109,6 +110,15 @@ def value_of(page, box: str, expected: str, timeout_ms: int = 5_000) -> str:
         pass
     return area.input_value()
 
+
+
+def shot(page, name: str) -> None:
+    """With S2S_SHOTS set (a folder), the page's screenshot there as NAME.png, the name's
+    characters other than letters, digits and - made _ (for looking at a test's views)."""
+    folder = os.environ.get("S2S_SHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(folder) / f"{re.sub(r'[^a-z0-9-]+', '_', name.lower())}.png"))
 
 def exceptions(page) -> list[str]:
     return [e.inner_text() for e in page.query_selector_all('[data-testid="stException"]')]

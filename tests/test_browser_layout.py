@@ -16,13 +16,18 @@ again beside it.
 One server and one browser for the module. Screenshots of each view go to the folder $S2S_SHOTS
 when it is set (to look at).
 """
-import os
-import re
-from pathlib import Path
 
 import pytest
 
-from browser import browser, exceptions, need_chromium_and_shipped_checkpoints, settle, streamlit_server, watched_page
+from browser import (
+    browser,
+    exceptions,
+    need_chromium_and_shipped_checkpoints,
+    settle,
+    shot,
+    streamlit_server,
+    watched_page,
+)
 
 need_chromium_and_shipped_checkpoints()
 
@@ -40,13 +45,6 @@ def app():
     """One server and one browser for the module (a cold server imports torch)."""
     with streamlit_server() as url, browser() as b:
         yield url, b
-
-
-def shot(page, name: str) -> None:
-    if os.environ.get("S2S_SHOTS"):
-        folder = Path(os.environ["S2S_SHOTS"])
-        folder.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(folder / f"layout_{re.sub(r'[^a-z0-9]+', '_', name.lower())}.png"))
 
 
 def open_view(app, query: str, view: str, path: str = "/translate"):
@@ -84,7 +82,7 @@ def test_buttons_are_whole(app, view):
         page = open_view(app, query, view)
         try:
             scroll_to(page, '[data-testid="stTabs"]')
-            shot(page, f"buttons {view} {query[:40]}")
+            shot(page, f"layout buttons {view} {query[:40]}")
             names = page.evaluate("() => [...document.querySelectorAll('[data-testid=\"stMain\"] button')]"
                                   ".map(b => b.textContent.trim())")
             if query.startswith("tab=Forced"):
@@ -123,7 +121,7 @@ def test_tab_bar_holds_twelve_tabs(app, view):
     try:
         for more in ([], MORE_TABS):
             bar = page.evaluate(TAB_BAR, more)
-            shot(page, f"tabs {view} {len(bar['tabs'])}")
+            shot(page, f"layout tabs {view} {len(bar['tabs'])}")
             assert len(bar["tabs"]) == 9 + len(more)
             assert bar["scroll"] <= 0 and bar["chevrons"] == 0, bar
             assert bar["rows"] <= 2, bar
@@ -149,7 +147,7 @@ def test_compare_an_edit_labels_the_changed_words(app, view):
     page = open_view(app, f"tab=Compare+an+edit&{EDIT}", view)
     try:
         scroll_to(page, '[class*="st-key-edit_map0"]')
-        shot(page, f"compare edit {view}")
+        shot(page, f"layout compare edit {view}")
         for i, changed in ((0, {"grandmother", "small"}), (1, {"grandfather", "big"})):
             shown = [t["text"] for t in tick_texts(page, f'[class*="st-key-edit_map{i}"]') if t["shown"]]
             assert changed <= set(shown), shown
@@ -164,7 +162,7 @@ def test_enlarged_head_labels_every_column(app, view):
     page = open_view(app, f"tab=Heads&model=en-fr-transformer&{DOG}&view=pieces", view)
     try:
         scroll_to(page, '[data-testid="stTabs"]')
-        shot(page, f"enlarged head {view}")
+        shot(page, f"layout enlarged head {view}")
         labels = [t for t in tick_texts(page, ".st-key-head_enlarged") if t["shown"]]
         assert [t["text"] for t in labels] == ["▁She", "▁has", "▁a", "▁big", "▁black", "▁dog", ".", "</s>"]
         ys = [t for t in tick_texts(page, ".st-key-head_enlarged", "ytick") if t["shown"]]
@@ -186,7 +184,7 @@ def test_log_p_bars_keep_their_zero(app, view, query):
         assert bars.count() == 2
         bars.first.scroll_into_view_if_needed()
         settle(page)
-        shot(page, f"log p bars {view} {query[:30]}")
+        shot(page, f"layout log p bars {view} {query[:30]}")
         for i in (0, 1):
             key = page.evaluate("(i) => [...document.querySelectorAll('[class*=\"_lp' + i + '\"]')]"
                                 ".map(e => [...e.classList].find(c => c.startsWith('st-key-')))[0]", i)
@@ -231,7 +229,7 @@ def test_toolbar_clear_of_top_labels(app, view):
                 handle = target.element_handle()
                 page.wait_for_function("(p) => { const b = p.querySelector('.modebar');"
                                        " return b && getComputedStyle(b).opacity === '1'; }", arg=handle)
-                shot(page, f"toolbar {view} {query[:20]} {chart[-12:]}")
+                shot(page, f"layout toolbar {view} {query[:20]} {chart[-12:]}")
                 assert page.evaluate(TOOLBAR_OVER, handle) == [], (query, chart)
         finally:
             page.close()
@@ -245,7 +243,7 @@ def test_start_outline_with_the_projector(app, view):
     page = open_view(app, "", view, path="/")
     try:
         page.wait_for_selector('[data-testid="stPageLink"] a')
-        shot(page, f"start {view}")
+        shot(page, f"layout start {view}")
         links = page.evaluate("""() => [...document
             .querySelectorAll('[data-testid="stMain"] [data-testid="stPageLink"]')]
             .map(l => ({text: l.textContent.trim(), bottom: l.getBoundingClientRect().bottom,

@@ -4,12 +4,10 @@ query ▁chien), with the Projector switch off and on. The view is drawn whole o
 every one of its labels at least 14 px (18 with the Projector) and no two overlapping, and a
 click on a row of the enlarged head above picks that row's query. Screenshots go to $S2S_SHOTS
 when it is set (to look at)."""
-import os
-from pathlib import Path
 
 import pytest
 
-from browser import exceptions, need_chromium_and_shipped_checkpoints, settle, streamlit_server, watched_page
+from browser import exceptions, need_chromium_and_shipped_checkpoints, settle, shot, streamlit_server, watched_page
 from conftest import ROOT
 
 need_chromium_and_shipped_checkpoints()
@@ -36,12 +34,6 @@ def app():
         yield url, b
 
 
-def shot(page, name: str) -> None:
-    if os.environ.get("S2S_SHOTS"):
-        Path(os.environ["S2S_SHOTS"]).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(os.environ["S2S_SHOTS"]) / name))
-
-
 @pytest.mark.parametrize("projector", ["off", "on"])
 def test_the_neuron_view_is_drawn_whole_and_readable(app, projector):
     url, b = app
@@ -56,7 +48,7 @@ def test_the_neuron_view_is_drawn_whole_and_readable(app, projector):
         page.locator(VIEW).evaluate("e => e.scrollIntoView({block: 'center'})")
         page.wait_for_function(f"""(() => {{ const r = document.querySelector('{VIEW}').getBoundingClientRect();
                                               return r.top >= 0 && r.bottom <= {HEIGHT}; }})()""", timeout=10_000)
-        shot(page, f"neuron-view-projector-{projector}.png")
+        shot(page, f"neuron-view-projector-{projector}")
         assert exceptions(page) == []
         assert "for query 5" in page.locator(".st-key-neuron").inner_text()     # ▁chien, from the address
         box = page.locator(VIEW).bounding_box()

@@ -62,6 +62,20 @@ def outputs(page, key: str) -> list[str]:
     return [e.inner_text() for e in page.query_selector_all(f".st-key-point_what_if_{key} .s2s-text")]
 
 
+def same_steering_in_a_new_tab(b, page, shown: list[str]) -> None:
+    """The page's address opened in a new tab shows the same two outputs (the steering is in the
+    address), with no exception; both tabs closed."""
+    again = watched_page(b, 1280, 720)
+    try:
+        again.goto(page.url)
+        again.wait_for_selector(".st-key-steer_map1 .js-plotly-plot", timeout=120_000)
+        settle(again)
+        assert outputs(again, "steer") == shown and exceptions(again) == []
+    finally:
+        page.close()
+        again.close()
+
+
 @pytest.mark.parametrize("model", ["en-fr-additive", "en-fr-transformer", "hub"])
 def test_steer_a_step_and_open_its_address(server, model, tmp_path):
     url, b, marian, _, _ = server
@@ -88,13 +102,7 @@ def test_steer_a_step_and_open_its_address(server, model, tmp_path):
     assert second.replace(" ", "").startswith(steer.replace(" ", "")) and chosen in second
     page.locator(".st-key-point_what_if_steer").scroll_into_view_if_needed()
     keep(page, tmp_path, f"steer_{model}_1280x720.png")
-    again = watched_page(b, 1280, 720)
-    again.goto(page.url)
-    again.wait_for_selector(".st-key-steer_map1 .js-plotly-plot", timeout=120_000)
-    settle(again)
-    assert outputs(again, "steer") == [first, second] and exceptions(again) == []
-    page.close()
-    again.close()
+    same_steering_in_a_new_tab(b, page, [first, second])
 
 
 def test_compare_an_edit(server, tmp_path):
@@ -202,13 +210,7 @@ def test_pieces_that_are_not_text_are_offered_and_steer_by_id(server, tmp_path):
     assert page.get_by_text("(its pieces, by id)").count() == 1
     page.locator(".st-key-point_what_if_steer").scroll_into_view_if_needed()
     keep(page, tmp_path, "steer_by_id_1280x720.png")
-    again = watched_page(b, 1280, 720)
-    again.goto(page.url)
-    again.wait_for_selector(".st-key-steer_map1 .js-plotly-plot", timeout=120_000)
-    settle(again)
-    assert outputs(again, "steer") == [first, second] and exceptions(again) == []
-    page.close()
-    again.close()
+    same_steering_in_a_new_tab(b, page, [first, second])
 
 
 def test_an_output_cut_at_the_models_maximum_length_is_marked(server, tmp_path):

@@ -11,6 +11,7 @@ from typing import Iterator
 import torch
 import torch.nn.functional as F
 
+from ..hooks import decoder_start
 from ..interface import Memory
 from ..model import Seq2Seq
 from ..tokenizer import BOS, UNK
@@ -56,9 +57,7 @@ def step_log_probs(model: Seq2Seq, x: torch.Tensor, src: torch.Tensor, tgt: torc
     return out_sorted[torch.argsort(order)]
 
 
-def bos_id(model) -> int:
-    """The decoder's start token: a hub model's own (its tokenizer's), else the shipped BOS."""
-    return getattr(getattr(model, "tokenizer", None), "bos_id", BOS)
+bos_id = decoder_start     # the decoder's start token, as s2s.hooks reads it (one place)
 
 
 def unk_id(model) -> int:
