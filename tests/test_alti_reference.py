@@ -155,8 +155,8 @@ def test_every_alti_block_equals_the_authors_equations(biased, which):
     tr = biased[which]
     src = torch.tensor([source_ids(tr, TEXT)])
     tgt = torch.tensor(tr.tokenizer.target_ids(FR))
-    from s2s.attributions import _bos
-    tgt_in = torch.cat([tgt.new_tensor([_bos(tr.model)]), tgt[:-1]])[None]
+    from s2s.hooks import decoder_input
+    tgt_in = decoder_input(tr.model, tgt)
     want = reference_alti(tr.model, src, tgt_in)
     t = trace(tr.model, src, tgt)
     got = ([alti_block(b, True) for b in t.encoder] + [alti_block(b, True) for b in t.decoder]

@@ -49,8 +49,6 @@ from .perturbation import forced_log_probs, leave_one_out
 from .progress import PROGRESS_CHUNKS, Progress
 from .tau import agreement, kendall_tau
 
-_bos = bos_id      # the name s2s.contributions and s2s.heads import it by
-
 __all__ = ["MAX_SOURCE_PIECES", "MAX_TARGET_PIECES", "METHODS", "SHORT", "Explanation", "check_model", "explain",
            "source_ids", "target_ids", "TRANSFORMER_GROUPS", "bos_id", "cudnn_paused", "row_log_probs",
            "step_log_probs", "unk_id", "IG_SHARES", "IG_SPLITS", "IG_STEPS", "IG_TOLERANCE", "grad_x_input",

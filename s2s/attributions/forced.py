@@ -11,7 +11,7 @@ from typing import Iterator
 import torch
 import torch.nn.functional as F
 
-from ..hooks import decoder_start
+from ..hooks import decoder_input, decoder_start
 from ..interface import Memory
 from ..model import Seq2Seq
 from ..tokenizer import BOS, UNK
@@ -110,7 +110,7 @@ def row_log_probs(model, x: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, 
             with cudnn_paused():
                 return step_log_probs(model, x, src, tgt, last)
         return step_log_probs(model, x, src, tgt, last)
-    tgt_in = torch.cat([tgt.new_tensor([bos_id(model)]), tgt[:-1]])
+    tgt_in = decoder_input(model, tgt)[0]
     order = torch.argsort(last, stable=True)
     out = []
     for rows in order.tensor_split(TRANSFORMER_GROUPS):     # rows sorted by step, so a group decodes only

@@ -4,16 +4,16 @@ the formulas are in the package's docstring."""
 from __future__ import annotations
 
 import sys
-import threading
 from typing import Callable
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ..hooks import attached, decoder_input
 from ..model import Seq2Seq
 from ..transformer import Transformer
-from .forced import bos_id, row_log_probs
+from .forced import row_log_probs
 from .progress import PROGRESS_CHUNKS, Progress
 
 IG_STEPS = 16             # Gauss-Legendre points per segment of the path (integrated_gradients)
@@ -66,11 +66,8 @@ def _split_head(model, x: torch.Tensor, src: torch.Tensor, tgt_in: torch.Tensor)
             logits = model.point(logits, leaves[2].mean(1), memory.src, leaves[1], leaves[0])
         return logits, cut, leaves, [1, 1, 2][:len(cut)]
     cut, leaves = [], []
-    me = threading.get_ident()      # the model is shared: another thread's pass goes through untouched
 
-    def cut_here(module, args, output):
-        if threading.get_ident() != me:
-            return None
+    def cut_here(module, args, output):     # hooks.attached: this thread's pass only (the model is shared)
         s = output[0] if isinstance(output, tuple) else output.last_hidden_state
         leaf = s.detach().requires_grad_(True)
         cut.append(s), leaves.append(leaf)
@@ -79,12 +76,9 @@ def _split_head(model, x: torch.Tensor, src: torch.Tensor, tgt_in: torch.Tensor)
         output.last_hidden_state = leaf
         return output
 
-    handle = model.hf.get_decoder().register_forward_hook(cut_here)
-    try:
+    with attached([(model.hf.get_decoder(), "forward", cut_here)]):
         out = model.hf(inputs_embeds=x, attention_mask=torch.ones_like(src), decoder_input_ids=tgt_in,
                        return_dict=True)
-    finally:
-        handle.remove()
     return model.pieces_only(out.logits), cut, leaves, [1]      # the adapter's own logits (hub_model)
 
 
@@ -112,7 +106,7 @@ def _row_gradients(model, e: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor,
     w = torch.ones_like(t) if w is None else w.to(e)
     P = t.numel()
     x = (t[:, None, None] * e[None]).requires_grad_(True)                  # (P, S, E)
-    tgt_in = torch.cat([tgt.new_tensor([bos_id(model)]), tgt[:-1]])[None].expand(P, -1)
+    tgt_in = decoder_input(model, tgt).expand(P, -1)
     logits, cut, leaves, dims = _split_head(model, x, src.expand(P, -1), tgt_in)
     logits = logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits
     logp = F.log_softmax(logits, dim=-1)[:, torch.arange(T, device=tgt.device), tgt]      # (P, T)
@@ -219,7 +213,7 @@ def integrated_gradients(model: Seq2Seq, src: torch.Tensor, tgt: torch.Tensor, s
             return logp_at(torch.full((T,), t_end).to(e), every)
         # a Transformer scores every step of one row in one teacher-forced pass: 0.25 s against 1.76 s for
         # T rows in TRANSFORMER_GROUPS groups (opus-mt-sized, 23 pieces out, one thread, 2-core machine)
-        tgt_in = torch.cat([tgt.new_tensor([bos_id(model)]), tgt[:-1]])[None]
+        tgt_in = decoder_input(model, tgt)
         logits, _ = model(src, torch.full((1,), S), tgt_in, embedded=(t_end * e)[None])
         logp = F.log_softmax(logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits, dim=-1)
         return logp[0, every, tgt].double()

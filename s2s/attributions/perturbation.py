@@ -6,9 +6,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ..hooks import decoder_input
 from ..model import Seq2Seq
 from ..tokenizer import BOS
-from .forced import bos_id, unk_id
+from .forced import unk_id
 from .progress import PROGRESS_CHUNKS, Progress
 
 
@@ -19,7 +20,7 @@ def forced_log_probs(model: Seq2Seq, src_rows: torch.Tensor, tgt: torch.Tensor) 
     R, T = src_rows.size(0), tgt.numel()
     lengths = torch.full((R,), src_rows.size(1))
     if not isinstance(model, Seq2Seq):      # a Transformer: every position in one pass
-        tgt_in = torch.cat([tgt.new_tensor([bos_id(model)]), tgt[:-1]]).expand(R, -1)
+        tgt_in = decoder_input(model, tgt).expand(R, -1)
         logits, _ = model(src_rows, lengths, tgt_in)
         return F.log_softmax(logits.float(), dim=-1)[:, torch.arange(T, device=tgt.device), tgt]
     memory, state = model.encode(src_rows, lengths)
