@@ -42,10 +42,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .attributions import source_ids, target_ids
+from .attributions import MAX_TARGET_PIECES, source_ids, target_ids
 from .checkpoint import CheckpointError, Translator, load_translator
 from .hooks import attached, decoder_input, first, is_recurrent, layer_modules, recorded, sites
 from .hub import MODEL_HELP
+from .piece_words import word_spans
 from .text import InputError, OneLineErrorParser, clean_text, text_argument
 
 LOGIT_ELEMENTS = 2 ** 24      # rows x steps x vocabulary of one batched pass: at most 64 MB of fp32 logits
@@ -159,13 +160,27 @@ def _copied_pieces(model, clean_src: torch.Tensor, rows: torch.Tensor, cells_by_
     return [(model.embed, "forward", keep_edited)]
 
 
-def _clean_states(model, clean_src: torch.Tensor, tgt: torch.Tensor) -> dict[int, object]:
-    """{layer: the clean run's output of that encoder layer} (a recurrent model's RNN: its whole output)."""
+@dataclass
+class CleanRun:
+    """What the patches take from the clean run, read in one pass: its log p, each encoder
+    layer's output (a recurrent model's RNN: its whole output) and each cross-attention layer's
+    input of W_O (its heads' outputs; none for a recurrent model, or when not asked)."""
+    log_prob: float
+    encoder: dict[int, object]
+    heads: dict[int, torch.Tensor]
+
+
+def clean_run(model, clean_src: torch.Tensor, tgt: torch.Tensor, heads: bool = True) -> CleanRun:
+    """One forced pass of the clean source recording every state the patches replace."""
     modules = _encoder_sites(model)
-    with torch.inference_mode(), recorded(dict(enumerate(modules))) as seen:
-        sequence_log_probs(model, clean_src, tgt)
     recurrent = is_recurrent(model)
-    return {l: seen[l][1] if recurrent else first(seen[l][1]) for l in range(len(modules))}
+    cross = sites(model)[2] if heads and not recurrent else []
+    watched = {("encoder", l): m for l, m in enumerate(modules)}
+    watched.update({("heads", l): s.o for l, s in enumerate(cross)})
+    with torch.inference_mode(), recorded(watched) as seen:
+        log_prob = float(sequence_log_probs(model, clean_src, tgt)[0])
+    encoder = {l: seen["encoder", l][1] if recurrent else first(seen["encoder", l][1]) for l in range(len(modules))}
+    return CleanRun(log_prob, encoder, {l: seen["heads", l][0] for l in range(len(cross))})
 
 
 def _layer_hooks(model, clean_src: torch.Tensor, clean: dict, cells_by_row: Sequence[tuple[int, int, int]],
@@ -181,9 +196,11 @@ def _layer_hooks(model, clean_src: torch.Tensor, clean: dict, cells_by_row: Sequ
     return hooks
 
 
-def patch_layers(model, clean_src: torch.Tensor, edited: torch.Tensor, tgt: torch.Tensor) -> list[list[float]]:
-    """(layers, S): the edited run with one encoder layer's output at one position from the clean run."""
-    clean = _clean_states(model, clean_src, tgt)
+def patch_layers(model, clean_src: torch.Tensor, edited: torch.Tensor, tgt: torch.Tensor,
+                 clean_states: CleanRun | None = None) -> list[list[float]]:
+    """(layers, S): the edited run with one encoder layer's output at one position from the clean
+    run (`clean_states`: that run, read already)."""
+    clean = (clean_states or clean_run(model, clean_src, tgt, heads=False)).encoder
     S = clean_src.size(1)
     cells = [(l, i) for l in range(len(clean)) for i in range(S)]
     flat = _batched(model, edited, tgt, cells, lambda batch, rows: _layer_hooks(
@@ -196,19 +213,18 @@ def patched_log_prob(model, clean_src: torch.Tensor, edited: torch.Tensor, tgt: 
     """log p of the forced output for the edited source with every (layer, position) of `cells`
     from the clean run at once, in one run (no cells: the corrupted run; every position of the
     last layer: the clean one)."""
-    clean = _clean_states(model, clean_src, tgt)
+    clean = clean_run(model, clean_src, tgt, heads=False).encoder
     rows = edited.clone()
     with attached(_layer_hooks(model, clean_src, clean, [(0, l, i) for l, i in cells], rows)):
         return float(sequence_log_probs(model, rows, tgt)[0])
 
 
-def patch_heads(model, clean_src: torch.Tensor, edited: torch.Tensor, tgt: torch.Tensor) -> list[list[float]]:
+def patch_heads(model, clean_src: torch.Tensor, edited: torch.Tensor, tgt: torch.Tensor,
+                clean_states: CleanRun | None = None) -> list[list[float]]:
     """(decoder layers, heads): the edited run with one cross-attention head's output, at every
-    step, from the clean run."""
+    step, from the clean run (`clean_states`: that run, read already with its heads)."""
     cross = sites(model)[2]
-    with torch.inference_mode(), recorded(dict(enumerate(s.o for s in cross))) as seen:
-        sequence_log_probs(model, clean_src, tgt)
-    clean = {l: seen[l][0] for l in range(len(cross))}
+    clean = (clean_states or clean_run(model, clean_src, tgt)).heads
     cells = [(l, h) for l, s in enumerate(cross) for h in range(s.heads)]
 
     def hooks_for(batch, rows):
@@ -254,38 +270,61 @@ class Patching:
                 "restored": self.restored(), "seconds": {k: round(v, 4) for k, v in self.seconds.items()}}
 
 
-def patch(tr: Translator, text: str, edited: str, reference: str | None = None, heads: bool = True) -> Patching:
+def shares_by_word(source_tokens: Sequence[str], edited_tokens: Sequence[str], shares: Sequence[Sequence[float]]
+                   ) -> tuple[list[str], list[str], list[list[float]]]:
+    """Rows of shares restored over the source pieces as rows over the original's words
+    (s2s.piece_words.word_spans). Each piece is patched alone, so a word's pieces' shares do not
+    add: a word of several pieces takes the share of its piece that moves the log p most (the
+    largest in size, its sign kept). Returns the original's words, the edited sentence's pieces
+    at the same positions read as words (several joined by spaces where the edit splits them
+    otherwise), and the rows."""
+    spans = word_spans(source_tokens)
+    edited = [" ".join(w for w, _ in word_spans(edited_tokens[idx[0]:idx[-1] + 1])) for _, idx in spans]
+    rows = [[max((row[i] for i in idx), key=abs) for _, idx in spans] for row in shares]
+    return [w for w, _ in spans], edited, rows
+
+
+def patch(tr: Translator, text: str, edited: str, reference: str | None = None, heads: bool = True,
+          output_ids: Sequence[int] | None = None) -> Patching:
     """Activation patching from `text` (clean) into `edited` (corrupted), the metric the forced
-    log p of `text`'s greedy translation (or `reference`)."""
+    log p of `text`'s greedy translation (or `reference`, or `output_ids`: the pieces of an output
+    decoded already, a page's own, which spares the greedy decoding)."""
     t0 = time.perf_counter()
     clean_text(edited, what="edit")
     src_list, edit_list = source_ids(tr, text), source_ids(tr, edited)
     if len(src_list) != len(edit_list):
         raise InputError(f"The edit is {len(edit_list)} source pieces and the original {len(src_list)}: patching "
                          "needs the same number (swap a word for one of as many pieces).")
-    tgt_list, frm = target_ids(tr, text, reference)
+    if output_ids is not None:
+        tgt_list, frm = [int(i) for i in output_ids], "given"
+        if not tgt_list or len(tgt_list) > MAX_TARGET_PIECES:
+            raise InputError(f"The output is {len(tgt_list)} pieces long; patching takes 1 to {MAX_TARGET_PIECES}.")
+    else:
+        tgt_list, frm = target_ids(tr, text, reference)
     model = tr.model
     src = torch.tensor([src_list], device=tr.device)
     edit = torch.tensor([edit_list], device=tr.device)
     tgt = torch.tensor(tgt_list, device=tr.device)
-    clean_lp = float(sequence_log_probs(model, src, tgt)[0])
-    corrupt_lp = float(sequence_log_probs(model, edit, tgt)[0])
+    recurrent = is_recurrent(model)
     seconds = {"decode": time.perf_counter() - t0}
     t = time.perf_counter()
-    layers = patch_layers(model, src, edit, tgt)
+    clean = clean_run(model, src, tgt, heads=heads and not recurrent)      # one clean pass for both patches
+    corrupt_lp = float(sequence_log_probs(model, edit, tgt)[0])
+    seconds["clean"] = time.perf_counter() - t
+    t = time.perf_counter()
+    layers = patch_layers(model, src, edit, tgt, clean)
     seconds["layers"] = time.perf_counter() - t
-    recurrent = is_recurrent(model)
     by_head = None
     if heads and not recurrent:
         t = time.perf_counter()
-        by_head = patch_heads(model, src, edit, tgt)
+        by_head = patch_heads(model, src, edit, tgt, clean)
         seconds["heads"] = time.perf_counter() - t
     names = (["encoder (its RNN)"] if recurrent
              else [f"encoder layer {l + 1}" for l in range(len(layers))])
     seconds["total"] = time.perf_counter() - t0
     pieces = tr.tokenizer.pieces
-    return Patching(pieces(src_list), pieces(edit_list), pieces(tgt_list), frm, names, layers, clean_lp, corrupt_lp,
-                    by_head, seconds)
+    return Patching(pieces(src_list), pieces(edit_list), pieces(tgt_list), frm, names, layers, clean.log_prob,
+                    corrupt_lp, by_head, seconds)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

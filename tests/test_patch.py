@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -215,3 +216,44 @@ def test_bad_input_is_one_line(capsys, edited):
     assert main(["--model", "en-fr-transformer", "--edited", edited, "--", GIRL]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error:") and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("name", ["marian", "ours", "shipped"])
+def test_one_clean_pass_gives_what_three_gave(models, name):
+    """patch() reads the clean run once (s2s.patch.clean_run) for both patches: its cells and log
+    ps equal patch_layers' and patch_heads' own clean runs, and forced decoding's; the output
+    given as ids (a page's translation) is the greedy one's metric when it is the greedy output."""
+    from s2s.decode import greedy
+    from s2s.patch import patch
+    tr = models[name]
+    text = TEXT if hasattr(tr.model, "hf") else REVERSAL
+    src = torch.tensor([source_ids(tr, text)])
+    out = greedy(tr, text).target_ids
+    edits = [e for e in (("the mat sat on the cat .", "the cat sat on the mat !")
+                         if hasattr(tr.model, "hf") else ("a f c b", "a c e b"))
+             if len(source_ids(tr, e)) == src.size(1) and source_ids(tr, e) != src[0].tolist()]
+    assert edits, "an edit of as many pieces"
+    edited = edits[0]
+    edited_ids = torch.tensor([source_ids(tr, edited)])
+    p = patch(tr, text, edited)
+    tgt = torch.tensor(out)
+    assert p.forced_from == "greedy" and p.clean_log_prob == pytest.approx(log_prob(tr, src, tgt), abs=1e-9)
+    assert p.corrupt_log_prob == pytest.approx(log_prob(tr, edited_ids, tgt), abs=1e-9)
+    same = lambda a, b: np.testing.assert_allclose(a, b, rtol=0, atol=1e-9)  # noqa: E731
+    same(p.patched, patch_layers(tr.model, src, edited_ids, tgt))
+    if p.patched_heads is not None:
+        same(p.patched_heads, patch_heads(tr.model, src, edited_ids, tgt))
+    given = patch(tr, text, edited, output_ids=out)
+    assert given.forced_from == "given"
+    same(given.patched, p.patched)
+    assert given.clean_log_prob == pytest.approx(p.clean_log_prob, abs=1e-9)
+
+
+def test_shares_by_word_take_each_words_strongest_piece():
+    from s2s.patch import shares_by_word
+    words, edited, rows = shares_by_word(["▁The", "▁gi", "rl", "▁is", "</s>"], ["▁The", "▁bo", "y", "▁is", "</s>"],
+                                         [[0.1, 0.2, -0.7, 0.3, 0.0], [0.0, 0.5, 0.4, 0.0, 1.0]])
+    assert words == ["The", "girl", "is", "</s>"] and edited == ["The", "boy", "is", "</s>"]
+    assert rows == [[0.1, -0.7, 0.3, 0.0], [0.0, 0.5, 0.0, 1.0]]
+    # an edit that splits the word's pieces into two words: both named
+    assert shares_by_word(["▁a", "b", "</s>"], ["▁x", "▁y", "</s>"], [[1, 2, 3]])[1] == ["x y", "</s>"]
