@@ -132,6 +132,31 @@ def test_heads_grid_draws_every_head_and_a_click_names_it():
     assert fig.layout.shapes[0].xref == "x10 domain"                       # layer 3, head 2: subplot 10
 
 
+
+@pytest.mark.parametrize("layers, heads", [(3, 4), (2, 16), (1, 1)])
+def test_heads_grid_places_its_maps_as_make_subplots_does(layers, heads):
+    """heads_grid builds its axes in one pass (issue #62): where plotly.subplots.make_subplots,
+    with the same spacing and titles, would put every map and title."""
+    from plotly.subplots import make_subplots
+    rng = np.random.default_rng(1)
+    fig = heads_grid(rng.dirichlet(np.ones(4), size=(layers, heads, 3)), list("abcd"), list("xyz"))
+    ref = make_subplots(rows=layers, cols=heads, horizontal_spacing=0.02, vertical_spacing=0.04,
+                        column_titles=[f"head {h + 1}" if heads <= 4 else f"H{h + 1}" for h in range(heads)],
+                        row_titles=[f"layer {l + 1}" for l in range(layers)])
+    for n in range(1, layers * heads + 1):
+        for axis in ("xaxis", "yaxis"):
+            name = axis + ("" if n == 1 else str(n))
+            assert np.allclose(fig.layout[name].domain, ref.layout[name].domain), name
+            assert fig.layout[name].anchor == ref.layout[name].anchor
+    for mine, theirs in zip(fig.layout.annotations, ref.layout.annotations, strict=True):
+        assert (mine.text, mine.textangle, mine.xanchor, mine.yanchor) == \
+            (theirs.text, theirs.textangle, theirs.xanchor, theirs.yanchor)
+        assert np.isclose(mine.x, theirs.x) and np.isclose(mine.y, theirs.y)
+    for k in range(layers * heads):         # each map and its markers on their own axes
+        n = "" if k == 0 else str(k + 1)
+        assert (fig.data[k].xaxis, fig.data[k].yaxis) == (fig.data[layers * heads + k].xaxis,
+                                                          fig.data[layers * heads + k].yaxis) == (f"x{n}", f"y{n}")
+
 def test_recurrent_decodings_have_no_transformer_fields(untrained_translators):
     d = greedy(untrained_translators["additive"], "a b c")
     assert d.cross_attention is None and d.encoder_self_attention is None and d.decoder_self_attention is None

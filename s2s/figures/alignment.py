@@ -151,6 +151,9 @@ def counterfactual_figure(source_tokens: Sequence[str], alpha_before: Sequence[f
     return fig
 
 
+GRID_BAR_PAD = 20     # px from the heads grid's maps to its colour bar: the layers' titles between them
+
+
 def heads_grid(weights: np.ndarray, x_tokens: Sequence[str], y_tokens: Sequence[str], kind: str = "cross",
                selected: tuple[int, int] | None = None, width: int = 1200, height: int | None = None,
                value_name: str = "α", labels: bool = True) -> go.Figure:
@@ -171,58 +174,82 @@ def heads_grid(weights: np.ndarray, x_tokens: Sequence[str], y_tokens: Sequence[
     the enlarged head beside it. Unlabelled, the small maps keep `height` and show the
     patterns (BertViz's thumbnails have no labels either); the enlarged head names its rows
     and columns, and hover names every cell."""
-    from plotly.subplots import make_subplots
-
     w = np.asarray(weights, dtype=float)
     L, H = w.shape[:2]
     name = HEAD_KINDS[kind].name
     # labels cut at 12 characters (hover shows them whole): a long word would squeeze the maps
     short = lambda t: display_token(t if len(t) <= 12 else t[:11] + "…")  # noqa: E731
     xs, ys = [short(t) for t in x_tokens], [short(t) for t in y_tokens]
-    # small multiples: a head's number once over its column, a layer's once beside its row (a
-    # title over each map would not fit a map ~100 px wide at a readable size); a hub model has
-    # up to 16 heads a layer, whose columns get "H2" instead of "head 2"
-    fig = make_subplots(rows=L, cols=H, horizontal_spacing=0.02, vertical_spacing=0.04,
-                        column_titles=[f"head {h + 1}" if H <= 4 else f"H{h + 1}" for h in range(H)],
-                        row_titles=[f"layer {l + 1}" for l in range(L)])
-    hover = [[f"{display_token(y_tokens[j])} ← {display_token(x_tokens[i])}" for i in range(len(xs))]
-             for j in range(len(ys))]
+    hover = np.array([[f"{display_token(y_tokens[j])} ← {display_token(x_tokens[i])}" for i in range(len(xs))]
+                      for j in range(len(ys))]).ravel()
     # a small map is ~100 px a side on a projector: upright labels, at most 12 per axis (every
     # k-th token past that; hover names every cell), so neighbours never run into each other
     xt, yt = (list(range(0, n, label_step(n, 12))) for n in (len(xs), len(ys)))
-    for l in range(L):
-        for h in range(H):
-            fig.add_trace(go.Heatmap(z=w[l, h], zmin=0, zmax=1, colorscale=PROJECTOR_SCALE, showscale=(l, h) == (0, 0),
-                                     colorbar=dict(title=dict(text=value_name), thickness=12, len=0.6, x=1.05),
-                                     hoverinfo="skip"),     # x: right of the row titles
-                          row=l + 1, col=h + 1)
-            fig.update_xaxes(showticklabels=labels and l == L - 1, tickmode="array", tickvals=xt,
-                             ticktext=[xs[i] for i in xt], tickangle=-90, tickfont=dict(size=10), row=l + 1, col=h + 1)
-            fig.update_yaxes(showticklabels=labels and h == 0, tickmode="array", tickvals=yt,
-                             ticktext=[ys[j] for j in yt], autorange="reversed", tickfont=dict(size=10),
-                             row=l + 1, col=h + 1)
+    # Built in one pass (figure), the layout plotly.subplots.make_subplots would give: one pair
+    # of axes per map, layer l's head h the (l * H + h + 1)-th, the first layer on top, head
+    # titles over the columns and layer titles right of the rows (12 maps set one by one with
+    # make_subplots and update_xaxes took 0.2 s of the Heads link's run, issue #62). Small
+    # multiples: a head's number once over its column, a layer's once beside its row (a title
+    # over each map would not fit a map ~100 px wide at a readable size); a hub model has up to
+    # 16 heads a layer, whose columns get "H2" instead of "head 2"
+    gap_x, gap_y, right = 0.02, 0.04, 0.98        # (make_subplots leaves 0.02 right of the maps for row titles)
+    map_w, map_h = (right - gap_x * (H - 1)) / H, (1.0 - gap_y * (L - 1)) / L
+    xdom = [[h * (map_w + gap_x), h * (map_w + gap_x) + map_w] for h in range(H)]
+    ydom = [[(L - 1 - l) * (map_h + gap_y), (L - 1 - l) * (map_h + gap_y) + map_h] for l in range(L)]
+    title_font = dict(size=16)
+    notes = [dict(text=f"head {h + 1}" if H <= 4 else f"H{h + 1}", x=sum(xdom[h]) / 2, y=ydom[0][1], xref="paper",
+                  yref="paper", showarrow=False, font=title_font, xanchor="center", yanchor="bottom") for h in range(H)]
+    notes += [dict(text=f"layer {l + 1}", x=right, y=sum(ydom[l]) / 2, xref="paper", yref="paper", showarrow=False,
+                   font=title_font, xanchor="left", yanchor="middle", textangle=90) for l in range(L)]
+    axes, maps, markers = {}, [], []
     jj, ii = np.meshgrid(range(len(ys)), range(len(xs)), indexing="ij")
     for l in range(L):
         for h in range(H):
-            fig.add_trace(go.Scatter(x=ii.ravel(), y=jj.ravel(), mode="markers", showlegend=False,
-                                     marker=dict(size=14, opacity=0, symbol="square"), customdata=w[l, h].ravel(),
-                                     text=np.array(hover).ravel(), hovertemplate=f"layer {l + 1} head {h + 1}<br>"
-                                     f"%{{text}}<br>{value_name} = %{{customdata:.3f}}<extra></extra>"),
-                          row=l + 1, col=h + 1)
+            n = "" if l * H + h == 0 else str(l * H + h + 1)
+            axes[f"xaxis{n}"] = dict(anchor=f"y{n}", domain=xdom[h], showticklabels=labels and l == L - 1,
+                                     tickmode="array", tickvals=xt, ticktext=[xs[i] for i in xt], tickangle=-90,
+                                     tickfont=dict(size=10))
+            axes[f"yaxis{n}"] = dict(anchor=f"x{n}", domain=ydom[l], showticklabels=labels and h == 0,
+                                     tickmode="array", tickvals=yt, ticktext=[ys[j] for j in yt],
+                                     autorange="reversed", tickfont=dict(size=10))
+            # one colour bar, the first map's (xpad: right of the row titles)
+            maps.append(go.Heatmap(z=w[l, h], zmin=0, zmax=1, colorscale=PROJECTOR_SCALE, showscale=(l, h) == (0, 0),
+                                   hoverinfo="skip", xaxis=f"x{n}", yaxis=f"y{n}",
+                                   **(dict(colorbar=dict(title=dict(text=value_name), thickness=12, len=0.6, x=1.0,
+                                                         xanchor="left", xpad=GRID_BAR_PAD))
+                                      if (l, h) == (0, 0) else {})))
+            markers.append(go.Scatter(x=ii.ravel(), y=jj.ravel(), mode="markers", showlegend=False,
+                                      marker=dict(size=14, opacity=0, symbol="square"), customdata=w[l, h].ravel(),
+                                      text=hover, hovertemplate=f"layer {l + 1} head {h + 1}<br>"
+                                      f"%{{text}}<br>{value_name} = %{{customdata:.3f}}<extra></extra>",
+                                      xaxis=f"x{n}", yaxis=f"y{n}"))
+    shapes = []
     if selected is not None:
         l, h = selected
         ref = "" if l * H + h == 0 else str(l * H + h + 1)
-        fig.add_shape(type="rect", xref=f"x{ref} domain", yref=f"y{ref} domain", x0=-0.02, x1=1.02, y0=-0.02, y1=1.02,
-                      line=dict(color="#d62728", width=3))
+        shapes.append(dict(type="rect", xref=f"x{ref} domain", yref=f"y{ref} domain", x0=-0.02, x1=1.02, y0=-0.02,
+                           y1=1.02, line=dict(color="#d62728", width=3)))
     cell = max(140, min(260, (width - 120) // H))
     natural = 60 + L * int(cell * min(1.0, max(0.45, len(ys) / max(len(xs), 1)))) + (90 if labels else 20)
-    fig.update_layout(height=min(natural, height) if height else natural,      # `height`: a first screen's room
-                      # the title below the toolbar's row (for_screen), the heads' names below it
-                      margin=dict(l=10, r=60, t=84, b=10), plot_bgcolor="white",
-                      title=dict(text=f"{name}{'' if value_name == 'α' else ', ' + value_name}: {L} layers × {H} heads",
-                                 font=dict(size=15)))
-    fig.update_layout(clickmode="event+select", dragmode=False)
-    return fig
+
+    # Margins that hold what is drawn beside the maps, so that plotly draws the grid once: its
+    # automargin draws a chart, measures what overflows its margins and draws it all again (a
+    # third of the Heads link's time in the browser, issue #62). Reckoned for the token labels
+    # at LABEL_PX (for_screen's size on a screen; the Projector's grid has none) and the colour
+    # bar's at PROJECTOR_LABEL_PX, 0.7 font sizes a character (its title's, 0.5: "‖α f(x)‖" is
+    # narrow): a wider label still fits, drawn twice.
+    def band(texts: Sequence[str], px: int, em: float = 0.7) -> int:
+        return round(em * px * max((len(html.unescape(t)) for t in texts), default=0))
+    bar = 2 * GRID_BAR_PAD + max(12 + band(["0.8"], PROJECTOR_LABEL_PX), band([value_name], PROJECTOR_LABEL_PX, 0.5))
+    margin = dict(l=band([ys[j] for j in yt], LABEL_PX) + 20 if labels else 20, r=bar, t=84,
+                  b=band([xs[i] for i in xt], LABEL_PX) + 20 if labels else 20)
+    return figure(maps + markers, **axes, annotations=notes, shapes=shapes,
+                  height=min(natural, height) if height else natural,      # `height`: a first screen's room
+                  # the title below the toolbar's row (for_screen), the heads' names below it
+                  margin=margin,
+                  title=dict(text=f"{name}{'' if value_name == 'α' else ', ' + value_name}: {L} layers × {H} heads",
+                             font=dict(size=15)),
+                  clickmode="event+select", dragmode=False)
 
 
 def head_of_trace(trace: int, layers: int, heads: int) -> tuple[int, int] | None:
