@@ -49,7 +49,7 @@ Which heads matter (s2s.head_importance: Michel et al.'s importance, Voita et al
 and roles, BLEU as heads are pruned):
 
     python -m s2s.heads importance --model M --pairs FILE.tsv [--limit N] [--json]
-    python -m s2s.heads prune --model M --pairs FILE.tsv [--limit N] --steps K [--json]
+    python -m s2s.heads prune --model M --pairs FILE.tsv [--limit N] --steps K [--rank-pairs FILE.tsv] [--json]
 """
 from __future__ import annotations
 
@@ -401,7 +401,8 @@ def _importance_table(r) -> str:
 
 def ranking_main(argv: Sequence[str]) -> int:
     """`python -m s2s.heads importance ...` and `python -m s2s.heads prune ...`."""
-    from .head_importance import SCOPES, importance, prune_curves, read_scored_pairs
+    from .head_importance import SCOPES, importance, prune_curves, pruning_summary, read_scored_pairs
+    from .neighbours.identity import model_identity
     command, rest = argv[0], list(argv[1:])
     if command == "importance":
         p = _ranking_parser(command, "Michel et al.'s importance of every head, Voita et al.'s confidence and roles.")
@@ -411,6 +412,9 @@ def ranking_main(argv: Sequence[str]) -> int:
         p.add_argument("--seed", type=int, default=0, help="the random order's seed (default 0)")
         p.add_argument("--scope", action="append", choices=SCOPES,
                        help="all heads or one kind (repeatable; default: all four)")
+        p.add_argument("--rank-pairs", metavar="FILE.tsv",
+                       help="rank the heads on these pairs (the first --limit of them), as Michel et al. rank on a "
+                            "set apart from the one they prune on (default: the pruned pairs themselves)")
     a = p.parse_args(rest)
     progress, close = _bar()
     try:
@@ -421,11 +425,17 @@ def ranking_main(argv: Sequence[str]) -> int:
         if a.threads < 1:
             raise InputError(f"--threads must be at least 1, not {a.threads}.")
         torch.set_num_threads(a.threads)
-        ranked = importance(tr, pairs, a.frequencies, progress)
+        rank_on = read_scored_pairs(a.rank_pairs, a.limit) if getattr(a, "rank_pairs", None) else pairs
+        ranked = importance(tr, rank_on, a.frequencies, progress)
         said = "python -m s2s.heads " + " ".join(argv)
         out = dict(ranked.to_json(), command=said) if command == "importance" else dict(
             prune_curves(tr, pairs, ranked, a.steps, a.seed, a.scope or SCOPES, progress),
-            command=said, importance_seconds=round(ranked.seconds["total"], 2))
+            command=said, importance_seconds=round(ranked.seconds["total"], 2),
+            importance_on=(f"{a.rank_pairs}: its first {ranked.pairs} usable pairs" if a.rank_pairs else
+                           f"the same {ranked.pairs} pairs (the pruned pairs themselves)"),
+            model_identity=model_identity(tr))
+        if command == "prune":
+            out["summary"] = pruning_summary(out)["sentence"]
     except (CheckpointError, InputError) as e:
         close()
         print(f"error: {e}", file=sys.stderr)
@@ -440,6 +450,7 @@ def ranking_main(argv: Sequence[str]) -> int:
         for c in out["curves"]:
             points = "  ".join(f"{q['heads']}:{q['bleu']:.1f}" for q in c["points"])
             print(f"{c['scope']:<8} {c['order']:<10} {points}")
+        print(out["summary"])
     return 0
 
 

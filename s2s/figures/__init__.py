@@ -59,6 +59,7 @@ from .gradients import (  # noqa: F401
 from .models import ATTENTION_COLORS, length_chart, model_colors, model_diagram, scaling_figure  # noqa: F401
 from .neighbours import neighbours_map  # noqa: F401
 from .neuron import clickable_cells, neuron_figure  # noqa: F401
+from .pruning import pruning_figure  # noqa: F401
 from .screen import (  # noqa: F401
     BODY_TEXT,
     LABEL_PX,
