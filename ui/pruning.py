@@ -47,7 +47,9 @@ def shipped_curves(tr: Translator) -> dict | None:
     """results/head_pruning.json if it was measured on `tr`'s very weights (its model_identity),
     else None."""
     data = ui.models.results_file(SHIPPED_CURVES)
-    if not data or not same_model(data.get("model_identity") or {}, model_identity(tr)):
+    # the name first: a hub model's weights (hundreds of MB) are never hashed for a file that is not its
+    if not data or data.get("model") != tr.name or not same_model(data.get("model_identity") or {},
+                                                                     model_identity(tr)):
         return None
     return data
 
