@@ -112,6 +112,9 @@ def test_the_figure_draws_every_curve_in_its_scope_colour_and_order_dash():
     assert "— least important first · ··· random" in title
     assert fig.layout.xaxis.title.text == "heads knocked out" and fig.layout.yaxis.title.text == "BLEU"
     assert fig.layout.shapes[0].y0 == 29.0                       # 1 below the whole model
+    assert fig.layout.yaxis.range[0] == 0 and fig.layout.yaxis.range[1] >= 30
+    nothing = pruning_figure({"bleu": 0.0, "curves": [curve("all", "importance", 20, [0.0] * 11)]})
+    assert list(nothing.layout.yaxis.range) == [0, 1.0] and not nothing.layout.shapes   # never below 0
 
 
 def test_prune_decodings_counts_what_prune_curves_decodes(untrained_translators):
@@ -180,7 +183,7 @@ def test_a_hub_model_is_pruned_on_demand_and_kept(hub_models, monkeypatch):
     at = panel(marian, pairs=2)
     assert not at.exception, at.exception
     assert chart(at, "pruning_chart") is None
-    assert "not measured yet" in texts(at) and "2 held-out pairs" in texts(at)
+    assert "Not measured for this model yet" in texts(at) and "2 held-out pairs" in texts(at)
     at.button(key="pruning_run").click().run()
     assert not at.exception, at.exception
     spec = chart(at, "pruning_chart")

@@ -98,10 +98,9 @@ def pruning_panel(tr: Translator, model: str, height: int = 260, share: float = 
         result = pruning_store().get(key)
     if result is None:
         heads = sum(l * h for l, h in head_counts(tr.model).values())
-        note = (f"This model's curve is not measured yet: its {heads} heads ranked by Michel et al.'s importance "
-                f"on {pairs} held-out pairs, then up to {prune_decodings(head_counts(tr.model))} greedy decodings "
-                "of them as 10% more heads go each step (all heads and each kind, least important first and in a "
-                "random order). The first steps are timed and the time left shown as it runs.")
+        note = (f"Not measured for this model yet: its {heads} heads ranked on {pairs} held-out pairs, then up "
+                f"to {prune_decodings(head_counts(tr.model))} greedy decodings of them, 10% more heads out a step "
+                "(the time left is shown as it runs).")
         if not asked_to_run(note, "Prune and watch BLEU", "pruning_run"):
             return
         bar = st.progress(0.0)

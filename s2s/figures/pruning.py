@@ -35,7 +35,7 @@ def pruning_figure(result: dict, height: int = 260) -> go.Figure:
             showlegend=False,
             line=dict(color=SCOPE_COLORS.get(scope, "#888888"), width=3 if order == "importance" else 2.5,
                       dash=ORDER_DASH.get(order, "dash")),
-            marker=dict(size=5), customdata=[[p["heads"], c["of"]] for p in pts],
+            marker=dict(size=5), cliponaxis=False, customdata=[[p["heads"], c["of"]] for p in pts],
             hovertemplate=(f"{SCOPE_LABELS.get(scope, scope)}, {ORDER_LABELS.get(order, order)}<br>"
                            "%{customdata[0]} of %{customdata[1]} heads gone: BLEU %{y:.1f}<extra></extra>")))
     scopes = list(dict.fromkeys(c["scope"] for c in curves))
@@ -43,12 +43,15 @@ def pruning_figure(result: dict, height: int = 260) -> go.Figure:
     key = " ".join(f"<span style='color:{SCOPE_COLORS.get(s, '#888888')}'><b>{KEY_WORDS.get(s, s)}</b></span>"
                    for s in scopes)
     dashes = " · ".join(f"{ORDER_KEY.get(o, o)} {KEY_WORDS.get(o, o)}" for o in orders)
+    top = max([base] + [p["bleu"] for c in curves for p in c["points"]])
     shapes = [dict(type="line", xref="paper", x0=0, x1=1, y0=base - 1, y1=base - 1, layer="below",
-                   line=dict(color="#999999", width=1, dash="dash"))]
+                   line=dict(color="#999999", width=1, dash="dash"))] if base >= 1 else []
     return figure(traces, height=height, shapes=shapes, hovermode="closest", showlegend=False,
                   title=dict(text=f"{key}<br>{dashes}", x=0.01, xanchor="left"),
                   xaxis=dict(title="heads knocked out", range=[-3, 103], ticksuffix="%",
                              tick0=0, dtick=20, showgrid=True, gridcolor="#eeeeee", zeroline=False),
-                  yaxis=dict(title="BLEU", rangemode="tozero", showgrid=True, gridcolor="#eeeeee", zeroline=False),
+                  # from 0 (BLEU is never below it) to just above the highest point
+                  yaxis=dict(title="BLEU", range=[0, max(1.08 * top, 1.0)], showgrid=True, gridcolor="#eeeeee",
+                             zeroline=False),
                   # the top margin: the toolbar's row and the title's two lines at the Projector's 18 px
                   margin=dict(l=52, r=26, t=TOOLBAR_PX + 52, b=46))    # (r: half of "100%" at 18 px)
