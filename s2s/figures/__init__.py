@@ -4,6 +4,7 @@ One module per subject: `screen` (one-pass figures, labels readable from the bac
 `attention` (heatmaps, bars, context paths), `beam` (the beam tree), `cells` (LSTM cells),
 `models` (colours per model, length curves, diagrams), `gradients` (gates and gradient flow),
 `alignment` (gold links, contributions, counterfactuals, heads), `neuron` (one head's q·k path). Pages import from here.
+`patching`: what carries an edit's change (activation patching), layers × words and heads.
 
 Token labels are HTML-escaped: plotly renders a subset of HTML in labels, and user text
 must always show as text, never as markup. Axes are positional (0..n-1) with the tokens
@@ -59,6 +60,7 @@ from .gradients import (  # noqa: F401
 from .models import ATTENTION_COLORS, length_chart, model_colors, model_diagram, scaling_figure  # noqa: F401
 from .neighbours import neighbours_map  # noqa: F401
 from .neuron import clickable_cells, neuron_figure  # noqa: F401
+from .patching import RESTORED_SCALE, patching_figure  # noqa: F401
 from .pruning import pruning_figure  # noqa: F401
 from .screen import (  # noqa: F401
     BODY_TEXT,
