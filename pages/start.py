@@ -90,6 +90,15 @@ OUTLINE.append(Topic(
     (translate("Heads", "She has a big black dog.", model=transformers[0], heads="decoder", heads_layer="2",
                heads_head="3", heads_query="5"),) if transformers else (),
     coming="" if transformers else "coming: a trained Transformer (none in checkpoints/ yet)"))
+OUTLINE.append(Topic(
+    "Are all heads needed?",
+    # ui.knockout: en-fr-transformer with encoder self-attention's layer 2 head 1 knocked out writes
+    # "Elle a une grosse chien noire." for "Elle a un grand chien noir." (tests/test_knockout_page.py holds it)
+    "Knock heads out with a click: without one encoder head the dog's adjectives turn feminine. Beside the "
+    "grid, BLEU as heads are pruned, least important first.",
+    (translate("Heads", "She has a big black dog.", "knock heads out", model=transformers[0], heads="encoder",
+               mask="encoder:2.1"),) if transformers else (),
+    coming="" if transformers else "coming: a trained Transformer (none in checkpoints/ yet)"))
 
 # what the page is in the title's tooltip: a caption line under it pushed the outline's last
 # link past a 1280 x 720 screen (tests/test_browser.py holds the whole outline on it)

@@ -127,6 +127,7 @@ heading.title("Translate & Align", help="Type an English sentence and watch an e
 # words/pieces control when a warning below stops the page, and every one of them while the
 # reader is on another page. Keep their values for the run that draws them again.
 ui.address.keep_across_pages("model", *DEFAULTS, "delay", "probe", "by_sentence")
+ui.address.keep_across_pages("heads_click")      # the Heads grid's click mode (ui/knockout.py)
 arrival = ui.address.arrival_query("translate")
 for note in ui.address.state_from_query(arrival, DEFAULTS, RANGES, CHOICES):
     st.info(note)
@@ -175,6 +176,7 @@ ui.address.note_stale_results("⚠ The text or the decoding changed since this r
 # Decoding imports torch. On a cold server the warm-up is still importing it, and this line
 # waits: the form above is already in the browser, which loads its widgets' code meanwhile,
 # instead of after the wait, just before the heatmap.
+import ui.knockout  # noqa: E402
 import ui.translate_tabs  # noqa: E402
 import ui.what_if  # noqa: E402
 from s2s.data import unseen_words  # noqa: E402
@@ -192,6 +194,7 @@ if "steer_ids" in arrival:      # steered by piece ids (pieces that are not text
         st.info(f"Ignored the link's steer_ids={ui.show.code_span(arrival['steer_ids'][:40])}: not a list of "
                 "piece ids (whole numbers, comma-separated).")
 ui.what_if.forget_if_changed(name, S.text, arrived=bool({"steer", "steer_ids", "edit"} & set(arrival)))
+ui.knockout.arrive(arrival)     # mask=: the Heads tab's knocked-out heads
 ui.translate_tabs.check_choices(tr, name)     # before the address below reads another model's layer or head
 settings = dict(method=S.method, beam=S.beam, nbest=S.nbest, temp=float(S.temp), topk=int(S.topk),
                 seed=int(S.seed), maxlen=S.maxlen, norepeat=int(S.norepeat))     # the address's names
@@ -216,6 +219,7 @@ def page_address() -> dict:
             "heads_layer": None if S.get("heads_layer") is None else S.heads_layer + 1,
             "heads_head": None if S.get("heads_head") is None else S.heads_head + 1,
             "heads_query": None if S.get("heads_query") is None else S.heads_query + 1,
+            **ui.knockout.address(),
             "sentences": "each" if S.get("by_sentence") and n_sentences > LONG_SENTENCES else None}
 ui.address.set_address(page_address())
 if S.get("view") not in CHOICES["view"]:      # None once its selected option is clicked again
@@ -372,7 +376,7 @@ with tabs[4]:
         ui.translate_tabs.alignment_lines(d, words, name, S.text, shown, title)
 with tabs[5]:
     if tabs[5].open:
-        ui.translate_tabs.heads(tr, d, words, name, S.text)
+        ui.translate_tabs.heads(tr, d, words, name, S.text, decoding, by_sentence)
 with tabs[6]:
     if tabs[6].open:
         ui.translate_tabs.attention_emerges(tr, d, words, name, S.text)

@@ -22,6 +22,7 @@ OUTLINE = [
                                    ("alignment", "Attention vs attribution")]),
     ("Interpretable cells", [("cells", "Colored text"), ("cells", "Colored text")]),   # the second selects a span
     ("Self-attention and the Transformer", None),
+    ("Are all heads needed?", None),
 ]
 TAB_KEYS = {"translate": "tab", "gradients": "gradients_tab", "alignment": "alignment_tab", "cells": "cells_tab"}
 LINKS = [(page, tab) for _, links in OUTLINE for page, tab in links or []]
@@ -148,7 +149,7 @@ def test_a_bad_tab_in_a_link_is_ignored(env):
     assert note and "`<b>Nope</b>`" in note[0]          # the link's text shown as code, never as markup
 
 
-def test_with_a_transformer_the_last_topic_links_to_its_heads(zoo, tiny_transformer, tmp_path, monkeypatch):
+def test_with_a_transformer_the_last_topics_link_to_its_heads(zoo, tiny_transformer, tmp_path, monkeypatch):
     """The Transformer topic links to Translate › Heads on the Transformer found by its config
     (whatever its folder is called), and the link opens that view."""
     shutil.copytree(zoo, tmp_path / "zoo", symlinks=True)
@@ -156,12 +157,19 @@ def test_with_a_transformer_the_last_topic_links_to_its_heads(zoo, tiny_transfor
     monkeypatch.setenv("S2S_CHECKPOINTS", str(tmp_path / "zoo"))
     at = start()
     assert not any(c.value.startswith("coming: ") for c in at.caption)
-    page, label, query = links(at)[-1]
+    page, label, query = links(at)[-2]
     assert (page, label) == ("translate", "Translate & Align › Heads")
     assert query["model"] == "my-attention-is-all-i-need" and query["tab"] == "Heads"
     at = follow("translate", query)
     assert not at.exception, at.exception
     assert at.session_state["tab"] == "Heads" and chart(at, "heads_grid") is not None
+    # are all heads needed: the same Transformer's Heads tab with a head knocked out (ui.knockout)
+    page, label, query = links(start())[-1]
+    assert (page, label) == ("translate", "Translate & Align · knock heads out › Heads")
+    assert query["model"] == "my-attention-is-all-i-need" and query["mask"] == "encoder:2.1"
+    at = follow("translate", query)
+    assert not at.exception, at.exception
+    assert at.session_state["heads_mask"] == "encoder:2.1" and chart(at, "knockout_grid") is not None
 
 
 

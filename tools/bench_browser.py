@@ -31,6 +31,9 @@ on the page is drawn):
     cells_first_open           the Cell States page's first visit, from the sidebar
     cells_find_cells           its Find cells tab: every cell ranked, the top traces drawn
     cells_sample               "Sample from the model" with a new seed, until the text is shaded
+    heads_knockout_click       the Heads grid knocking heads out (ui/knockout.py) on en-fr-transformer:
+                               a click on a small map not yet knocked out (a mask never decoded
+                               before: no cache), until the translation beside the grid shows it
     new_tab_start_page         the start page opened in a new browser tab, until it has settled:
                                the floor under every link opened in a new tab
     explain_link_<model>       a link to Alignment & Explanation's "Attention vs attribution" tab
@@ -310,8 +313,40 @@ def one_run(b, url: str, t_spawn: float, presses: int, offset: int, models: list
             record("cells_sample", sample)
         errors += len(exceptions(page))
     page.close()
+    knockout_clicks(b, url, record, presses)
     explain_links(b, url, models, hub, sentence, record, pid)
     return errors
+
+
+KNOCKOUT_LINK = ("/translate?model=en-fr-transformer&text=She+has+a+big+black+dog.&method=greedy&tab=Heads"
+                 "&heads=encoder&mask=encoder%3A2.1")     # the Start link's knockout
+KNOCKOUT_ANSWER = """() => { const e = document.querySelector('.st-key-point_knockout_answer');
+                             return e ? e.innerText : null; }"""
+MAP_CENTRE = """([layer, head, heads]) => {      // one small map's centre: a click there reaches its markers
+  const n = layer * heads + head + 1, sub = n === 1 ? 'xy' : `x${n}y${n}`;
+  const e = document.querySelector(`.st-key-knockout_grid .draglayer .${sub} .nsewdrag`);
+  const r = e.getBoundingClientRect();
+  return [r.left + r.width / 2, r.top + r.height / 2]; }"""
+
+
+def knockout_clicks(b, url: str, record, presses: int) -> None:
+    """The Start link's knockout (encoder self-attention's layer 2 head 1 out), then a click on
+    another small map of layer 1 or 3, `presses` times: each knocks one more head out, a mask
+    never decoded before; ms from the click until the answer beside the grid changes and the
+    page settled. Only where en-fr-transformer is shipped."""
+    if "en-fr-transformer" not in {i.name for i in list_checkpoints(checkpoint_root()) if i.error is None}:
+        return
+    page = b.new_page(viewport=VIEWPORT)
+    goto(page, url + KNOCKOUT_LINK)
+    page.wait_for_function(DRAWN, arg="knockout_grid", timeout=TIMEOUT_MS)
+    page.wait_for_function(SETTLED, timeout=TIMEOUT_MS)
+    for k in range(min(presses, 8)):
+        def click(layer: int = 2 * (k // 4), head: int = k % 4) -> float:
+            done, arg = changed(page, KNOCKOUT_ANSWER)
+            x, y = page.evaluate(MAP_CENTRE, [layer, head, 4])
+            return timed(page, lambda: page.mouse.click(x, y), done, arg)
+        record("heads_knockout_click", click)
+    page.close()
 
 
 def new_tab(b, url: str) -> float:

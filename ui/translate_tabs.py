@@ -480,8 +480,11 @@ def norm_heads_cached(path: str, text: str, target_ids: tuple) -> np.ndarray:
     return heads["norm"]
 
 
-def heads(tr: Translator, d: Decoding, words: bool, model: str, text: str) -> None:
-    """A Transformer's every layer and head of one kind of attention, one of them enlarged."""
+def heads(tr: Translator, d: Decoding, words: bool, model: str, text: str, settings: DecodeSettings | None = None,
+          by_sentence: bool = False) -> None:
+    """A Transformer's every layer and head of one kind of attention, one of them enlarged, or
+    knocked out (ui.knockout: the page's decoding `settings` again with heads knocked out)."""
+    import ui.knockout  # here: it draws with ui.what_if, which imports this module
     S = st.session_state
     if d.cross_attention is None:
         others = [i.name for i in ui.models.translation_models() if i.error is None and i.arch == "transformer"]
@@ -491,16 +494,20 @@ def heads(tr: Translator, d: Decoding, words: bool, model: str, text: str) -> No
                 + (f"Choose {' or '.join(others)} under Translation model to see its layers × heads." if others else
                    "There is no Transformer in checkpoints/."))
         ui.neuron_view.recurrent(tr, d, model, text)      # its one attention, step by step in its own formula
+        ui.knockout.recurrent_note()
         return
     io_line(text, d.translation)
     kind = st.radio("Attention", list(HEAD_KINDS), format_func=lambda k: HEAD_KINDS[k].label, horizontal=True,
                     key="heads_kind", label_visibility="collapsed")
+    if ui.knockout.knocking():      # a click on a small map knocks its head out: the knockout's own layout
+        return ui.knockout.view(tr, d, words, model, text, kind, settings, by_sentence)
     x, y, w = attention_heads(d, kind)
     L, H = w.shape[:2]
     if not (0 <= S.get("heads_layer", -1) < L and 0 <= S.get("heads_head", -1) < H):   # the last layer first
         S.heads_layer, S.heads_head = L - 1, 0
     grid, big = point("heads").columns([3, 2])
     with big:
+        ui.knockout.click_mode()       # a click on a small map: enlarges it | knocks it out
         c1, c2, c3 = st.columns(3)
         layer = c1.selectbox("Layer", range(L), key="heads_layer", format_func=lambda l: str(l + 1))
         head = c2.selectbox("Head", range(H), key="heads_head", format_func=lambda h: str(h + 1))

@@ -20,6 +20,7 @@ from .alignment import (  # noqa: F401
     head_aer_figure,
     head_of_trace,
     heads_grid,
+    mark_heads,
 )
 from .attention import (  # noqa: F401
     TALL_ROWS,

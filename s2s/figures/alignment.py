@@ -259,6 +259,41 @@ def head_of_trace(trace: int, layers: int, heads: int) -> tuple[int, int] | None
     return divmod(trace % (layers * heads), heads)
 
 
+KNOCKED_SHADE = "rgba(120, 120, 120, 0.55)"     # a knocked-out head's map: greyed
+KNOCKED_CROSS = "#444444"                       # and crossed
+
+
+def mark_heads(fig: go.Figure, layers: int, heads: int, knocked: Sequence[tuple[int, int]] = (),
+               badges: Sequence[Sequence[str]] | None = None, badge_px: int = 11) -> go.Figure:
+    """On a heads_grid figure: each knocked-out (layer, head) greyed and crossed (the map is
+    still drawn under it: the head's weights stay, its output is gone), and `badges[l][h]`
+    (e.g. "I .42 · pos −1"; "" for none) in the top left corner of each small map. Shapes and
+    annotations take no clicks: a click on a greyed map still reaches its markers."""
+    def ref(l: int, h: int) -> str:
+        n = l * heads + h
+        return "" if n == 0 else str(n + 1)
+    for l, h in knocked:
+        if not (0 <= l < layers and 0 <= h < heads):
+            continue
+        r = ref(l, h)
+        box = dict(xref=f"x{r} domain", yref=f"y{r} domain", layer="above")
+        fig.add_shape(type="rect", x0=0, x1=1, y0=0, y1=1, fillcolor=KNOCKED_SHADE, line=dict(width=0), **box)
+        for y0, y1 in ((0, 1), (1, 0)):
+            fig.add_shape(type="line", x0=0, x1=1, y0=y0, y1=y1, line=dict(color=KNOCKED_CROSS, width=3), **box)
+    if badges is not None:
+        for l in range(layers):
+            for h in range(heads):
+                text = badges[l][h]
+                if not text:
+                    continue
+                r = ref(l, h)
+                fig.add_annotation(text=html.escape(text), xref=f"x{r} domain", yref=f"y{r} domain", x=0, y=1,
+                                   xanchor="left", yanchor="top", showarrow=False, align="left",
+                                   font=dict(size=badge_px, color="#111111"), bgcolor="rgba(255, 255, 255, 0.85)",
+                                   borderpad=1)
+    return fig
+
+
 def head_aer_figure(aer: np.ndarray, best: tuple[int, int], mean_aer: float | None = None,
                     title: str = "") -> go.Figure:
     """Every layer (rows) x head (columns) of a Transformer's cross-attention scored as an

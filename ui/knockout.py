@@ -1,0 +1,377 @@
+"""Are all heads needed? The Heads tab's knockout (issue #60): a click on a small map knocks its
+head out (or a whole layer, head h of every layer, every head of the kind shown), and the page
+re-decodes at once with those heads' outputs multiplied by 0 before W_O, through the one decode
+API (DecodeSettings.head_mask, s2s.hooks.knocked_out), drawn beside the model's own output with
+ui.what_if.two_outputs. Each small map carries its head's importance and role tags (the shipped
+Transformer's from results/head_importance.json; a hub model's measured on demand), and the
+BLEU-as-heads-are-pruned chart sits beside the grid (ui.pruning).
+
+The mask lives in the session as the command line writes it (`python -m s2s.translate
+--mask-heads`, KIND:LAYER.HEAD counted from 1) and in the address as mask=, so a copied link
+reproduces it; a link's malformed or out-of-range mask is said in one line and knocks nothing out.
+
+Imported by ui.translate_tabs.heads when it draws (not at its top: this module draws with
+ui.what_if, which imports ui.translate_tabs).
+"""
+from __future__ import annotations
+
+import shlex
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import streamlit as st
+
+import ui.address
+import ui.models
+import ui.pruning
+import ui.show
+import ui.translate_tabs as tabs
+import ui.what_if
+from s2s import figures
+from s2s.checkpoint import Translator
+from s2s.decode import DecodeSettings, Decoding, attention_heads
+from s2s.head_importance import POSITIONAL, TO_EOS, importance, read_scored_pairs
+from s2s.hooks import (
+    KINDS,
+    HeadMask,
+    format_head_mask,
+    head_counts,
+    normal_head_mask,
+    parse_head_mask,
+    resolve_head_mask,
+)
+from s2s.piece_words import HEAD_KINDS, changed_words
+from s2s.text import InputError
+
+MASK = "heads_mask"          # session state: the mask as text ("cross:2.1,encoder:1.*"), the address's mask=
+CLICK = "heads_click"        # the widget: what a click on a small map does
+CLICKS = {"enlarge": "Click: enlarge", "knock": "Click: knock out"}
+IMPORTANCE_FILE = Path(__file__).resolve().parents[1] / "results" / "head_importance.json"
+HUB_PAIRS = 50               # a hub model's importance, measured on demand: the first 50 held-out pairs
+GRID_HEIGHT = 330            # the grid and, beside it, the knocked-out translation and the pruning chart: one
+PRUNING_HEIGHT = 260         # 1280 x 720 screen under the tab bar
+
+
+# ------------------------------------------------------------------ the address
+def arrive(arrival: dict) -> None:
+    """A link (any of the page's own fields in its query) sets the mask it holds, or none; a link
+    with a mask opens the grid in knockout mode (the page keeps CLICK while the tab is closed)."""
+    if not ({"model", "text", "tab", "mask"} & set(arrival)):
+        return
+    st.session_state[MASK] = arrival.get("mask", "")[:400]
+    st.session_state[CLICK] = "knock" if st.session_state[MASK].strip() else "enlarge"
+
+
+def address() -> dict:
+    """mask= while the grid knocks heads out and some are (None drops it)."""
+    S = st.session_state
+    return {"mask": (S.get(MASK) or None) if S.get(CLICK) == "knock" else None}
+
+
+# ------------------------------------------------------------------ the mask
+def current(tr: Translator, warn: bool = True) -> HeadMask:
+    """The session's mask, checked against `tr`; a malformed or out-of-range one is said in one
+    line (`warn`) and knocks nothing out."""
+    raw = st.session_state.get(MASK) or ""
+    try:
+        mask = parse_head_mask(raw)
+        resolve_head_mask(tr.model, mask)
+        return mask
+    except InputError as e:
+        if warn:        # the parts the message quotes (repr) as code, never as markup
+            said = str(e)
+            for part in {p.strip() for p in raw.split(",")} | {p.strip().lower() for p in raw.split(",")}:
+                said = said.replace(repr(part), ui.show.code_span(part))
+            st.warning(f"Ignored the mask {ui.show.code_span(raw[:60])}: {said} No head is knocked out.")
+        return ()
+
+
+def heads_of(mask: HeadMask, counts: dict[str, tuple[int, int]]) -> set[tuple[str, int, int]]:
+    """Every (kind, layer, head) the mask knocks out, a whole layer expanded."""
+    out = set()
+    for kind, layer, head in mask:
+        out |= {(kind, layer, h) for h in (range(counts[kind][1]) if head is None else [head])}
+    return out
+
+
+def mask_text(heads: set[tuple[str, int, int]], counts: dict[str, tuple[int, int]]) -> str:
+    """The mask as the command line writes it, a layer whose every head is out as KIND:LAYER.*."""
+    entries = []
+    for kind in KINDS:
+        if kind not in counts:
+            continue
+        layers, n = counts[kind]
+        for layer in range(layers):
+            out = [h for h in range(n) if (kind, layer, h) in heads]
+            entries += [(kind, layer, None)] if len(out) == n else [(kind, layer, h) for h in out]
+    return format_head_mask(normal_head_mask(entries))
+
+
+def _set(heads: set[tuple[str, int, int]], counts: dict[str, tuple[int, int]]) -> None:
+    st.session_state[MASK] = mask_text(heads, counts)
+
+
+def _known(counts: dict[str, tuple[int, int]]) -> set[tuple[str, int, int]]:
+    """The session's mask as heads (a mask this model cannot take: none)."""
+    try:
+        mask = parse_head_mask(st.session_state.get(MASK) or "")
+        return heads_of(mask, counts) if all(k in counts and l < counts[k][0] and (h is None or h < counts[k][1])
+                                             for k, l, h in mask) else set()
+    except InputError:
+        return set()
+
+
+def toggle_clicked(kind: str, counts: dict[str, tuple[int, int]]) -> None:
+    """A click on a small map knocks its head out, or brings a knocked-out one back."""
+    S = st.session_state
+    points = S.knockout_grid.selection.points if S.get("knockout_grid") else []
+    layers, n = counts[kind]
+    picked = figures.head_of_trace(int(points[0]["curve_number"]), layers, n) if points else None
+    if picked:
+        heads = _known(counts)
+        heads ^= {(kind, *picked)}
+        _set(heads, counts)
+
+
+def knock_many(kind: str, counts: dict[str, tuple[int, int]]) -> None:
+    """The row / column / all choice: those heads out too; the box goes back to its placeholder."""
+    S = st.session_state
+    choice = S.get("knock_many")
+    S["knock_many"] = None
+    if not choice:
+        return
+    layers, n = counts[kind]
+    what, _, number = choice.partition(":")
+    chosen = {(kind, l, h) for l in range(layers) for h in range(n)
+              if what == "all" or (what == "layer" and l == int(number)) or (what == "head" and h == int(number))}
+    _set(_known(counts) | chosen, counts)
+
+
+def clear() -> None:
+    st.session_state[MASK] = ""
+
+
+def _keep_click() -> None:
+    if st.session_state.get(CLICK) is None:       # its selected option clicked again
+        st.session_state[CLICK] = "enlarge"
+
+
+def knocking() -> bool:
+    """Whether a click on a small map knocks its head out (the control's value, read before the
+    grid is laid out: each mode lays the tab out its own way)."""
+    return st.session_state.get(CLICK) == "knock"
+
+
+def click_mode() -> None:
+    """The control "a click on a small map: enlarge | knock out", at the top of the column
+    beside the grid in both modes."""
+    S = st.session_state
+    if S.get(CLICK) not in CLICKS:
+        S[CLICK] = "enlarge"
+    st.segmented_control(
+        "A click on a small map", list(CLICKS), format_func=CLICKS.get, key=CLICK, on_change=_keep_click,
+        label_visibility="collapsed",
+        help="**enlarge**: a click on a small map shows it enlarged, with its query and keys below. **knock "
+             "out**: a click knocks that head out (its slice of the attention output times 0 before W_O, Michel "
+             "et al. 2019) and the sentence is translated again beside the model's own; a second click brings "
+             "it back.")
+
+
+# ------------------------------------------------------------------ importance and role tags
+def _pairs_of(command: str) -> str:
+    words = shlex.split(command)
+    return words[words.index("--pairs") + 1] if "--pairs" in words[:-1] else "held-out pairs"
+
+
+@st.cache_resource(show_spinner=False)
+def _measured() -> dict:
+    """Hub models' importance measured on demand, per server: {model path: JSON as the file's}."""
+    return {}
+
+
+def measured(tr: Translator, model: str) -> dict | None:
+    """This model's importance and role tags as results/head_importance.json writes them: the
+    shipped file when it names this model (and its shape fits), else one measured on this server;
+    None: not measured."""
+    counts = head_counts(tr.model)
+    shipped = ui.models.results_file(IMPORTANCE_FILE)
+    if (shipped and not tr.config.get("hub") and shipped.get("model") == tr.name
+            and all(np.shape(shipped["importance_normalised"].get(k)) == counts[k] for k in counts)):
+        return shipped
+    return _measured().get(ui.models.model_path(model))
+
+
+def _short_tag(tag: str) -> str:
+    if tag.startswith("positional"):
+        return "pos " + tag.removeprefix("positional").strip(" ()").replace("-", "−")
+    return {"rare word": "rare", "to </s>": "</s>"}.get(tag, tag)
+
+
+def badges(result: dict | None, kind: str, layers: int, heads: int) -> list[list[str]] | None:
+    """Each small map's badge: "I .42" (normalised importance) and its tags ("pos −1", "rare", "</s>")."""
+    if result is None:
+        return None
+    norm, roles = np.asarray(result["importance_normalised"][kind]), result["roles"][kind]
+    return [[" · ".join([f"I {norm[l, h]:.2f}".replace("0.", ".", 1)] + [_short_tag(t) for t in roles[l][h]["tags"]])
+             for h in range(heads)] for l in range(layers)]
+
+
+def legend(result: dict | None, kind: str) -> str:
+    """What the badges mean, and on what they were measured."""
+    if result is None:
+        return ""
+    tagged = sum(bool(h["tags"]) for k in result["roles"] for row in result["roles"][k] for h in row)
+    positional = f"pos ±k (the largest weight k pieces away for ≥ {POSITIONAL:.0%} of queries)"
+    eos = f"`</s>` (on the closing `</s>` for ≥ {TO_EOS:.0%}: reads nothing)"
+    tags = {"encoder": f"{positional}, rare (on the sentence's rarest piece), {eos}", "decoder": positional,
+            "cross": eos}[kind]
+    return (f"**I**: importance, |∂L/∂ξ_h| at the head's output (Michel et al. 2019; each layer scaled to norm 1), "
+            f"the mean over {result['pairs']} held-out pairs ({ui.show.code_span(_pairs_of(result.get('command', '')))}"
+            f"). Tags (Voita et al. 2019, same pairs): {tags}. "
+            + ("No head of this model earned one." if not tagged else
+               f"{tagged} head{'s' if tagged != 1 else ''} of this model earned one."))
+
+
+def measure_button(tr: Translator, model: str) -> None:
+    """A hub model's importance: not measured until asked, then on HUB_PAIRS held-out pairs with a progress bar."""
+    held_out = ui.pruning.HELD_OUT      # the shipped held-out pairs (examples/)
+    if not held_out.is_file():
+        st.caption(f"Importance not measured for this model: no held-out pairs at {held_out.name}.")
+        return
+    if not st.button(f"Measure each head's importance ({HUB_PAIRS} held-out pairs)", key="knockout_measure",
+                     help="Michel et al.'s importance and Voita et al.'s role tags of every head "
+                          "(python -m s2s.heads importance), on the first held-out Tatoeba pairs"):
+        st.caption("Importance not measured for this model yet (the button measures it, a few seconds a pair on "
+                   "a CPU).")
+        return
+    bar, began = st.progress(0.0, text="Measuring…"), time.perf_counter()
+
+    def progress(share: float, what: str) -> None:
+        spent = time.perf_counter() - began
+        left = spent / share - spent if share > 0 else 0
+        bar.progress(min(share, 1.0), text=f"Measuring {what}: {share:.0%}, about {left:.0f} s left")
+    try:
+        result = importance(tr, read_scored_pairs(held_out, HUB_PAIRS), progress=progress)
+    except InputError as e:
+        bar.empty()
+        st.warning(str(e))
+        return
+    bar.empty()
+    out = result.to_json()
+    out["command"] = (f"python -m s2s.heads importance --model {model} --pairs examples/{held_out.name} "
+                      f"--limit {HUB_PAIRS} --json")
+    _measured()[ui.models.model_path(model)] = out
+    st.rerun()
+
+
+# ------------------------------------------------------------------ the view
+def recurrent_note() -> None:
+    """Where heads are offered to a recurrent model: it has one attention, and its knockout is
+    the counterfactual attention of the Alignment page."""
+    st.caption("Knocking heads out needs heads: a recurrent model has one attention. Its knockout is the "
+               "**counterfactual attention** of Alignment & Explanation › Attention vs attribution: the weights "
+               "replaced (uniform, permuted, adversarial) and what the output does.")
+    st.page_link("pages/alignment.py", label="Alignment › Attention vs attribution",
+                 query_params={"tab": "Attention vs attribution"}, icon=":material/compare_arrows:")
+
+
+def masked(tr: Translator, model: str, text: str, settings: DecodeSettings, mask: HeadMask, by_sentence: bool
+           ) -> tuple[Decoding, float]:
+    """The page's decoding of `text` with the heads of `mask` knocked out (cached as the page's own)."""
+    return tabs.decode_cached(ui.models.model_path(model), text, replace(settings, head_mask=mask).canonical(),
+                              by_sentence)
+
+
+@st.fragment
+def view(tr: Translator, d: Decoding, words: bool, model: str, text: str, kind: str,
+         settings: DecodeSettings | None = None, by_sentence: bool = False) -> None:
+    """The grid in knockout mode: each small map with its badge, knocked-out ones greyed and
+    crossed; beside it the choices of a whole row, column or kind, Clear, the knocked-out
+    translation in one line and the pruning chart; under them, when some head is out, both
+    translations side by side (ui.what_if.two_outputs).
+
+    A fragment: a click on a map (or the box, or Clear) reruns this view alone, not the page
+    above it, and writes the address's mask= itself; back to "enlarge", the whole page reruns."""
+    if not knocking():
+        st.rerun(scope="app")
+    ui.address.update_address(**address())
+    settings = settings or DecodeSettings("greedy")
+    mask = current(tr)
+    counts = head_counts(tr.model)
+    out = heads_of(mask, counts)
+    other, ms = None, 0.0
+    if mask:
+        try:
+            other, ms = masked(tr, model, text, settings, mask, by_sentence)
+        except InputError as e:
+            st.warning(str(e))
+    x, y, w = attention_heads(d, kind)
+    L, H = w.shape[:2]
+    if words:      # each head's matrix merged into words, as the heatmap above
+        merged = [[tabs.as_words(x, y, w[l, h], True) for h in range(H)] for l in range(L)]
+        x, y = merged[0][0][:2]
+        w = np.array([[m[2] for m in row] for row in merged])
+    result = measured(tr, model)
+    # the grid and the answer each a point (what the Start link promises on the first screen); the
+    # legend and the pruning chart's sentence below them may run past it
+    grid, side = st.columns([3, 2])
+    with side:
+        click_mode()
+        pick, wipe = st.columns([3, 1.2], vertical_alignment="bottom")
+        name = HEAD_KINDS[kind].name
+        options = [f"layer:{l}" for l in range(L)] + [f"head:{h}" for h in range(H)] + ["all"]
+        pick.selectbox("Knock out more", options, index=None, key="knock_many", on_change=knock_many,
+                       args=(kind, counts), label_visibility="collapsed",
+                       placeholder="Knock out a layer, a head of each…",
+                       format_func=lambda o: (f"All {L * H} heads of the {name}" if o == "all" else
+                                              f"Layer {int(o[6:]) + 1}: its {H} heads" if o.startswith("layer") else
+                                              f"Head {int(o[5:]) + 1} of every layer"))
+        wipe.button("Clear", key="knockout_clear", on_click=clear, disabled=not st.session_state.get(MASK),
+                    width="stretch", help="Knock no head out")
+        with tabs.point("knockout_answer"):
+            if other is None:
+                st.caption("No head knocked out: click a small map to knock its head out (its output times 0); "
+                           "a second click brings it back.")
+            else:
+                answer(d, other, mask, len(out), sum(a * b for a, b in counts.values()))
+        pruning_slot(tr, model)
+    with grid:
+        fig = figures.heads_grid(w, x, y, kind, width=760, height=GRID_HEIGHT, labels=False)
+        figures.mark_heads(fig, L, H, [(l, h) for k, l, h in sorted(out) if k == kind], badges(result, kind, L, H))
+        ui.show.plotly_chart(fig, share=0.6, key="knockout_grid", notes=False, selection_mode="points",
+                             on_select=lambda: toggle_clicked(kind, counts), where=tabs.point("knockout"),
+                             config=ui.show.camera("knockout_grid", model, text[:40]))
+        if result is not None:
+            st.caption(legend(result, kind))
+        elif tr.config.get("hub"):
+            measure_button(tr, model)
+        else:
+            st.caption("Importance not measured for this model (python -m s2s.heads importance measures it).")
+    if other is None:
+        return
+    n = len(out)
+    ui.what_if.two_outputs(d, other, ("The model's own", f"{n} head{'s' if n != 1 else ''} knocked out"), words,
+                           model, text, key="knockout")
+    st.caption(f"Decoded again in {ms:.0f} ms with the heads knocked out, as "
+               f"{ui.show.code_span('python -m s2s.translate --mask-heads ' + format_head_mask(mask))} does.")
+
+
+def answer(d: Decoding, other: Decoding, mask: HeadMask, n: int, of: int) -> None:
+    """Beside the grid, where the click was: the translation without the knocked-out heads, its
+    changed words marked (the comparison in full is below)."""
+    before, _ = ui.what_if.words_of(d)
+    after, _ = ui.what_if.words_of(other)
+    marks = changed_words(before, after)[1]
+    st.caption(f"Without {ui.show.code_span(format_head_mask(mask))} ({n} of {of} heads): log p "
+               f"{other.log_prob:.2f}, the model's own {d.log_prob:.2f}"
+               + (". **The same translation**, word for word." if other.translation == d.translation else
+                  f"; {sum(marks)} word{'s' if sum(marks) != 1 else ''} changed (amber):"))
+    if other.translation != d.translation:
+        st.markdown(ui.what_if.marked_html(after, marks, size="1.05rem"), unsafe_allow_html=True)
+
+
+def pruning_slot(tr: Translator, model: str) -> None:
+    """BLEU as heads are pruned (ui.pruning), beside the grid."""
+    ui.pruning.pruning_panel(tr, model, height=PRUNING_HEIGHT, share=0.4)
