@@ -133,6 +133,41 @@ def test_compare_an_edit(server, tmp_path):
     page.close()
 
 
+PATCH_MAP = """e => {
+  const box = x => x.getBoundingClientRect();
+  const words = box(e.querySelector('.draglayer .xy .nsewdrag'));
+  const heads = e.querySelector('.draglayer .x2y2 .nsewdrag');
+  const left = [...e.querySelectorAll('.y2tick text, .g-y2title text')].map(t => box(t).left);
+  return {words_right: words.right, heads_left: heads ? box(heads).left : null,
+          heads_labels_left: left.length ? Math.min(...left) : null,
+          columns: [...e.querySelectorAll('.xtick text')].map(t => t.textContent),
+          bar: [...e.querySelectorAll('.colorbar text')].map(t => t.textContent)};
+}"""
+
+
+@pytest.mark.parametrize("projector", ["off", "on"])
+def test_what_carries_the_change_is_drawn_under_the_compared_outputs(server, projector, tmp_path):
+    """Issue #61, 3: the Transformer's patching map, every word's column labelled with the swapped
+    one named, the heads' map beside it clear of the words' map, 0 and 1 on the one colour bar."""
+    url, b, _, _, _ = server
+    girl = "The+little+girl+is+happy+because+her+mother+is+here."
+    boy = "The+little+boy+is+happy+because+his+mother+is+here."
+    page = watched_page(b, 1280, 720)
+    page.goto(f"{url}/translate?model=en-fr-transformer&text={girl}&edit={boy}&tab=Compare+an+edit"
+              f"&projector={projector}")
+    page.wait_for_selector(".st-key-patch_map .js-plotly-plot", timeout=180_000)
+    settle(page)
+    assert exceptions(page) == []
+    seen = page.locator(".st-key-patch_map").evaluate(PATCH_MAP)
+    assert "girl → boy" in seen["columns"] and "her → his" in seen["columns"] and len(seen["columns"]) == 11
+    assert seen["heads_left"] is not None and seen["heads_labels_left"] >= seen["words_right"]
+    assert "0: none" in seen["bar"] and "1: all" in seen["bar"]
+    page.locator(".st-key-patch_map").evaluate("e => e.scrollIntoView({block: 'center'})")
+    page.wait_for_function("() => document.querySelector('.st-key-patch_map').getBoundingClientRect().top < 400")
+    keep(page, tmp_path, f"what_carries_the_change_projector_{projector}_1280x720.png")
+    page.close()
+
+
 NEIGHBOURS_VIEW = """() => {
   const root = document.querySelector('.st-key-point_neighbours'), col = root.getBoundingClientRect();
   const tables = [...root.querySelectorAll('[data-testid="stTable"] table')];

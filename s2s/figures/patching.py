@@ -19,10 +19,13 @@ VALUES_IN_CELLS = 12        # the most columns whose cells carry their value wri
 
 
 def _cells(z: np.ndarray, columns: int) -> list[list[str]] | None:
-    """Each cell's value as text ("0.91"), or None where the columns are too many to hold it."""
+    """Each cell's value as text (".91"), or None where the columns are too many to hold it."""
     if columns > VALUES_IN_CELLS:
         return None
-    return [[f"{v:.2f}".replace("-0.00", "0.00").replace("-", "−") for v in row] for row in z]
+    def short(v: float) -> str:         # ".91", "−.05": the leading 0 dropped, as the heads' AER map writes it
+        text = f"{v:.2f}".replace("-0.00", "0.00")
+        return (text.replace("0.", ".", 1) if text.lstrip("-").startswith("0.") else text).replace("-", "−")
+    return [[short(v) for v in row] for row in z]
 
 
 def patching_figure(columns: Sequence[str], layers: Sequence[str], shares: np.ndarray,
@@ -62,7 +65,7 @@ def patching_figure(columns: Sequence[str], layers: Sequence[str], shares: np.nd
                                  customdata=hhover, hovertemplate="%{customdata}<extra></extra>", xgap=1, ygap=1,
                                  **scale, **({"text": htext, "texttemplate": "%{text}"} if htext else {})))
         layout = dict(
-            xaxis2=dict(domain=[split + 0.1, 1.0], tickmode="array", tickvals=list(range(H)),
+            xaxis2=dict(domain=[split + 0.12, 1.0], tickmode="array", tickvals=list(range(H)),
                         ticktext=[str(k + 1) for k in range(H)], title=dict(text="cross-attention head"),
                         tickfont=dict(size=14)),
             # short row labels and a title: the gap between the maps holds them at the projector's size
