@@ -66,11 +66,16 @@ OUTLINE = [
           "divides by √d.",
           (translate("Compare attention", "She has a big black dog."),)),
     Topic("Alignment and explanation",
-          "Attention's links against human word alignments (AER); then attention beside gradient attributions.",
+          "Attention's links against human word alignments (AER); then attention beside gradient attributions. "
+          "Then a foil: why “La” and not “Le” for “The little girl”, which English words push toward each.",
           (Link("pages/alignment.py", "Alignment › Against human alignments", {"tab": "Against human alignments"},
                 ":material/compare_arrows:"),
            Link("pages/alignment.py", "Alignment › Attention vs attribution", {"tab": "Attention vs attribution"},
-                ":material/compare_arrows:"))),
+                ":material/compare_arrows:"),
+           # the contrast panel (ui/contrast_panel.py) at step 1, "La" against the foil "Le", landed on; on the
+           # shipped model "girl" pushes most toward "La" (tests/test_contrast_page.py holds it)
+           translate("Step by step", "The little girl is happy because her mother is here.", "a foil",
+                     step="1", foil="▁Le"))),
     Topic("Interpretable cells",
           "A character model reads a passage, each character shaded by one cell; *Find cells* ranks the cells by "
           "feature.",

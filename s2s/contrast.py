@@ -19,12 +19,15 @@ positions are added (as the plain ones):
     leave-one-out         a_i = D(x) - D(x with x_i -> <unk>)
 
 A positive a_i pushes toward y_T, a negative one toward the foil. The foil is one piece of the
-target vocabulary (a word of several pieces is refused in one line).
+target vocabulary (a word of several pieces is refused in one line). Without a foil (foil None)
+the same code attributes log p(y_T) alone, the plain attribution at that step by the same method
+(`step_attribution`): what the contrast is read against, on the same scale.
 """
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -53,6 +56,8 @@ def foil_id(tr: Translator, text: str) -> int:
     ids = tok.encode(piece, target=True) if isinstance(tok, HubTokenizer) else tok.encode(piece)
     if len(ids) == 1 and ids[0] != tok.unk_id:
         return int(ids[0])
+    if tok.unk_id in ids:     # a character the vocabulary lacks (read as <unk>): no piece of it, one or several
+        raise InputError(f"The foil {piece!r} is not a piece of {tr.name}'s vocabulary.")
     if len(ids) > 1:
         raise InputError(f"The foil {piece!r} is {len(ids)} pieces ({' '.join(tok.pieces(ids))}): a foil is one "
                          "piece; pick one of the step's top tokens or type a single piece.")
@@ -60,30 +65,33 @@ def foil_id(tr: Translator, text: str) -> int:
 
 
 def contrast_difference(model, x: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, step: int,
-                        foil: int) -> torch.Tensor:
+                        foil: int | None) -> torch.Tensor:
     """(R,): D = log p(y_step | y_<step, x_r) - log p(foil | y_<step, x_r) for source embeddings
     x (R, S, E) of the source ids src (R, S) (or (1, S)), the forced output tgt (T,), step
-    counted from 0. A Transformer (ours or a hub model's): one teacher-forced pass up to
-    `step`, its output head run there only (logits_at); a recurrent model: its steps up to
-    `step`, once for y and once for the foil (row_log_probs)."""
+    counted from 0 (foil None: log p(y_step | y_<step, x_r) alone). A Transformer (ours or a hub
+    model's): one teacher-forced pass up to `step`, its output head run there only (logits_at);
+    a recurrent model: its steps up to `step`, once for y and once for the foil (row_log_probs)."""
     R = x.size(0)
     src = src.expand(R, -1)
     last = torch.full((R,), step, dtype=torch.long, device=x.device)
     if isinstance(model, Seq2Seq):
+        target = row_log_probs(model, x, src, tgt, last)
+        if foil is None:
+            return target
         with_foil = tgt.clone()
         with_foil[step] = foil
-        return row_log_probs(model, x, src, tgt, last) - row_log_probs(model, x, src, with_foil, last)
+        return target - row_log_probs(model, x, src, with_foil, last)
     tgt_in = decoder_input(model, tgt)[:, :step + 1].expand(R, -1)
     logits = model.logits_at(src, torch.full((R,), src.size(1), device=x.device), tgt_in, last, embedded=x)
     logp = F.log_softmax(logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits, dim=-1)
-    return logp[:, tgt[step]] - logp[:, foil]
+    return logp[:, tgt[step]] if foil is None else logp[:, tgt[step]] - logp[:, foil]
 
 
 def _embeddings(model, src: torch.Tensor) -> torch.Tensor:
     return model.embed(src).detach()            # (R, S, E): before positions are added, as the plain ones
 
 
-def grad_x_input(model, src: torch.Tensor, tgt: torch.Tensor, step: int, foil: int) -> np.ndarray:
+def grad_x_input(model, src: torch.Tensor, tgt: torch.Tensor, step: int, foil: int | None) -> np.ndarray:
     """(S,): a_i = (dD / de_i) . e_i, one forward and one backward pass."""
     e = _embeddings(model, src)
     x = e.clone().requires_grad_(True)
@@ -91,7 +99,7 @@ def grad_x_input(model, src: torch.Tensor, tgt: torch.Tensor, step: int, foil: i
     return (grad * e).sum(-1)[0].detach().double().cpu().numpy()
 
 
-def integrated_gradients(model, src: torch.Tensor, tgt: torch.Tensor, step: int, foil: int,
+def integrated_gradients(model, src: torch.Tensor, tgt: torch.Tensor, step: int, foil: int | None,
                          steps: int = IG_STEPS, splits: int = IG_SPLITS) -> tuple[np.ndarray, float]:
     """(S,) integrated gradients of D from the zero embedding, and the completeness error
     sum_i a_i - (D(e) - D(0)); the path's segments halved where it is steep, as the plain
@@ -128,7 +136,7 @@ def integrated_gradients(model, src: torch.Tensor, tgt: torch.Tensor, step: int,
 
 
 @torch.no_grad()
-def leave_one_out(model, src: torch.Tensor, tgt: torch.Tensor, step: int, foil: int) -> np.ndarray:
+def leave_one_out(model, src: torch.Tensor, tgt: torch.Tensor, step: int, foil: int | None) -> np.ndarray:
     """(S,): a_i = D(x) - D(x with x_i -> <unk>), the sentence and its S variants in one batch."""
     S = src.size(1)
     rows = src.repeat(S + 1, 1)
@@ -167,18 +175,13 @@ class Contrast:
 
 
 def explain_contrast(tr: Translator, text: str, step: int, foil: str, reference: str | None = None,
-                     method: str = "grad-x-input", ig_steps: int = IG_STEPS) -> Contrast:
-    """The contrastive attribution of the greedy translation of `text` (or `reference`), forced,
-    at `step` (counted from 1) against `foil` (one piece), by `method` (METHODS' names)."""
-    if method not in METHODS:
-        raise InputError(f"Unknown method {method!r}: use {', '.join(METHODS)}.")
-    check_range("Integration steps", ig_steps, 2, 256)
+                     method: str = "grad-x-input", ig_steps: int = IG_STEPS,
+                     target: Sequence[int] | None = None) -> Contrast:
+    """The contrastive attribution of the greedy translation of `text` (or `reference`, or the
+    piece ids `target`: a page's own decoding, whatever its search), forced, at `step` (counted
+    from 1) against `foil` (one piece), by `method` (METHODS' names)."""
     t0 = time.perf_counter()
-    src_list = source_ids(tr, text)
-    tgt_list, frm = target_ids(tr, text, reference)
-    if not 1 <= int(step) <= len(tgt_list):
-        raise InputError(f"Step {step} is out of range: the {'reference' if reference is not None else 'translation'} "
-                         f"has {len(tgt_list)} pieces (steps 1 to {len(tgt_list)}).")
+    src_list, tgt_list, frm = _pieces(tr, text, step, method, ig_steps, reference, target)
     j = int(step) - 1
     f = foil_id(tr, foil)
     if f == tgt_list[j]:
@@ -193,14 +196,49 @@ def explain_contrast(tr: Translator, text: str, step: int, foil: str, reference:
         foil_lp = float(row_log_probs(model, model.embed(src), src, both, torch.tensor([j], device=tr.device))[0])
     seconds = {"decode": time.perf_counter() - t0}
     t = time.perf_counter()
-    error = None
-    if method == "grad-x-input":
-        scores = grad_x_input(model, src, tgt, j, f)
-    elif method == "ig":
-        scores, error = integrated_gradients(model, src, tgt, j, f, ig_steps)
-    else:
-        scores = leave_one_out(model, src, tgt, j, f)
+    scores, error = _attribute(model, src, tgt, j, f, method, ig_steps)
     seconds[METHODS[method]] = time.perf_counter() - t
     pieces = tr.tokenizer.pieces
     return Contrast(pieces(src_list), pieces(tgt_list), frm, int(step), tr.tokenizer.piece(tgt_list[j]),
                     tr.tokenizer.piece(f), method, scores, target_lp, foil_lp, error, seconds)
+
+
+def step_attribution(tr: Translator, text: str, step: int, reference: str | None = None,
+                     method: str = "grad-x-input", ig_steps: int = IG_STEPS,
+                     target: Sequence[int] | None = None) -> tuple[np.ndarray, float | None]:
+    """The plain attribution of log p(y_T) alone at `step` (counted from 1) to the source pieces,
+    by the same method and code as explain_contrast with the foil's term dropped (the output as
+    there), and integrated gradients' completeness error (else None): what a contrast is read
+    against. Equal to the row T of s2s.attributions' method (tests/test_contrast.py)."""
+    src_list, tgt_list, _ = _pieces(tr, text, step, method, ig_steps, reference, target)
+    src = torch.tensor([src_list], device=tr.device)
+    tgt = torch.tensor(tgt_list, device=tr.device)
+    return _attribute(tr.model, src, tgt, int(step) - 1, None, method, ig_steps)
+
+
+def _pieces(tr: Translator, text: str, step: int, method: str, ig_steps: int, reference: str | None,
+            target: Sequence[int] | None) -> tuple[list[int], list[int], str]:
+    """The source ids, the output's ids and where the output comes from, the step and method checked."""
+    if method not in METHODS:
+        raise InputError(f"Unknown method {method!r}: use {', '.join(METHODS)}.")
+    check_range("Integration steps", ig_steps, 2, 256)
+    src_list = source_ids(tr, text)
+    if target is not None:
+        tgt_list, frm = [int(i) for i in target], "given"
+    else:
+        tgt_list, frm = target_ids(tr, text, reference)
+    if not 1 <= int(step) <= len(tgt_list):
+        what = "translation" if reference is None else "reference"
+        raise InputError(f"Step {step} is out of range: the {what} has {len(tgt_list)} pieces "
+                         f"(steps 1 to {len(tgt_list)}).")
+    return src_list, tgt_list, frm
+
+
+def _attribute(model, src: torch.Tensor, tgt: torch.Tensor, j: int, foil: int | None, method: str,
+               ig_steps: int) -> tuple[np.ndarray, float | None]:
+    """(S,) scores of D at step j (from 0) by `method`, and integrated gradients' completeness error."""
+    if method == "grad-x-input":
+        return grad_x_input(model, src, tgt, j, foil), None
+    if method == "ig":
+        return integrated_gradients(model, src, tgt, j, foil, ig_steps)
+    return leave_one_out(model, src, tgt, j, foil), None

@@ -166,3 +166,28 @@ def test_a_foil_of_several_pieces_is_refused(models):
     with pytest.raises(InputError, match="step 3"):
         src, tgt, _, _ = setup(models["marian"])
         explain_contrast(models["marian"], TEXT, 3, models["marian"].tokenizer.piece(int(tgt[2])), FR)
+
+
+@pytest.mark.parametrize("name", ["marian", "ours", "dot"])
+def test_without_a_foil_it_is_the_plain_attribution_at_that_step(models, name):
+    """step_attribution (the bars a page draws beside the contrast) is row T of s2s.attributions'
+    grad x input and leave-one-out, for an output given as piece ids (a page's own decoding)."""
+    from s2s import attributions
+    from s2s.contrast import step_attribution
+    tr = models[name]
+    text, ref = (TEXT, FR) if hasattr(tr.model, "hf") else (REVERSAL, "b f c a")
+    src, tgt, step, foil = setup(tr)
+    plain = {"grad-x-input": attributions.grad_x_input(tr.model, src, tgt),
+             "loo": attributions.leave_one_out(tr.model, src, tgt)}
+    for method, rows in plain.items():
+        got, error = step_attribution(tr, text, step + 1, method=method, target=tgt.tolist())
+        assert error is None and np.abs(rows[step]).max() > 1e-7
+        # (+1e-6: the plain leave-one-out's log p are float32 differences of values near -10)
+        assert np.abs(got - rows[step]).max() <= 1e-4 * np.abs(rows[step]).max() + 1e-6, (method, got, rows[step])
+        assert np.allclose(step_attribution(tr, text, step + 1, ref, method=method)[0], got)
+    # the output given as ids is the one explained: the same scores as the reference it tokenizes to
+    given = explain_contrast(tr, text, step + 1, tr.tokenizer.piece(foil), target=tgt.tolist())
+    assert given.forced_from == "given"
+    assert np.allclose(given.scores, explain_contrast(tr, text, step + 1, tr.tokenizer.piece(foil), ref).scores)
+    with pytest.raises(InputError, match="out of range"):
+        step_attribution(tr, text, len(tgt) + 1, target=tgt.tolist())

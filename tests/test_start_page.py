@@ -19,7 +19,8 @@ OUTLINE = [
     ("The bottleneck", [("bottleneck", None)]),
     ("Attention and its scoring functions", [("translate", "Compare attention")]),
     ("Alignment and explanation", [("alignment", "Against human alignments"),
-                                   ("alignment", "Attention vs attribution")]),
+                                   ("alignment", "Attention vs attribution"),
+                                   ("translate", "Step by step")]),       # the third, a foil's contrast
     ("Interpretable cells", [("cells", "Colored text"), ("cells", "Colored text")]),   # the second selects a span
     ("Self-attention and the Transformer", None),
     ("Are all heads needed?", None),

@@ -19,6 +19,7 @@ import pandas as pd
 import streamlit as st
 
 import ui.address
+import ui.contrast_panel
 import ui.models
 import ui.neuron_view
 import ui.show
@@ -234,6 +235,7 @@ def step_by_step(tr: Translator, d: Decoding, words: bool, model: str, text: str
     draw(t)
     if steer is not None:
         steer(tr, d, spans[t][1][0], t + 1)
+    ui.contrast_panel.contrast_panel(tr, d, spans[t][1][0], model, text)     # why this piece, not a foil
 
 
 def beam_tree(d: Decoding, method: str, model: str, text: str, greedy_d: Decoding | None = None) -> None:
@@ -359,6 +361,7 @@ def forced_decoding(tr: Translator, d: Decoding, words: bool, model: str, text: 
                            "rank": f.token_ranks})
     with st.expander("Each reference token's probability and rank (1 = the model's first choice)"):
         ui.show.table(tokens, key="token_ranks")
+    ui.contrast_panel.contrast_panel(tr, f, None, model, text)     # why a reference piece, not a foil
 
 
 def explain_scores(d: Decoding, reference: str) -> None:

@@ -4,6 +4,7 @@ One module per subject: `screen` (one-pass figures, labels readable from the bac
 `attention` (heatmaps, bars, context paths), `beam` (the beam tree), `cells` (LSTM cells),
 `models` (colours per model, length curves, diagrams), `gradients` (gates and gradient flow),
 `alignment` (gold links, contributions, counterfactuals, heads), `neuron` (one head's q·k path). Pages import from here.
+`contrast`: why this word and not that one, beside the plain attribution and attention.
 `patching`: what carries an edit's change (activation patching), layers × words and heads.
 
 Token labels are HTML-escaped: plotly renders a subset of HTML in labels, and user text
@@ -48,6 +49,7 @@ from .cells import (  # noqa: F401
     span_heatmap,
     state_heatmap,
 )
+from .contrast import contrast_figure  # noqa: F401
 from .gradients import (  # noqa: F401
     CELL_COLORS,
     CELL_NAMES,
