@@ -44,11 +44,11 @@ def query(at) -> dict:
     return {k: v if isinstance(v, str) else v[0] for k, v in at.query_params.items()}
 
 
-def changing_mask(tr, text: str, masks) -> tuple[str, object, object]:
+def changing_mask(tr, text: str, masks, max_len: int = 120) -> tuple[str, object, object]:
     """The first mask of `masks` whose knockout changes the greedy translation of `text`."""
-    plain = decode(tr, text, DecodeSettings("greedy", max_len=120))
+    plain = decode(tr, text, DecodeSettings("greedy", max_len=max_len))
     for mask in masks:
-        d = decode(tr, text, DecodeSettings("greedy", max_len=120, head_mask=mask))
+        d = decode(tr, text, DecodeSettings("greedy", max_len=max_len, head_mask=mask))
         if d.translation != plain.translation:
             return mask, plain, d
     pytest.fail(f"no mask of {masks} changes the translation of {text!r}")
@@ -162,22 +162,22 @@ def test_the_shipped_transformer_shows_its_importance_and_the_start_links_head(m
     assert len(chart(at, "knockout_grid")["layout"]["shapes"]) == 3       # encoder 2.1 greyed and crossed
 
 
-def test_a_hub_models_heads_knock_out_and_its_importance_is_measured_on_demand(zoo, hub_models, monkeypatch):
-    """A Hugging Face model (the tiny Marian): the same knockout through the one decode API; its
-    importance not measured until the button, then each map badged from s2s.head_importance."""
+def test_a_hub_models_heads_knock_out_and_its_importance_is_measured_on_demand(zoo, hub_models, tmp_path,
+                                                                             monkeypatch):
+    """A Hugging Face model (the tiny Marian, sharpened as tests/test_head_mask.py does so that one
+    head matters): the same knockout through the one decode API; its importance not measured
+    until the button, then each map badged from s2s.head_importance."""
+    import shutil
+
+    from test_head_mask import HUB_TEXT, sharpened
+    folder = tmp_path / "marian"
+    shutil.copytree(hub_models["marian"], folder)
+    sharpened(load_translator(folder, device="cpu"), 2).model.hf.save_pretrained(folder)
     monkeypatch.setenv("S2S_CHECKPOINTS", str(zoo))
-    monkeypatch.setenv("S2S_HUB_MODELS", str(hub_models["marian"]))
-    tr = load_translator(hub_models["marian"])
-    plain = decode(tr, TEXT, DecodeSettings("greedy", max_len=12))
-    mask, knocked = None, None
-    for candidate in [f"{k}:{l}.*" for k in ("cross", "encoder", "decoder") for l in (1, 2)]:
-        d = decode(tr, TEXT, DecodeSettings("greedy", max_len=12, head_mask=candidate))
-        if d.translation != plain.translation:
-            mask, knocked = candidate, d
-            break
-    assert mask is not None, "no layer's knockout changes the tiny Marian's output"
-    at = translate_page(model=str(hub_models["marian"]), text=TEXT, view="pieces", maxlen="12", tab="Heads",
-                        mask=mask)
+    monkeypatch.setenv("S2S_HUB_MODELS", str(folder))
+    tr = load_translator(folder)
+    mask, plain, knocked = changing_mask(tr, HUB_TEXT, ["cross:2.2", "decoder:2.1", "encoder:2.4"], max_len=12)
+    at = translate_page(model=str(folder), text=HUB_TEXT, view="pieces", maxlen="12", tab="Heads", mask=mask)
     assert not at.exception, at.exception
     assert same_words(knocked_translation(at), knocked.translation)
     assert "Importance not measured" in texts(at)
