@@ -496,6 +496,22 @@ def test_warm_up_loads_every_model_once_in_the_background(zoo, monkeypatch):
     assert timed == []
 
 
+
+def test_warm_up_imports_the_heads_tabs_knockout(zoo, monkeypatch):
+    """The Heads tab imports ui.knockout (with ui.pruning and s2s.alignment) when it first draws:
+    the warm-up imports it before, so that a Heads link's first run does not (issue #62 item 6)."""
+    import sys
+
+    import ui
+    from ui import warm
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(zoo))
+    monkeypatch.setattr(warm, "_warm_thread", None)      # as in a fresh server process
+    monkeypatch.delitem(sys.modules, "ui.knockout", raising=False)       # (both put back after the test)
+    monkeypatch.delattr(ui, "knockout", raising=False)
+    thread = warm.warm_up()
+    thread.join(60)
+    assert not thread.is_alive() and "ui.knockout" in sys.modules
+
 def test_warm_up_serves_the_start_pages_links_first(zoo, monkeypatch):
     """The warm-up's order is the Start page's links': Translate's default model, then the
     Bottleneck page's models and its Altair import, then the models only a switch asks for."""

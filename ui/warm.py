@@ -188,6 +188,7 @@ def _warm_models() -> None:
         validators on first use): 0.3 s of the first Translate & Align link's run here."""
         import s2s.evaluate  # noqa: F401
         import s2s.export  # noqa: F401
+        import ui.knockout  # noqa: F401  (the Heads tab's: 36 ms of CPU in a Heads link's first run)
         import ui.translate_tabs  # noqa: F401
         for projector, width in MAIN_PX.items() if d is not None and d.attention is not None else ():
             s2s.figures.for_screen(s2s.figures.attention_heatmap(d.source_tokens, d.target_tokens, d.attention),
