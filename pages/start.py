@@ -36,6 +36,9 @@ def translate(tab: str, text: str, what: str = "", **settings) -> Link:
                 ":material/translate:")
 
 
+# The lens link and the last topics link to a Transformer when checkpoints/ has one (read from the configs)
+transformers = [i.name for i in ui.models.translation_models() if i.error is None and i.arch == "transformer"]
+LENS_EXAMPLE = "The little girl is happy because her mother is here."
 OUTLINE = [
     Topic("Vanishing gradients and gates",
           "Move ρ and the forget-gate bias: how much gradient do an RNN, a GRU and an LSTM keep T − t steps back?",
@@ -48,9 +51,14 @@ OUTLINE = [
           # the steering example is seen on the shipped model (tests/test_what_if_page.py holds it): en-fr-additive's
           # "Elle a un gros chien noir." steered to "Elle a une" goes on "grande chien noire."
           "Beam search of width 5: the n-best list and every hypothesis the beam kept. Then steer one word, "
-          "“une” for “un”: the adjectives after it turn feminine (“grande … noire”), “chien” stays.",
+          "“une” for “un”: the adjectives after it turn feminine (“grande … noire”), “chien” stays. "
+          "The lens: each layer's guess at a step where a word flips between layers.",
           (translate("Beam tree", "I think it's going to rain tomorrow.", method="beam", beam="5", nbest="3"),
-           translate("Step by step", "She has a big black dog.", "steer a step", steer="Elle a une"))),
+           translate("Step by step", "She has a big black dog.", "steer a step", steer="Elle a une"))
+          # en-fr-transformer's layer 1 guesses "est" at step 5, layers 2 and 3 "heureux" (ui/lens_panel.py's
+          # panel, landed on; tests/test_lens_panel.py holds the flip on the shipped model)
+          + ((translate("Step by step", LENS_EXAMPLE, "the lens", model=transformers[0], step="5", lens="on"),)
+             if transformers else ())),
     Topic("BLEU and perplexity",
           "A reference forced through the model: log p, perplexity (the Shannon game), token ranks, BLEU from "
           "n-gram counts.",
@@ -85,8 +93,6 @@ OUTLINE = [
            Link("pages/cells.py", "Cell States · select a span › Colored text", ui.warm.SPAN_LINK,
                 ":material/select:"))),
 ]
-# The last topic links to a Transformer's heads when checkpoints/ has one (read from the configs)
-transformers = [i.name for i in ui.models.translation_models() if i.error is None and i.arch == "transformer"]
 OUTLINE.append(Topic(
     "Self-attention and the Transformer",
     "Attention without recurrence: every layer × head; below them, how one head's query and keys make a row.",

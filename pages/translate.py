@@ -126,9 +126,10 @@ heading.title("Translate & Align", help="Type an English sentence and watch an e
 # Streamlit forgets the state of a widget that a run does not draw: a closed tab's widgets, the
 # words/pieces control when a warning below stops the page, and every one of them while the
 # reader is on another page. Keep their values for the run that draws them again.
-ui.address.keep_across_pages("model", *DEFAULTS, "delay", "probe", "by_sentence")
-ui.address.keep_across_pages("contrast_open", "foil", "foil_method", "foil_step")     # ui/contrast_panel.py's WIDGETS
+ui.address.keep_across_pages("model", *DEFAULTS, "delay", "probe", "by_sentence",
+                            "lens_watch")     # the lens panel's watched piece (ui/lens_panel.py)
 ui.address.keep_across_pages("heads_click")      # the Heads grid's click mode (ui/knockout.py)
+ui.address.keep_across_pages("contrast_open", "foil", "foil_method", "foil_step")     # ui/contrast_panel.py's WIDGETS
 arrival = ui.address.arrival_query("translate")
 for note in ui.address.state_from_query(arrival, DEFAULTS, RANGES, CHOICES):
     st.info(note)
@@ -179,6 +180,7 @@ ui.address.note_stale_results("⚠ The text or the decoding changed since this r
 # instead of after the wait, just before the heatmap.
 import ui.contrast_panel  # noqa: E402
 import ui.knockout  # noqa: E402
+import ui.lens_panel  # noqa: E402
 import ui.translate_tabs  # noqa: E402
 import ui.what_if  # noqa: E402
 from s2s.data import unseen_words  # noqa: E402
@@ -196,11 +198,12 @@ if "steer_ids" in arrival:      # steered by piece ids (pieces that are not text
         st.info(f"Ignored the link's steer_ids={ui.show.code_span(arrival['steer_ids'][:40])}: not a list of "
                 "piece ids (whole numbers, comma-separated).")
 ui.what_if.forget_if_changed(name, S.text, arrived=bool({"steer", "steer_ids", "edit"} & set(arrival)))
-if arrival.get("step", "").isdigit():     # Step by step's step (from 1; checked against the output there)
-    S["step"] = max(1, int(arrival["step"]))
+ui.knockout.arrive(arrival)     # mask=: the Heads tab's knocked-out heads
+lens_landing = ui.lens_panel.from_address(arrival)     # watch=, and lens=on: land on the lens panel
 for note in ui.contrast_panel.read_address(arrival):     # foil=, foil_method=: the contrast panel opened
     st.info(note)
-ui.knockout.arrive(arrival)     # mask=: the Heads tab's knocked-out heads
+if arrival.get("step", "").isdigit():     # Step by step's step (from 1; checked against the output there)
+    S["step"] = max(1, int(arrival["step"]))
 ui.translate_tabs.check_choices(tr, name)     # before the address below reads another model's layer or head
 settings = dict(method=S.method, beam=S.beam, nbest=S.nbest, temp=float(S.temp), topk=int(S.topk),
                 seed=int(S.seed), maxlen=S.maxlen, norepeat=int(S.norepeat))     # the address's names
@@ -218,6 +221,7 @@ def page_address() -> dict:
             **ui.what_if.steer_address(S.get("steer") or ""),
             "edit": S.get("edit") if S.get("edit") not in ("", S.text) else None,
             "step": S.get("step") if S.get("tab", TABS[0]) == TABS[0] and S.get("step", 1) > 1 else None,
+            **ui.lens_panel.address(),
             **ui.contrast_panel.address(S.get("tab", TABS[0])),     # foil=, and Forced decoding's step=
             "layer": None if S.get("tf_layer") is None else S.tf_layer + 1,
             "head": (None if "tf_layer" not in S
@@ -355,7 +359,8 @@ S.setdefault("delay", 0.4)
 # more wrap onto a second row (ui.show.tabs), every label in sight, none scrolled away
 tabs = ui.show.tabs(TABS, key="tab", on_change="rerun")
 if arrival.get("tab") in TABS:     # a link to a tab (the Start page's): show the tab, not the heatmap above it
-    ui.address.scroll_into_view(ui.contrast_panel.landing(arrival) or '[data-testid="stTabs"]')
+    ui.address.scroll_into_view(ui.lens_panel.LANDING if lens_landing else
+                                ui.contrast_panel.landing(arrival) or '[data-testid="stTabs"]')
 
 with tabs[0]:
     if tabs[0].open:

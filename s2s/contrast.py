@@ -43,13 +43,14 @@ from .tokenizer import HubTokenizer
 METHODS = {"grad-x-input": "grad_x_input", "ig": "integrated_gradients", "loo": "leave_one_out"}
 
 
-def foil_id(tr: Translator, text: str) -> int:
+def foil_id(tr: Translator, text: str, what: str = "foil") -> int:
     """The id of the foil: a piece as the vocabulary writes it ("▁un"), or a word that is one
-    piece as the decoder writes it ("un"); InputError, one line, for anything else."""
+    piece as the decoder writes it ("un"); InputError, one line, for anything else (`what` names
+    the piece in it: the lens's "watched piece" is read the same way)."""
     tok = tr.tokenizer
     piece = (text or "").strip()
     if not piece:
-        raise InputError("The foil is empty: give one piece of the vocabulary (a step's top tokens are pieces).")
+        raise InputError(f"The {what} is empty: give one piece of the vocabulary (a step's top tokens are pieces).")
     i = tok.piece_id(piece)
     if i != tok.unk_id or piece == tok.piece(tok.unk_id):
         return int(i)
@@ -57,11 +58,11 @@ def foil_id(tr: Translator, text: str) -> int:
     if len(ids) == 1 and ids[0] != tok.unk_id:
         return int(ids[0])
     if tok.unk_id in ids:     # a character the vocabulary lacks (read as <unk>): no piece of it, one or several
-        raise InputError(f"The foil {piece!r} is not a piece of {tr.name}'s vocabulary.")
+        raise InputError(f"The {what} {piece!r} is not a piece of {tr.name}'s vocabulary.")
     if len(ids) > 1:
-        raise InputError(f"The foil {piece!r} is {len(ids)} pieces ({' '.join(tok.pieces(ids))}): a foil is one "
+        raise InputError(f"The {what} {piece!r} is {len(ids)} pieces ({' '.join(tok.pieces(ids))}): a {what} is one "
                          "piece; pick one of the step's top tokens or type a single piece.")
-    raise InputError(f"The foil {piece!r} is not a piece of {tr.name}'s vocabulary.")
+    raise InputError(f"The {what} {piece!r} is not a piece of {tr.name}'s vocabulary.")
 
 
 def contrast_difference(model, x: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, step: int,

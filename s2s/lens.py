@@ -31,7 +31,7 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-from .attributions import source_ids, target_ids
+from .attributions import MAX_TARGET_PIECES, source_ids, target_ids
 from .checkpoint import CheckpointError, Translator, load_translator
 from .hooks import decoder_input, first, is_recurrent, layer_modules, output_head, recorded
 from .hub import MODEL_HELP
@@ -107,11 +107,28 @@ def layer_log_probs(model, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor
     return torch.stack(rows)
 
 
-@torch.inference_mode()
-def lens(tr: Translator, text: str, reference: str | None = None, top: int = TOP) -> Lens:
-    """The logit lens on the greedy translation of `text` (or `reference`), forced."""
+def _forced_ids(tr: Translator, text: str, reference: str | None,
+                target: Sequence[int] | None) -> tuple[list[int], list[int], str]:
+    """The source ids, the output ids read (`target` if given, else the reference's or the greedy
+    translation's) and where they came from."""
     src_list = source_ids(tr, text)
-    tgt_list, frm = target_ids(tr, text, reference)
+    if target is None:
+        tgt_list, frm = target_ids(tr, text, reference)
+    else:
+        tgt_list, frm = list(target), "given"
+        if len(tgt_list) > MAX_TARGET_PIECES:
+            raise InputError(f"The output is {len(tgt_list)} pieces long; the lens reads at most {MAX_TARGET_PIECES}.")
+    if not tgt_list:
+        raise InputError("The output is empty: there is no step to read.")
+    return src_list, tgt_list, frm
+
+
+@torch.inference_mode()
+def lens(tr: Translator, text: str, reference: str | None = None, top: int = TOP,
+         target: Sequence[int] | None = None) -> Lens:
+    """The logit lens on the greedy translation of `text` (or `reference`, or the output piece
+    ids `target`: a steered or sampled one, read as it is), forced."""
+    src_list, tgt_list, frm = _forced_ids(tr, text, reference, target)
     src = torch.tensor([src_list], device=tr.device)
     tgt = torch.tensor(tgt_list, device=tr.device)
     logp = layer_log_probs(tr.model, src, tgt)                              # (L, T, V)
@@ -126,6 +143,24 @@ def lens(tr: Translator, text: str, reference: str | None = None, top: int = TOP
     names = ["decoder (one layer)"] if recurrent else [f"decoder layer {l + 1}" for l in range(L)]
     return Lens(tr.tokenizer.pieces(src_list), tr.tokenizer.pieces(tgt_list), list(tgt_list), frm, names,
                 chosen.double().tolist(), tops, ranks.tolist(), ONE_LAYER if recurrent else None)
+
+
+@torch.inference_mode()
+def watched(tr: Translator, text: str, target: Sequence[int], step: int, piece: int) -> list[tuple[float, int]]:
+    """Another piece watched beside the chosen one: at `step` (from 0) of the output piece ids
+    `target` forced for `text`, its (log p, rank) at every decoder layer, as `lens` reads the
+    chosen piece's (rank 1: the likeliest; ties counted in its favour)."""
+    src_list, tgt_list, _ = _forced_ids(tr, text, None, target)
+    if not 0 <= step < len(tgt_list):
+        raise InputError(f"Step {step + 1} is out of range: the output has {len(tgt_list)} pieces.")
+    src = torch.tensor([src_list], device=tr.device)
+    tgt = torch.tensor(tgt_list, device=tr.device)
+    logp = layer_log_probs(tr.model, src, tgt)[:, step]                      # (L, V)
+    if not 0 <= piece < logp.size(-1):
+        raise InputError(f"Piece id {piece} is not in {tr.name}'s vocabulary.")
+    mine = logp[:, piece]
+    ranks = (logp > mine[:, None]).sum(-1) + 1
+    return [(float(v), int(r)) for v, r in zip(mine.double().tolist(), ranks.tolist())]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -31,6 +31,9 @@ on the page is drawn):
     cells_first_open           the Cell States page's first visit, from the sidebar
     cells_find_cells           its Find cells tab: every cell ranked, the top traces drawn
     cells_sample               "Sample from the model" with a new seed, until the text is shaded
+    lens_step_<model>          Step by step's slider one step on (its arrow key), on en-fr-additive (a
+                               recurrent decoder: one layer) and en-fr-transformer, until the lens
+                               panel (each layer's guess, ui/lens_panel.py) shows the new step
     heads_knockout_click       the Heads grid knocking heads out (ui/knockout.py) on en-fr-transformer:
                                a click on a small map not yet knocked out (a mask never decoded
                                before: no cache), until the translation beside the grid shows it
@@ -70,6 +73,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -313,9 +317,32 @@ def one_run(b, url: str, t_spawn: float, presses: int, offset: int, models: list
             record("cells_sample", sample)
         errors += len(exceptions(page))
     page.close()
+    lens_steps(b, url, record, presses)
     knockout_clicks(b, url, record, presses)
     explain_links(b, url, models, hub, sentence, record, pid)
     return errors
+
+
+LENS_MODELS = ["en-fr-additive", "en-fr-transformer"]     # a recurrent decoder's one layer, a Transformer's three
+LENS_TEXT = "The little girl is happy because her mother is here."
+
+
+def lens_steps(b, url: str, record, presses: int) -> None:
+    """Step by step's slider moved one step on, `presses` times per shipped model of LENS_MODELS:
+    ms from the key press until the lens panel's table shows the new step and the page settled."""
+    present = {i.name for i in list_checkpoints(checkpoint_root()) if i.error is None}
+    for model in [m for m in LENS_MODELS if m in present]:
+        page = b.new_page(viewport=VIEWPORT)
+        goto(page, f"{url}/translate?model={model}&text={quote(LENS_TEXT)}&tab=Step+by+step&lens=on")
+        page.wait_for_function(DRAWN, arg="lens_top", timeout=TIMEOUT_MS)
+        page.wait_for_function(SETTLED, timeout=TIMEOUT_MS)
+        for _ in range(presses):
+            def step_on() -> float:
+                done, arg = changed(page, CHART_DATA, "lens_top")
+                slider = page.locator(".st-key-step input[type='range']")
+                return timed(page, lambda: slider.press("ArrowRight"), done, arg)
+            record(f"lens_step_{model}", step_on)
+        page.close()
 
 
 KNOCKOUT_LINK = ("/translate?model=en-fr-transformer&text=She+has+a+big+black+dog.&method=greedy&tab=Heads"

@@ -20,6 +20,7 @@ import streamlit as st
 
 import ui.address
 import ui.contrast_panel
+import ui.lens_panel
 import ui.models
 import ui.neuron_view
 import ui.show
@@ -235,6 +236,7 @@ def step_by_step(tr: Translator, d: Decoding, words: bool, model: str, text: str
     draw(t)
     if steer is not None:
         steer(tr, d, spans[t][1][0], t + 1)
+    ui.lens_panel.lens_panel(tr, d, spans[t][1][0], model, text)      # each layer's guess at this step
     ui.contrast_panel.contrast_panel(tr, d, spans[t][1][0], model, text)     # why this piece, not a foil
 
 

@@ -4,8 +4,9 @@ One module per subject: `screen` (one-pass figures, labels readable from the bac
 `attention` (heatmaps, bars, context paths), `beam` (the beam tree), `cells` (LSTM cells),
 `models` (colours per model, length curves, diagrams), `gradients` (gates and gradient flow),
 `alignment` (gold links, contributions, counterfactuals, heads), `neuron` (one head's q·k path). Pages import from here.
-`contrast`: why this word and not that one, beside the plain attribution and attention.
 `patching`: what carries an edit's change (activation patching), layers × words and heads.
+`lens`: each decoder layer's guess at a step (the logit lens).
+`contrast`: why this word and not that one, beside the plain attribution and attention.
 
 Token labels are HTML-escaped: plotly renders a subset of HTML in labels, and user text
 must always show as text, never as markup. Axes are positional (0..n-1) with the tokens
@@ -60,6 +61,7 @@ from .gradients import (  # noqa: F401
     memory_span_figure,
     untrained_flow_figure,
 )
+from .lens import layer_labels, layer_rank_figure, layer_top_figure  # noqa: F401
 from .models import ATTENTION_COLORS, length_chart, model_colors, model_diagram, scaling_figure  # noqa: F401
 from .neighbours import neighbours_map  # noqa: F401
 from .neuron import clickable_cells, neuron_figure  # noqa: F401
