@@ -9,6 +9,7 @@ import streamlit as st
 
 import ui.address
 import ui.models
+import ui.show
 import ui.warm
 
 ui.address.run_through_app()     # a link's first run in Streamlit's old multipage mode: rerun through app.py
@@ -41,7 +42,7 @@ transformers = [i.name for i in ui.models.translation_models() if i.error is Non
 LENS_EXAMPLE = "The little girl is happy because her mother is here."
 OUTLINE = [
     Topic("Vanishing gradients and gates",
-          "Move ρ and the forget-gate bias: how much gradient do an RNN, a GRU and an LSTM keep T − t steps back?",
+          "Move ρ and the forget-gate bias: what reaches T − t steps back in an RNN, a GRU, an LSTM?",
           (Link("pages/gradients.py", "Gates & Gradients › Live: untrained cells", {"tab": "Live: untrained cells"},
                 ":material/trending_down:"),)),
     Topic("The encoder-decoder",
@@ -50,9 +51,8 @@ OUTLINE = [
     Topic("Decoding: greedy, beam search, sampling",
           # the steering example is seen on the shipped model (tests/test_what_if_page.py holds it): en-fr-additive's
           # "Elle a un gros chien noir." steered to "Elle a une" goes on "grande chien noire."
-          "Beam search of width 5: the n-best list and every hypothesis the beam kept. Then steer one word, "
-          "“une” for “un”: the adjectives after it turn feminine (“grande … noire”), “chien” stays. "
-          "The lens: each layer's guess at a step where a word flips between layers.",
+          "Beam search of width 5: the n-best list and every hypothesis kept. Steer “une” for “un”: the "
+          "adjectives turn feminine (“grande … noire”). The lens: each layer's guess, where a word flips.",
           (translate("Beam tree", "I think it's going to rain tomorrow.", method="beam", beam="5", nbest="3"),
            translate("Step by step", "She has a big black dog.", "steer a step", steer="Elle a une"))
           # en-fr-transformer's layer 1 guesses "est" at step 5, layers 2 and 3 "heureux" (ui/lens_panel.py's
@@ -60,8 +60,7 @@ OUTLINE = [
           + ((translate("Step by step", LENS_EXAMPLE, "the lens", model=transformers[0], step="5", lens="on"),)
              if transformers else ())),
     Topic("BLEU and perplexity",
-          "A reference forced through the model: log p, perplexity (the Shannon game), token ranks, BLEU from "
-          "n-gram counts.",
+          "A reference forced through the model: log p, perplexity (the Shannon game), ranks, BLEU's n-grams.",
           # a human reference that differs from the model's "Je suis allé au cours hier.": word order and
           # case, so p_1 ... p_4 all differ and the shorter output pays a brevity penalty
           (translate("Forced decoding", "I went to the lecture yesterday.",
@@ -74,8 +73,8 @@ OUTLINE = [
           "divides by √d.",
           (translate("Compare attention", "She has a big black dog."),)),
     Topic("Alignment and explanation",
-          "Attention's links against human word alignments (AER); then attention beside gradient attributions. "
-          "Then a foil: why “La” and not “Le” for “The little girl”, which English words push toward each.",
+          "Attention's links against human word alignments (AER); attention beside gradient attributions; "
+          "a foil: which words push toward “La”, which toward “Le”?",
           (Link("pages/alignment.py", "Alignment › Against human alignments", {"tab": "Against human alignments"},
                 ":material/compare_arrows:"),
            Link("pages/alignment.py", "Alignment › Attention vs attribution", {"tab": "Attention vs attribution"},
@@ -105,8 +104,7 @@ OUTLINE.append(Topic(
     "Are all heads needed?",
     # ui.knockout: en-fr-transformer with encoder self-attention's layer 2 head 1 knocked out writes
     # "Elle a une grosse chien noire." for "Elle a un grand chien noir." (tests/test_knockout_page.py holds it)
-    "Knock heads out with a click: without one encoder head the dog's adjectives turn feminine. Beside the "
-    "grid, BLEU as heads are pruned, least important first.",
+    "Knock one encoder head out and the dog's adjectives turn feminine; beside it, BLEU as heads are pruned.",
     (translate("Heads", "She has a big black dog.", "knock heads out", model=transformers[0], heads="encoder",
                mask="encoder:2.1"),) if transformers else (),
     coming="" if transformers else "coming: a trained Transformer (none in checkpoints/ yet)"))
@@ -115,19 +113,22 @@ OUTLINE.append(Topic(
 # link past a 1280 x 720 screen (tests/test_browser.py holds the whole outline on it)
 st.title("Start here", help="The lecture in order. Each link opens the page and tab with an example already set; "
                             "the sidebar reaches every page at any time.")
-# one row per topic, the sentence in small type and the rows close together: eleven topics no
-# longer fit one 1280 x 720 screen, but most of them are on the first. Lines 1.4 sizes apart, not
-# Markdown's 1.6: with the Projector on (text 1.1 rem) the outline ran 55 px past the screen
-# (issue #62); a link's label wraps rather than being cut when the column is narrow (the sidebar
-# opened beside the Projector)
+# one row per topic, the sentence in small type and the rows close together, so that the ten topics
+# and their sixteen links fit one 1280 x 720 screen, with the Projector (text 1.1 rem) and without
+# (tests/test_browser.py, tests/test_browser_layout.py): lines 1.4 sizes apart, not Markdown's 1.6,
+# a smaller title, a topic's links stacked close. A link's label wraps rather than being cut when
+# the column is narrow (the sidebar reopened beside the Projector: that view runs past the screen)
 st.markdown("<style>.st-key-outline [data-testid='stMarkdownContainer'] p{line-height:1.4}"
+            "[data-testid='stMain'] h1{padding:0 0 .3rem 0;font-size:2.2rem}"
             ".st-key-outline [data-testid='stPageLink'] *{white-space:normal;text-overflow:clip}</style>",
             unsafe_allow_html=True)
-with st.container(gap="xsmall", key="outline"):
+# with the Projector the sidebar is closed: the sentences take the width the links do not need
+widths = [2, 1] if ui.show.projector() else [3, 2]
+with st.container(gap="xxsmall", key="outline"):
     for n, topic in enumerate(OUTLINE, 1):
-        left, right = st.columns([3, 2], vertical_alignment="center")
+        left, right = st.columns(widths, vertical_alignment="center")
         left.markdown(f"**{n}. {topic.title}** · :small[{topic.look}]")
-        with right:
+        with right.container(gap="xxsmall"):   # a topic's links stacked close: three of them set their row's height
             for link in topic.links:
                 st.page_link(link.page, label=link.label, icon=link.icon, query_params=link.query)
             if topic.coming:

@@ -198,11 +198,11 @@ def test_the_start_page_links_open_their_page_with_the_example_set(server, chrom
     # twice: once in the fallback font (last link at 753 px), once at 736 px after waiting only
     # for the fonts and the script state, which a page reads "notRunning" before its first run.
     settle(page)
-    if SHIPPED_TRANSFORMER:     # the last topic links to its Heads view
-        last = page.get_by_role("link", name="Translate & Align › Heads").bounding_box()
+    if SHIPPED_TRANSFORMER:     # the last topic links to its Heads view, its heads knocked out
+        last = page.get_by_role("link", name="Translate & Align · knock heads out › Heads").bounding_box()
     else:                       # said to be coming, not linked
-        last = page.get_by_text("coming: a trained Transformer").bounding_box()
-        assert page.get_by_role("link", name="Translate & Align › Heads").count() == 0
+        last = page.get_by_text("coming: a trained Transformer").last.bounding_box()
+        assert page.get_by_role("link", name="Translate & Align › Heads", exact=True).count() == 0
     assert last["y"] + last["height"] <= 720                   # the whole outline on a projector's screen
     # ui.warm.preload_chart_scripts: the browser draws the tiny Vega-Lite chart (so it loads Vega), out of sight
     page.wait_for_selector(".st-key-vega_early [data-testid='stVegaLiteChart'] canvas, "

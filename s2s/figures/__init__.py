@@ -5,6 +5,7 @@ One module per subject: `screen` (one-pass figures, labels readable from the bac
 `models` (colours per model, length curves, diagrams), `gradients` (gates and gradient flow),
 `alignment` (gold links, contributions, counterfactuals, heads), `neuron` (one head's q·k path). Pages import from here.
 `patching`: what carries an edit's change (activation patching), layers × words and heads.
+`pruning`: BLEU as a Transformer's heads are knocked out.
 `lens`: each decoder layer's guess at a step (the logit lens).
 `contrast`: why this word and not that one, beside the plain attribution and attention.
 
