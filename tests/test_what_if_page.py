@@ -254,7 +254,7 @@ def test_the_start_pages_teaching_example_holds_on_the_shipped_model():
     assert " un " in own.translation and "chien" in own.translation
     words = steered.translation.rstrip(".").split()
     assert words[:3] == ["Elle", "a", "une"] and "grande" in words and "noire" in words and "chien" in words
-    assert "“une” for “un”: the adjectives after it turn feminine (“grande … noire”), “chien” stays" in \
+    assert "Steer “une” for “un”: the adjectives turn feminine (“grande … noire”)" in \
         (ROOT / "pages" / "start.py").read_text(encoding="utf-8").replace('"\n          "', "")
 
 

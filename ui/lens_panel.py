@@ -89,8 +89,11 @@ def lens_panel(tr: Translator, d: Decoding, first: int, model: str, text: str) -
     from ui.translate_tabs import point  # (the tabs' module calls this one)
     S = st.session_state
     with point("lens") if S.get(LANDED) else st.container(key="lens_panel"):
-        st.markdown("**Each layer's guess** at this step (the logit lens): every decoder layer read through the "
-                    "model's own output layer.")
+        # the step named with the French before it: a link lands here, below the step's own charts
+        before = "".join(d.target_tokens[:first]).replace("▁", " ").strip()
+        st.markdown(f"**Each layer's guess** at step {first + 1}"
+                    + (f", after {ui.show.code_span(before[-60:])}" if before else ", the first")
+                    + " (the logit lens): every decoder layer read through the model's own output layer.")
         try:
             found = lens_cached(ui.models.model_path(model), text, tuple(d.target_ids))
         except InputError as err:
