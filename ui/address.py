@@ -95,7 +95,11 @@ def history_replaces_same_page() -> None:
 # A form's result is computed when its button is pressed; until then a changed control (another
 # decoding method, new text) leaves on screen a result that no longer matches it. The browser
 # notes each form's controls when a run ends, and while they differ it adds the class
-# s2s-stale to the page, which shows each .st-key-stale_note (app.py's style) (#47).
+# s2s-stale to the page, which shows each .st-key-stale_note (app.py's style) (#47). Only once
+# the reader has touched a form: a control drawn or filled in after the run ended (a link's
+# settings arriving a frame late) is not a change, and the controls are noted again as they are
+# at the first touch. Else a click anywhere (a model switch in the sidebar) flashed the note
+# until its run ended (#62).
 STALE_AFTER_FORM_CHANGE = """
 if (!window.__s2sStale) {
   window.__s2sStale = true;
@@ -103,14 +107,19 @@ if (!window.__s2sStale) {
     [...f.querySelectorAll('input, textarea, [role="slider"]')].map(e =>
       e.getAttribute('role') === 'slider' ? e.getAttribute('aria-valuenow')
         : (e.type === 'radio' || e.type === 'checkbox') ? String(e.checked) : e.value).join('\u0001')).join('\u0002');
-  let noted = null;
-  const check = () => document.body.classList.toggle('s2s-stale', noted !== null && state() !== noted);
+  let noted = null, touched = false;
+  const inForm = e => e.target instanceof Element && e.target.closest('[data-testid="stForm"]') !== null;
+  const check = () => document.body.classList.toggle('s2s-stale',
+                                                     touched && noted !== null && state() !== noted);
   const ended = () => {
     const app = document.querySelector('[data-testid="stApp"]');
-    if (app && app.dataset.testScriptState === 'notRunning') { noted = state(); check(); }
+    if (app && app.dataset.testScriptState === 'notRunning') { noted = state(); touched = false; check(); }
   };
   new MutationObserver(ended).observe(document.body, {attributes: true, subtree: true,
                                                        attributeFilter: ['data-test-script-state']});
+  for (const kind of ['pointerdown', 'keydown', 'focusin'])     // before the control changes
+    document.addEventListener(kind, e => { if (!touched && inForm(e)) { noted = state(); touched = true; } }, true);
+  document.addEventListener('input', e => { if (inForm(e)) touched = true; }, true);   // a paste, a drop
   for (const kind of ['input', 'change', 'click', 'keyup'])
     document.addEventListener(kind, () => setTimeout(check, 0), true);
   ended();
