@@ -113,29 +113,24 @@ def _set(heads: set[tuple[str, int, int]], counts: dict[str, tuple[int, int]]) -
     st.session_state[MASK] = mask_text(heads, counts)
 
 
-def _known(counts: dict[str, tuple[int, int]]) -> set[tuple[str, int, int]]:
+def _known(tr: Translator, counts: dict[str, tuple[int, int]]) -> set[tuple[str, int, int]]:
     """The session's mask as heads (a mask this model cannot take: none)."""
-    try:
-        mask = parse_head_mask(st.session_state.get(MASK) or "")
-        return heads_of(mask, counts) if all(k in counts and l < counts[k][0] and (h is None or h < counts[k][1])
-                                             for k, l, h in mask) else set()
-    except InputError:
-        return set()
+    return heads_of(current(tr, warn=False), counts)
 
 
-def toggle_clicked(kind: str, counts: dict[str, tuple[int, int]]) -> None:
+def toggle_clicked(tr: Translator, kind: str, counts: dict[str, tuple[int, int]]) -> None:
     """A click on a small map knocks its head out, or brings a knocked-out one back."""
     S = st.session_state
     points = S.knockout_grid.selection.points if S.get("knockout_grid") else []
     layers, n = counts[kind]
     picked = figures.head_of_trace(int(points[0]["curve_number"]), layers, n) if points else None
     if picked:
-        heads = _known(counts)
+        heads = _known(tr, counts)
         heads ^= {(kind, *picked)}
         _set(heads, counts)
 
 
-def knock_many(kind: str, counts: dict[str, tuple[int, int]]) -> None:
+def knock_many(tr: Translator, kind: str, counts: dict[str, tuple[int, int]]) -> None:
     """The row / column / all choice: those heads out too; the box goes back to its placeholder."""
     S = st.session_state
     choice = S.get("knock_many")
@@ -146,7 +141,7 @@ def knock_many(kind: str, counts: dict[str, tuple[int, int]]) -> None:
     what, _, number = choice.partition(":")
     chosen = {(kind, l, h) for l in range(layers) for h in range(n)
               if what == "all" or (what == "layer" and l == int(number)) or (what == "head" and h == int(number))}
-    _set(_known(counts) | chosen, counts)
+    _set(_known(tr, counts) | chosen, counts)
 
 
 def clear() -> None:
@@ -323,7 +318,7 @@ def view(tr: Translator, d: Decoding, words: bool, model: str, text: str, kind: 
         name = HEAD_KINDS[kind].name
         options = [f"layer:{l}" for l in range(L)] + [f"head:{h}" for h in range(H)] + ["all"]
         pick.selectbox("Knock out more", options, index=None, key="knock_many", on_change=knock_many,
-                       args=(kind, counts), label_visibility="collapsed",
+                       args=(tr, kind, counts), label_visibility="collapsed",
                        placeholder="Knock out a layer, a head of each…",
                        format_func=lambda o: (f"All {L * H} heads of the {name}" if o == "all" else
                                               f"Layer {int(o[6:]) + 1}: its {H} heads" if o.startswith("layer") else
@@ -341,7 +336,7 @@ def view(tr: Translator, d: Decoding, words: bool, model: str, text: str, kind: 
         fig = figures.heads_grid(w, x, y, kind, width=760, height=GRID_HEIGHT, labels=False)
         figures.mark_heads(fig, L, H, [(l, h) for k, l, h in sorted(out) if k == kind], badges(result, kind, L, H))
         ui.show.plotly_chart(fig, share=0.6, key="knockout_grid", notes=False, selection_mode="points",
-                             on_select=lambda: toggle_clicked(kind, counts), where=tabs.point("knockout"),
+                             on_select=lambda: toggle_clicked(tr, kind, counts), where=tabs.point("knockout"),
                              config=ui.show.camera("knockout_grid", model, text[:40]))
         if result is not None:
             st.caption(legend(result, kind))
