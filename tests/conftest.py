@@ -21,8 +21,10 @@ import torch  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))     # tests/hub_models.py
-# OMP_NUM_THREADS=1 keeps tests from fighting a training run for the cores (OpenMP spins)
-torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or max(1, min(2, os.cpu_count() or 1))))
+# OMP_NUM_THREADS=1 keeps tests from fighting a training run for the cores (OpenMP spins); the
+# suite's workers (pytest-xdist, PYTEST_XDIST_WORKER_COUNT) share the cores between them
+WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or max(1, min(2, (os.cpu_count() or 1) // WORKERS))))
 
 from s2s import train as train_cli  # noqa: E402
 from s2s.checkpoint import load_translator, save_checkpoint  # noqa: E402
@@ -219,6 +221,17 @@ def transformer_zoo(tmp_path_factory, tiny_additive, tiny_none, tiny_transformer
     five_translators(root, tiny_additive, tiny_none, untrained_translators)
     shutil.copytree(tiny_transformer, root / "en-fr-transformer")
     return root
+
+
+@pytest.fixture
+def zoo_page(transformer_zoo, monkeypatch):
+    """The app's Translate page on transformer_zoo (S2S_CHECKPOINTS set for this test), opened at
+    /translate?query as `zoo_page(**query)`; each run may take 180 s (a busy machine beside it)."""
+    import functools
+
+    from test_app import translate_page
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(transformer_zoo))
+    return functools.partial(translate_page, 180)
 
 
 def five_translators(root: Path, tiny_additive: Path, tiny_none: Path, untrained: dict) -> Path:

@@ -3,8 +3,6 @@
 the plain attribution of that step and its attention; the line names the largest pushes each way;
 a bad foil is one line; the step cannot leave the output; the address keeps the foil. On the
 tiny zoo (a trained additive reversal model, a tiny Transformer) and a tiny hub Marian."""
-import functools
-
 import numpy as np
 import pytest
 
@@ -12,21 +10,10 @@ from s2s.checkpoint import load_translator
 from s2s.contrast import explain_contrast, foil_id, step_attribution
 from s2s.decode import DecodeSettings, decode, forced
 from s2s.text import InputError
-from test_app import array, chart, texts, translate_page
+from test_app import array, chart, texts
 from ui.contrast_panel import pushes_line
 
 TEXT = "a b c d"
-
-
-@pytest.fixture(scope="module")
-def zoo(transformer_zoo):
-    return transformer_zoo
-
-
-@pytest.fixture
-def app(zoo, monkeypatch):
-    monkeypatch.setenv("S2S_CHECKPOINTS", str(zoo))
-    return functools.partial(translate_page, 180)      # a run's time limit with a busy machine beside it
 
 
 def bars(at) -> list[np.ndarray]:
@@ -40,12 +27,12 @@ def other_piece(d, j: int) -> str:
     return next(tok for tok, _ in d.step_top[j] if tok != d.target_tokens[j])
 
 
-def test_the_bars_are_the_contrast_of_the_step_beside_its_plain_attribution_and_attention(app, zoo):
-    tr = load_translator(str(zoo / "en-fr-additive"))
+def test_the_bars_are_the_contrast_of_the_step_beside_its_plain_attribution_and_attention(zoo_page, transformer_zoo):
+    tr = load_translator(str(transformer_zoo / "en-fr-additive"))
     d = decode(tr, TEXT, DecodeSettings())
     j = 1
     foil = other_piece(d, j)
-    at = app(model="en-fr-additive", text=TEXT, tab="Step by step", view="pieces", step=str(j + 1), foil=foil)
+    at = zoo_page(model="en-fr-additive", text=TEXT, tab="Step by step", view="pieces", step=str(j + 1), foil=foil)
     assert not at.exception, at.exception
     c = explain_contrast(tr, TEXT, j + 1, foil, target=d.target_ids)
     plain, _ = step_attribution(tr, TEXT, j + 1, target=d.target_ids)
@@ -73,10 +60,10 @@ def test_pushes_line_names_the_largest_each_way():
     assert pushes_line(["a"], np.array([1.0]), "x", "y").endswith("Toward `y`: none.")
 
 
-def test_a_closed_panel_computes_nothing_and_opens_on_the_runner_up(app, zoo):
-    tr = load_translator(str(zoo / "en-fr-additive"))
+def test_a_closed_panel_computes_nothing_and_opens_on_the_runner_up(zoo_page, transformer_zoo):
+    tr = load_translator(str(transformer_zoo / "en-fr-additive"))
     d = decode(tr, TEXT, DecodeSettings())
-    at = app(model="en-fr-additive", text=TEXT, tab="Step by step", view="pieces")
+    at = zoo_page(model="en-fr-additive", text=TEXT, tab="Step by step", view="pieces")
     assert not at.exception and chart(at, "contrast_bars") is None and "foil" not in at.query_params
     at.session_state["contrast_open"] = True
     at.run()
@@ -88,11 +75,11 @@ def test_a_closed_panel_computes_nothing_and_opens_on_the_runner_up(app, zoo):
     assert at.selectbox(key="foil").value == other_piece(d, 1)
 
 
-def test_the_transformer_by_leave_one_out_from_a_link(app, zoo):
-    tr = load_translator(str(zoo / "en-fr-transformer"))
+def test_the_transformer_by_leave_one_out_from_a_link(zoo_page, transformer_zoo):
+    tr = load_translator(str(transformer_zoo / "en-fr-transformer"))
     d = decode(tr, TEXT, DecodeSettings())
     foil = other_piece(d, 2)
-    at = app(model="en-fr-transformer", text=TEXT, tab="Step by step", view="pieces", step="3", foil=foil,
+    at = zoo_page(model="en-fr-transformer", text=TEXT, tab="Step by step", view="pieces", step="3", foil=foil,
              foil_method="loo")
     assert not at.exception, at.exception
     c = explain_contrast(tr, TEXT, 3, foil, method="loo", target=d.target_ids)
@@ -103,8 +90,8 @@ def test_the_transformer_by_leave_one_out_from_a_link(app, zoo):
     assert at.query_params["foil_method"] == "loo"
 
 
-def test_bad_foils_say_one_line_each(app, zoo):
-    tr = load_translator(str(zoo / "en-fr-additive"))
+def test_bad_foils_say_one_line_each(zoo_page, transformer_zoo):
+    tr = load_translator(str(transformer_zoo / "en-fr-additive"))
     d = decode(tr, TEXT, DecodeSettings())
     several = next(w for w in ("abcdabcd", "dcbadcba", "bdbdbdbd") if len(tr.tokenizer.encode(w)) > 1)
     said = {}
@@ -115,24 +102,24 @@ def test_bad_foils_say_one_line_each(app, zoo):
     assert "pieces" in said[several] and "not a piece" in said["Ω"]
     said[d.target_tokens[0]] = "is the piece chosen at step 1: pick another."
     for foil, line in said.items():
-        at = app(model="en-fr-additive", text=TEXT, tab="Step by step", view="pieces", step="1", foil=foil)
+        at = zoo_page(model="en-fr-additive", text=TEXT, tab="Step by step", view="pieces", step="1", foil=foil)
         assert not at.exception, at.exception
         lines = [i.value for i in at.info if "foil" in i.value.lower()]
         assert len(lines) == 1 and lines[0].endswith(line) and "\n" not in lines[0], lines
         assert chart(at, "contrast_bars") is None
 
 
-def test_forced_decoding_offers_only_the_references_steps(app, zoo):
+def test_forced_decoding_offers_only_the_references_steps(zoo_page, transformer_zoo):
     """Forced decoding: the panel's own step select, over the reference's pieces; a link's step
     beyond them is brought back to the last (an out-of-range step cannot happen), its bars those
     of the reference forced."""
-    tr = load_translator(str(zoo / "en-fr-additive"))
+    tr = load_translator(str(transformer_zoo / "en-fr-additive"))
     ref = "d c b a"
     f = forced(tr, TEXT, ref)
     n = len(f.target_tokens)
     last = n - 1
     foil = next(tok for tok, _ in f.step_top[last] if tok not in (f.target_tokens[0], f.target_tokens[last]))
-    at = app(model="en-fr-additive", text=TEXT, tab="Forced decoding", reference=ref, step="99", foil=foil)
+    at = zoo_page(model="en-fr-additive", text=TEXT, tab="Forced decoding", reference=ref, step="99", foil=foil)
     assert not at.exception, at.exception
     box = at.selectbox(key="foil_step")
     assert box.value == n and list(box.options) == [f"{k} · {f.target_tokens[k - 1]}" for k in range(1, n + 1)]
@@ -143,30 +130,30 @@ def test_forced_decoding_offers_only_the_references_steps(app, zoo):
     assert np.allclose(bars(at)[-1], explain_contrast(tr, TEXT, 1, foil, ref).scores, atol=1e-6)
 
 
-def test_step_by_step_never_leaves_the_output(app, zoo):
-    tr = load_translator(str(zoo / "en-fr-additive"))
+def test_step_by_step_never_leaves_the_output(zoo_page, transformer_zoo):
+    tr = load_translator(str(transformer_zoo / "en-fr-additive"))
     d = decode(tr, TEXT, DecodeSettings())
     n = len(d.target_tokens)
     foil = other_piece(d, n - 1)
-    at = app(model="en-fr-additive", text=TEXT, tab="Step by step", view="pieces", step="99", foil=foil)
+    at = zoo_page(model="en-fr-additive", text=TEXT, tab="Step by step", view="pieces", step="99", foil=foil)
     assert not at.exception, at.exception
     assert at.slider(key="step").value == n
     assert np.allclose(bars(at)[-1], explain_contrast(tr, TEXT, n, foil, target=d.target_ids).scores, atol=1e-6)
 
 
-def test_a_hub_model_and_a_model_without_attention(app, zoo, hub_models, monkeypatch):
+def test_a_hub_model_and_a_model_without_attention(zoo_page, transformer_zoo, hub_models, monkeypatch):
     marian = str(hub_models["marian"])
     monkeypatch.setenv("S2S_HUB_MODELS", marian)
     tr = load_translator(marian)
     text = "the cat sat on the mat ."
     d = decode(tr, text, DecodeSettings(max_len=12))
     foil = other_piece(d, 1)
-    at = app(model=marian, text=text, maxlen="12", tab="Step by step", view="pieces", step="2", foil=foil)
+    at = zoo_page(model=marian, text=text, maxlen="12", tab="Step by step", view="pieces", step="2", foil=foil)
     assert not at.exception, at.exception
     assert np.allclose(bars(at)[-1], explain_contrast(tr, text, 2, foil, target=d.target_ids).scores, atol=1e-5)
-    none = load_translator(str(zoo / "en-fr-none"))
+    none = load_translator(str(transformer_zoo / "en-fr-none"))
     d = decode(none, TEXT, DecodeSettings())
-    at = app(model="en-fr-none", text=TEXT, tab="Step by step", view="pieces", step="1", foil=other_piece(d, 0))
+    at = zoo_page(model="en-fr-none", text=TEXT, tab="Step by step", view="pieces", step="1", foil=other_piece(d, 0))
     assert not at.exception, at.exception
     assert len(bars(at)) == 2        # no attention: the plain and contrastive bars only
 

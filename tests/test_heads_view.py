@@ -14,19 +14,14 @@ from test_app import _widget, array, chart, open_tab, submit, texts, translate_p
 TEXT = "a b c d e"
 
 
-@pytest.fixture(scope="module")
-def zoo(transformer_zoo):
-    return transformer_zoo
-
-
 @pytest.fixture
-def transformer(zoo, monkeypatch):
+def transformer(transformer_zoo, monkeypatch):
     """The Translate page on the Transformer, TEXT translated (greedy), and the same decoding
     made directly with s2s."""
-    monkeypatch.setenv("S2S_CHECKPOINTS", str(zoo))
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(transformer_zoo))
     at = submit(translate_page(model="en-fr-transformer"), text=TEXT, view="pieces")
     assert not at.exception, at.exception
-    d = decode(load_translator(zoo / "en-fr-transformer"), TEXT, DecodeSettings("greedy", max_len=120))
+    d = decode(load_translator(transformer_zoo / "en-fr-transformer"), TEXT, DecodeSettings("greedy", max_len=120))
     return at, d
 
 
@@ -84,7 +79,7 @@ def test_the_heads_tab_draws_every_head_and_enlarges_the_one_chosen(transformer)
     assert not at.exception
 
 
-def test_the_heads_grid_switches_to_the_norm_of_each_head(transformer, zoo):
+def test_the_heads_grid_switches_to_the_norm_of_each_head(transformer, transformer_zoo):
     """Cross-attention's heads as ‖α^h_ij f^h(x_j)‖ (s2s.contributions), each row a distribution;
     the switch is offered for cross-attention only, and the address keeps it."""
     import torch
@@ -95,7 +90,7 @@ def test_the_heads_grid_switches_to_the_norm_of_each_head(transformer, zoo):
     at = open_tab(at, "Heads")
     _widget(at, "heads_view").set_value("norm").run()
     assert not at.exception, at.exception
-    tr = load_translator(zoo / "en-fr-transformer")
+    tr = load_translator(transformer_zoo / "en-fr-transformer")
     _, heads, _, _ = contributions(tr.model, torch.tensor([encode_source(tr, TEXT)]), torch.tensor(d.target_ids),
                                    ["norm"])
     L, H = heads["norm"].shape[:2]
@@ -122,8 +117,8 @@ def test_heads_in_whole_words_are_merged_like_the_heatmap(transformer):
     assert np.allclose(z(chart(at, "head_enlarged")), merged, atol=1e-4)
 
 
-def test_a_recurrent_models_heads_tab_points_to_the_transformer(zoo, monkeypatch):
-    monkeypatch.setenv("S2S_CHECKPOINTS", str(zoo))
+def test_a_recurrent_models_heads_tab_points_to_the_transformer(transformer_zoo, monkeypatch):
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(transformer_zoo))
     at = open_tab(translate_page(model="en-fr-additive"), "Heads")
     assert any("Heads belong to a Transformer" in i.value and "en-fr-transformer" in i.value
                and "the heatmap above" in i.value for i in at.info)
@@ -175,11 +170,11 @@ def test_small_maps_label_at_most_twelve_tokens_a_side():
     assert list(bottom.ticktext) == [f"s{i}" for i in bottom.tickvals]
 
 
-def test_the_address_follows_model_view_tab_head_and_reference(zoo, monkeypatch):
+def test_the_address_follows_model_view_tab_head_and_reference(transformer_zoo, monkeypatch):
     """The issue's walk: after Translate, switch to the Transformer, pieces, a head, the Heads
     tab and a typed reference: the address holds each (not only what Translate last sent), and
     the app opened at that address shows the same view."""
-    monkeypatch.setenv("S2S_CHECKPOINTS", str(zoo))
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(transformer_zoo))
     at = submit(translate_page(), text=TEXT)
     _widget(at, "model").set_value("en-fr-transformer").run()
     _widget(at, "view").set_value("pieces").run()

@@ -22,15 +22,10 @@ from test_app import _widget, array, chart, submit, texts, translate_page
 TEXT = "a b c d e"
 
 
-@pytest.fixture(scope="module")
-def zoo(transformer_zoo):
-    return transformer_zoo
-
-
 @pytest.fixture
-def page(zoo, monkeypatch):
+def page(transformer_zoo, monkeypatch):
     """The Translate page on `model`, TEXT translated greedily in pieces, Step by step open."""
-    monkeypatch.setenv("S2S_CHECKPOINTS", str(zoo))
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(transformer_zoo))
 
     def open_on(model: str, **query):
         at = submit(translate_page(model=model, tab="Step by step", **query), text=TEXT, view="pieces")
@@ -59,8 +54,8 @@ def rank_lines(at) -> dict[str, list[int]]:
             if t.get("mode") == "lines+markers+text"}
 
 
-def test_the_last_layer_guesses_the_decoded_piece_and_every_rank_is_the_lens(page, zoo):
-    tr = load_translator(zoo / "en-fr-transformer")
+def test_the_last_layer_guesses_the_decoded_piece_and_every_rank_is_the_lens(page, transformer_zoo):
+    tr = load_translator(transformer_zoo / "en-fr-transformer")
     d = decode(tr, TEXT, DecodeSettings("greedy", max_len=120))
     want = lens(tr, TEXT, target=d.target_ids)
     at = page("en-fr-transformer")
@@ -78,8 +73,8 @@ def test_the_last_layer_guesses_the_decoded_piece_and_every_rank_is_the_lens(pag
         assert f"rank {' → '.join(f'{want.ranks[l][j]:,}' for l in range(L))} by layer" in texts(at)
 
 
-def test_a_watched_piece_is_drawn_beside_and_bad_input_is_one_line(page, zoo):
-    tr = load_translator(zoo / "en-fr-transformer")
+def test_a_watched_piece_is_drawn_beside_and_bad_input_is_one_line(page, transformer_zoo):
+    tr = load_translator(transformer_zoo / "en-fr-transformer")
     d = decode(tr, TEXT, DecodeSettings("greedy", max_len=120))
     at = at_step(page("en-fr-transformer"), 2)
     box = _widget(at, "lens_watch")
@@ -102,8 +97,8 @@ def test_a_watched_piece_is_drawn_beside_and_bad_input_is_one_line(page, zoo):
         assert set(rank_lines(at)) == {d.target_tokens[1]}             # the chosen piece alone
 
 
-def test_a_link_brings_the_step_and_the_watched_piece(page, zoo):
-    tr = load_translator(zoo / "en-fr-transformer")
+def test_a_link_brings_the_step_and_the_watched_piece(page, transformer_zoo):
+    tr = load_translator(transformer_zoo / "en-fr-transformer")
     d = decode(tr, TEXT, DecodeSettings("greedy", max_len=120))
     other = lens(tr, TEXT, target=d.target_ids).top[0][2][1][0]
     other = other if other != d.target_tokens[2] else lens(tr, TEXT, target=d.target_ids).top[0][2][0][0]
@@ -115,19 +110,19 @@ def test_a_link_brings_the_step_and_the_watched_piece(page, zoo):
     assert at.query_params["step"] == "3" and at.query_params["watch"] == other
 
 
-def test_a_recurrent_model_says_its_decoder_is_one_layer(page, zoo):
+def test_a_recurrent_model_says_its_decoder_is_one_layer(page, transformer_zoo):
     at = at_step(page("en-fr-additive"), 2)
     assert ONE_LAYER in texts(at)
     rows = table(at)
     assert len(rows) == 1
-    d = decode(load_translator(zoo / "en-fr-additive"), TEXT, DecodeSettings("greedy", max_len=120))
+    d = decode(load_translator(transformer_zoo / "en-fr-additive"), TEXT, DecodeSettings("greedy", max_len=120))
     assert rows[0][0] == d.target_tokens[1]
     assert chart(at, "lens_rank") is None
     assert "of the decoder's one layer" in texts(at)
 
 
-def test_a_hub_models_layers(zoo, hub_models, monkeypatch):
-    monkeypatch.setenv("S2S_CHECKPOINTS", str(zoo))
+def test_a_hub_models_layers(transformer_zoo, hub_models, monkeypatch):
+    monkeypatch.setenv("S2S_CHECKPOINTS", str(transformer_zoo))
     monkeypatch.setenv("S2S_HUB_MODELS", str(hub_models["marian"]))
     monkeypatch.delenv("S2S_ALLOW_ANY_MODEL", raising=False)
     tr = load_translator(hub_models["marian"])
@@ -167,11 +162,11 @@ def test_the_start_links_step_flips_between_layers():
     assert got.top[0][first][0][0] == "▁est"
 
 
-def test_watching_the_chosen_piece_gives_the_lens_own_row(zoo):
+def test_watching_the_chosen_piece_gives_the_lens_own_row(transformer_zoo):
     """s2s.lens.watched of a step's own piece is that step's column of the lens (log p and rank at
     every layer); a step or piece out of range is one line."""
     from s2s.text import InputError
-    tr = load_translator(zoo / "en-fr-transformer")
+    tr = load_translator(transformer_zoo / "en-fr-transformer")
     d = decode(tr, TEXT, DecodeSettings("greedy", max_len=120))
     got = lens(tr, TEXT, target=d.target_ids)
     for j, piece in enumerate(d.target_ids[:3]):

@@ -2,8 +2,6 @@
 its cells are s2s.patch's shares restored for the same pair, a recurrent model draws one row and
 no heads, an edit of another number of pieces is one line, a hub model is patched too; and the
 figure builder's scale (s2s.figures.patching_figure)."""
-import functools
-
 import numpy as np
 import pytest
 
@@ -11,20 +9,9 @@ from s2s import figures
 from s2s.checkpoint import load_translator
 from s2s.decode import DecodeSettings, decode
 from s2s.patch import patch
-from test_app import array, chart, texts, translate_page
+from test_app import array, chart, texts
 
 TEXT, EDIT = "a b c d", "a b e d"
-
-
-@pytest.fixture(scope="module")
-def zoo(transformer_zoo):
-    return transformer_zoo
-
-
-@pytest.fixture
-def app(zoo, monkeypatch):
-    monkeypatch.setenv("S2S_CHECKPOINTS", str(zoo))
-    return functools.partial(translate_page, 180)      # a run's time limit with a busy machine beside it
 
 
 def patched_by_the_library(path, text: str, edit: str):
@@ -33,10 +20,10 @@ def patched_by_the_library(path, text: str, edit: str):
     return patch(tr, text, edit, output_ids=own.target_ids), own
 
 
-def test_a_transformers_cells_are_the_librarys_shares_and_its_heads_beside_them(app, zoo):
-    at = app(model="en-fr-transformer", text=TEXT, edit=EDIT, tab="Compare an edit")
+def test_a_transformers_cells_are_the_librarys_shares_and_its_heads_beside_them(zoo_page, transformer_zoo):
+    at = zoo_page(model="en-fr-transformer", text=TEXT, edit=EDIT, tab="Compare an edit")
     assert not at.exception, at.exception
-    p, own = patched_by_the_library(zoo / "en-fr-transformer", TEXT, EDIT)
+    p, own = patched_by_the_library(transformer_zoo / "en-fr-transformer", TEXT, EDIT)
     share = np.asarray(p.restored())
     spec = chart(at, "patch_map")
     assert spec is not None
@@ -61,10 +48,10 @@ def test_a_transformers_cells_are_the_librarys_shares_and_its_heads_beside_them(
     assert "1 restores the original translation's log p" in page and "cross-attention head" in page
 
 
-def test_a_recurrent_model_is_one_row_and_says_so(app, zoo):
-    at = app(model="en-fr-additive", text=TEXT, edit=EDIT, tab="Compare an edit")
+def test_a_recurrent_model_is_one_row_and_says_so(zoo_page, transformer_zoo):
+    at = zoo_page(model="en-fr-additive", text=TEXT, edit=EDIT, tab="Compare an edit")
     assert not at.exception, at.exception
-    p, _ = patched_by_the_library(zoo / "en-fr-additive", TEXT, EDIT)
+    p, _ = patched_by_the_library(transformer_zoo / "en-fr-additive", TEXT, EDIT)
     spec = chart(at, "patch_map")
     assert len(spec["data"]) == 1                     # no heads' map
     z = array(spec["data"][0]["z"])
@@ -73,16 +60,16 @@ def test_a_recurrent_model_is_one_row_and_says_so(app, zoo):
     assert "A recurrent model: its encoder output" in texts(at) and "no attention heads" in texts(at)
 
 
-def test_an_edit_of_another_length_is_one_line(app):
-    at = app(model="en-fr-transformer", text=TEXT, edit="a b c d e", tab="Compare an edit")
+def test_an_edit_of_another_length_is_one_line(zoo_page):
+    at = zoo_page(model="en-fr-transformer", text=TEXT, edit="a b c d e", tab="Compare an edit")
     assert not at.exception, at.exception
     lines = [c.value for c in at.caption if c.value.startswith("Not patched")]
     assert len(lines) == 1 and "patching needs the same number" in lines[0] and "\n" not in lines[0]
     assert chart(at, "patch_map") is None and chart(at, "edit_map1") is not None     # the comparison stays
 
 
-def test_an_edit_of_the_same_pieces_is_one_line(app):
-    at = app(model="en-fr-transformer", text=TEXT, edit="a  b c d", tab="Compare an edit")   # a space more
+def test_an_edit_of_the_same_pieces_is_one_line(zoo_page):
+    at = zoo_page(model="en-fr-transformer", text=TEXT, edit="a  b c d", tab="Compare an edit")   # a space more
     assert not at.exception, at.exception
     assert [c.value for c in at.caption if c.value.startswith("Not patched")] == \
         ["Not patched: the edit reads as the same pieces as your text."]
@@ -90,11 +77,11 @@ def test_an_edit_of_the_same_pieces_is_one_line(app):
 
 
 @pytest.mark.parametrize("family", ["marian", "t5", "m2m100"])
-def test_a_hub_model_is_patched(app, hub_models, monkeypatch, family):
+def test_a_hub_model_is_patched(zoo_page, hub_models, monkeypatch, family):
     path = str(hub_models[family])
     monkeypatch.setenv("S2S_HUB_MODELS", path)
     text, edit = "the cat sat on the mat .", "the mat sat on the cat ."      # the same pieces, reordered
-    at = app(model=path, text=text, maxlen="12", edit=edit, tab="Compare an edit")
+    at = zoo_page(model=path, text=text, maxlen="12", edit=edit, tab="Compare an edit")
     assert not at.exception, at.exception
     tr = load_translator(path)
     p = patch(tr, text, edit, output_ids=decode(tr, text, DecodeSettings(max_len=12)).target_ids)

@@ -37,6 +37,10 @@ on the page is drawn):
     heads_knockout_click       the Heads grid knocking heads out (ui/knockout.py) on en-fr-transformer:
                                a click on a small map not yet knocked out (a mask never decoded
                                before: no cache), until the translation beside the grid shows it
+    contrast_foil_pick         Step by step's "why this word and not another" (ui/contrast_panel.py) on
+                               en-fr-additive: another foil picked from the step's top tokens, from
+                               the click on it in the open list until the line naming the pushes is
+                               redrawn (the list is opened again if a rerun closed it: not timed)
     new_tab_start_page         the start page opened in a new browser tab, until it has settled:
                                the floor under every link opened in a new tab
     explain_link_<model>       a link to Alignment & Explanation's "Attention vs attribution" tab
@@ -321,6 +325,7 @@ def one_run(b, url: str, t_spawn: float, presses: int, offset: int, models: list
     page.close()
     lens_steps(b, url, record, presses)
     knockout_clicks(b, url, record, presses)
+    foil_picks(b, url, record, presses)
     explain_links(b, url, models, hub, sentence, record, pid)
     return errors
 
@@ -345,6 +350,51 @@ def lens_steps(b, url: str, record, presses: int) -> None:
                 return timed(page, lambda: slider.press("ArrowRight"), done, arg)
             record(f"lens_step_{model}", step_on)
         page.close()
+
+
+FOIL_LINK = ("/translate?model=en-fr-additive&text=The+little+girl+is+happy+because+her+mother+is+here.&method=greedy"
+             "&tab=Step+by+step&step=1&foil=%E2%96%81Le")       # the Start link's foil ("La", not "Le")
+FOILS = ["▁L", "▁C", "▁Il"]         # that step's other top tokens on the shipped model ("▁Le" is the link's)
+FOIL_LINE = """() => { const p = [...document.querySelectorAll('.st-key-contrast_panel [data-testid="stMarkdown"]')]
+                       .find(e => e.textContent.includes('Pushing toward')); return p ? p.textContent : null; }"""
+
+
+def open_option(page, box_key: str, option: str, tries: int = 5):
+    """The option `option` of the select box `box_key`, its list open, ready to be clicked. A rerun
+    redraws the box and closes its list (it did, once, under the suite's load): opened again then,
+    as tests/test_browser_contrast.py's pick does."""
+    box = page.locator(f".st-key-{box_key} input")
+    item = page.locator('[role="option"]').filter(has_text=re.compile(f"^{re.escape(option)}$"))
+    for _ in range(tries):
+        if not item.is_visible():
+            box.click()
+            if not page.locator('[role="listbox"]').is_visible():     # focused without its list: the key opens it
+                box.press("ArrowDown")
+        try:
+            item.wait_for(timeout=5_000)
+            return item
+        except Exception:       # playwright's TimeoutError: the list closed again
+            continue
+    raise RuntimeError(f"the option {option} of {box_key} did not show in {tries} tries")
+
+
+def foil_picks(b, url: str, record, presses: int) -> None:
+    """The Start link's contrast panel (ui/contrast_panel.py), another foil picked from the step's
+    top tokens, `presses` times: ms from the click on the foil until the line naming the pushes is
+    redrawn and the page settled (no foil picked before: no cache)."""
+    if "en-fr-additive" not in {i.name for i in list_checkpoints(checkpoint_root()) if i.error is None}:
+        return
+    page = b.new_page(viewport=VIEWPORT)
+    goto(page, url + FOIL_LINK)
+    page.wait_for_function(f"() => ({FOIL_LINE})() !== null", timeout=TIMEOUT_MS)
+    page.wait_for_function(SETTLED, timeout=TIMEOUT_MS)
+    for foil in itertools.islice(itertools.cycle(FOILS), presses):
+        def pick(foil: str = foil) -> float:
+            item = open_option(page, "foil", foil)
+            done, arg = changed(page, FOIL_LINE)
+            return timed(page, item.click, done, arg)
+        record("contrast_foil_pick", pick)
+    page.close()
 
 
 KNOCKOUT_LINK = ("/translate?model=en-fr-transformer&text=She+has+a+big+black+dog.&method=greedy&tab=Heads"
