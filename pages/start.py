@@ -117,10 +117,18 @@ st.title("Start here", help="The lecture in order. Each link opens the page and 
 # and their sixteen links fit one 1280 x 720 screen, with the Projector (text 1.1 rem) and without
 # (tests/test_browser.py, tests/test_browser_layout.py): lines 1.4 sizes apart, not Markdown's 1.6,
 # a smaller title, a topic's links stacked close. A link's label wraps rather than being cut when
-# the column is narrow (the sidebar reopened beside the Projector: that view runs past the screen)
-st.markdown("<style>.st-key-outline [data-testid='stMarkdownContainer'] p{line-height:1.4}"
-            "[data-testid='stMain'] h1{padding:0 0 .3rem 0;font-size:2.2rem}"
-            ".st-key-outline [data-testid='stPageLink'] *{white-space:normal;text-overflow:clip}</style>",
+# the column is narrow.
+OUTLINE_CSS = (".st-key-outline [data-testid='stMarkdownContainer'] p{line-height:1.4}"
+               "[data-testid='stMain'] h1{padding:0 0 .3rem 0;font-size:2.2rem}"
+               ".st-key-outline [data-testid='stPageLink'] *{white-space:normal;text-overflow:clip}")
+# The sidebar opened again beside the Projector (its arrow; the browser alone knows, so the rule asks
+# the page whether the sidebar is expanded) leaves the outline 300 px less: at the Projector's 1.1 rem
+# it ran to 863 px. There it keeps the screen's 1 rem and the main column's narrower margins: 700 px
+SIDEBAR_OPEN = "body:has([data-testid='stSidebar'][data-collapsed='false']) "
+PROJECTOR_WITH_SIDEBAR_CSS = (
+    SIDEBAR_OPEN + "[data-testid='stMainBlockContainer']:has(.st-key-outline){padding-left:2rem;padding-right:2rem}"
+    + SIDEBAR_OPEN + ".st-key-outline [data-testid='stMarkdownContainer'] p{font-size:1rem !important}")
+st.markdown(f"<style>{OUTLINE_CSS}{PROJECTOR_WITH_SIDEBAR_CSS if ui.show.projector() else ''}</style>",
             unsafe_allow_html=True)
 # with the Projector the sidebar is closed: the sentences take the width the links do not need
 widths = [2, 1] if ui.show.projector() else [3, 2]

@@ -79,7 +79,8 @@ def test_the_browser_bench_runs_every_action_on_todays_pages_and_reports_a_broke
                 "tab_compare_attention", "tab_alignment_lines", "tab_attention_emerges", "tab_step_by_step",
                 "switch_model", "bottleneck_first_open", "bottleneck_translate_both", "cells_first_open",
                 "cells_find_cells", "cells_sample", "new_tab_start_page", "explain_link_en-fr-additive",
-                "explain_link_en-fr-transformer", "contrast_foil_pick"}
+                "explain_link_en-fr-transformer", "contrast_foil_pick",
+                "patch_compare_en-fr-additive", "patch_compare_en-fr-transformer"}
     assert expected <= timed, expected - timed
     assert "tab_beam_tree" not in timed and got["exceptions"] == 0
     start_links = sorted(k for k in timed if k.startswith("start_link_"))

@@ -41,6 +41,9 @@ on the page is drawn):
                                en-fr-additive: another foil picked from the step's top tokens, from
                                the click on it in the open list until the line naming the pushes is
                                redrawn (the list is opened again if a rerun closed it: not timed)
+    patch_compare_<model>      Compare an edit on en-fr-additive and en-fr-transformer: a new edit of
+                               the sentence compared, until the panel of what carries the change
+                               (ui/patch_view.py) draws the new pair's map of restored shares
     new_tab_start_page         the start page opened in a new browser tab, until it has settled:
                                the floor under every link opened in a new tab
     explain_link_<model>       a link to Alignment & Explanation's "Attention vs attribution" tab
@@ -326,6 +329,7 @@ def one_run(b, url: str, t_spawn: float, presses: int, offset: int, models: list
     lens_steps(b, url, record, presses)
     knockout_clicks(b, url, record, presses)
     foil_picks(b, url, record, presses)
+    patch_compares(b, url, record, presses)
     explain_links(b, url, models, hub, sentence, record, pid)
     return errors
 
@@ -349,6 +353,30 @@ def lens_steps(b, url: str, record, presses: int) -> None:
                 slider = page.locator(".st-key-step input[type='range']")
                 return timed(page, lambda: slider.press("ArrowRight"), done, arg)
             record(f"lens_step_{model}", step_on)
+        page.close()
+
+
+PATCH_EDITS = ["The little {} is happy because her mother is here.".format(w) for w in ("boy", "man", "cat", "dog")]
+PATCH_MAP = """() => { const e = document.querySelector('.st-key-patch_map .js-plotly-plot');
+                       return e && e.data ? JSON.stringify(e.data.map(t => t.z)) : null; }"""
+
+
+def patch_compares(b, url: str, record, presses: int) -> None:
+    """Compare an edit on LENS_TEXT, `presses` new edits per shipped model of LENS_MODELS: ms from
+    the press on Compare until the panel of what carries the change (ui/patch_view.py, its map of
+    restored shares) is redrawn for the new pair and the page settled (each pair patched afresh)."""
+    present = {i.name for i in list_checkpoints(checkpoint_root()) if i.error is None}
+    for model in [m for m in LENS_MODELS if m in present]:
+        page = b.new_page(viewport=VIEWPORT)
+        goto(page, f"{url}/translate?model={model}&text={quote(LENS_TEXT)}&tab=Compare+an+edit")
+        page.wait_for_selector(".st-key-edit input", timeout=TIMEOUT_MS)
+        page.wait_for_function(SETTLED, timeout=TIMEOUT_MS)
+        for edit in itertools.islice(itertools.cycle(PATCH_EDITS), presses):
+            def compare(edit: str = edit) -> float:
+                page.locator(".st-key-edit input").fill(edit)
+                done, arg = changed(page, PATCH_MAP)
+                return timed(page, lambda: page.get_by_role("button", name="Compare", exact=True).click(), done, arg)
+            record(f"patch_compare_{model}", compare)
         page.close()
 
 
