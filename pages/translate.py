@@ -179,6 +179,7 @@ ui.address.note_stale_results("⚠ The text or the decoding changed since this r
 # waits: the form above is already in the browser, which loads its widgets' code meanwhile,
 # instead of after the wait, just before the heatmap.
 import ui.contrast_panel  # noqa: E402
+import ui.decoded  # noqa: E402
 import ui.knockout  # noqa: E402
 import ui.lens_panel  # noqa: E402
 import ui.translate_tabs  # noqa: E402
@@ -251,7 +252,7 @@ if n_sentences > LONG_SENTENCES:
                       "*Sentence by sentence* translates one at a time."))
 try:
     with st.spinner(f"Translating with {display_name(name)}…"):      # shown after 0.5 s: a decoding, not a hit
-        d, ms = ui.translate_tabs.decode_cached(ui.models.model_path(name), S.text, decoding, by_sentence)
+        d, ms = ui.decoded.decode_cached(ui.models.model_path(name), S.text, decoding, by_sentence)
 except InputError as e:
     st.warning(str(e))
     st.stop()
@@ -261,7 +262,7 @@ out, toggle = st.columns([3, 2])
 with out:
     ui.show.escaped(d.translation or "(empty output)")
     cut = (("" if d.target_tokens[-1] == "</s>" else "stopped at the max length") if by_sentence
-           else ui.translate_tabs.cut_note(tr, d, S.text, S.maxlen))      # a forced </s> too (Marian's)
+           else ui.decoded.cut_note(tr, d, S.text, S.maxlen))      # a forced </s> too (Marian's)
     stopped = f" · **{cut}**" if cut else ""
     if S.norepeat and S.method != "sample":
         stopped += f" · repeated {S.norepeat}-grams blocked"
@@ -334,11 +335,11 @@ else:
                    + ("is the matrix the other views show" if hub else
                       "is the matrix its copy mechanism uses and the one other views show")
                    + "; the **Heads** tab draws every layer and head, and its encoder and decoder self-attention.")
-    src, tgt, a = ui.translate_tabs.view_of(d, words, shown)
+    src, tgt, a = ui.decoded.view_of(d, words, shown)
     final = attention_heatmap(src, tgt, a)
     if play:
         def show_step(j: int, partial: Decoding) -> None:
-            ps, pt, pa = ui.translate_tabs.view_of(partial, words,
+            ps, pt, pa = ui.decoded.view_of(partial, words,
                                                    attention_of(partial, *((layer, head) if title else (None, None))))
             blank = max(0, len(tgt) - len(pt))      # rows still to come: empty, so the matrix fills in row by row
             pa = np.vstack([pa, np.full((blank, pa.shape[1]), np.nan)])
@@ -371,7 +372,7 @@ with tabs[1]:
         greedy_d = None
         if S.method == "beam" and d.nbest and d.nbest[0].coverage is not None:     # the same settings, greedy
             greedy = replace(decoding, method="greedy").canonical()
-            greedy_d, _ = ui.translate_tabs.decode_cached(ui.models.model_path(name), S.text, greedy, by_sentence)
+            greedy_d, _ = ui.decoded.decode_cached(ui.models.model_path(name), S.text, greedy, by_sentence)
         ui.translate_tabs.beam_tree(d, S.method, name, S.text, greedy_d)
         if S.method == "beam" and d.beam_tree:
             ui.what_if.beam_alternatives(tr, d)

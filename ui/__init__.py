@@ -10,6 +10,9 @@
                           the background, and the browser's chart scripts fetched early
     ui/show.py            small display helpers: user text shown as text, tokens as code,
                           chart downloads
+    ui/decoded.py         the Translate & Align page's decodings, cached once per server,
+                          and their attention as shown (pieces or words): what the page,
+                          its tabs, the knockout and the what-if share
     ui/translate_tabs.py  the Translate & Align page's seven tabs, one function each
 
 A page imports the modules themselves (`import ui.models`, then `ui.models.get_model(...)`),

@@ -9,9 +9,6 @@ BLEU-as-heads-are-pruned chart sits beside the grid (ui.pruning).
 The mask lives in the session as the command line writes it (`python -m s2s.translate
 --mask-heads`, KIND:LAYER.HEAD counted from 1) and in the address as mask=, so a copied link
 reproduces it; a link's malformed or out-of-range mask is said in one line and knocks nothing out.
-
-Imported by ui.translate_tabs.heads when it draws (not at its top: this module draws with
-ui.what_if, which imports ui.translate_tabs).
 """
 from __future__ import annotations
 
@@ -24,10 +21,10 @@ import numpy as np
 import streamlit as st
 
 import ui.address
+import ui.decoded
 import ui.models
 import ui.pruning
 import ui.show
-import ui.translate_tabs as tabs
 import ui.what_if
 from s2s import figures
 from s2s.checkpoint import Translator
@@ -275,7 +272,7 @@ def recurrent_note() -> None:
 def masked(tr: Translator, model: str, text: str, settings: DecodeSettings, mask: HeadMask, by_sentence: bool
            ) -> tuple[Decoding, float]:
     """The page's decoding of `text` with the heads of `mask` knocked out (cached as the page's own)."""
-    return tabs.decode_cached(ui.models.model_path(model), text, replace(settings, head_mask=mask).canonical(),
+    return ui.decoded.decode_cached(ui.models.model_path(model), text, replace(settings, head_mask=mask).canonical(),
                               by_sentence)
 
 
@@ -305,7 +302,7 @@ def view(tr: Translator, d: Decoding, words: bool, model: str, text: str, kind: 
     x, y, w = attention_heads(d, kind)
     L, H = w.shape[:2]
     if words:      # each head's matrix merged into words, as the heatmap above
-        merged = [[tabs.as_words(x, y, w[l, h], True) for h in range(H)] for l in range(L)]
+        merged = [[ui.decoded.as_words(x, y, w[l, h], True) for h in range(H)] for l in range(L)]
         x, y = merged[0][0][:2]
         w = np.array([[m[2] for m in row] for row in merged])
     result = measured(tr, model)
@@ -325,7 +322,7 @@ def view(tr: Translator, d: Decoding, words: bool, model: str, text: str, kind: 
                                               f"Head {int(o[5:]) + 1} of every layer"))
         wipe.button("Clear", key="knockout_clear", on_click=clear, disabled=not st.session_state.get(MASK),
                     width="stretch", help="Knock no head out")
-        with tabs.point("knockout_answer"):
+        with ui.show.point("knockout_answer"):
             if other is None:
                 st.caption("No head knocked out: click a small map to knock its head out (its output times 0); "
                            "a second click brings it back.")
@@ -336,7 +333,7 @@ def view(tr: Translator, d: Decoding, words: bool, model: str, text: str, kind: 
         fig = figures.heads_grid(w, x, y, kind, width=760, height=GRID_HEIGHT, labels=False)
         figures.mark_heads(fig, L, H, [(l, h) for k, l, h in sorted(out) if k == kind], badges(result, kind, L, H))
         ui.show.plotly_chart(fig, share=0.6, key="knockout_grid", notes=False, selection_mode="points",
-                             on_select=lambda: toggle_clicked(tr, kind, counts), where=tabs.point("knockout"),
+                             on_select=lambda: toggle_clicked(tr, kind, counts), where=ui.show.point("knockout"),
                              config=ui.show.camera("knockout_grid", model, text[:40]))
         if result is not None:
             st.caption(legend(result, kind))

@@ -86,9 +86,8 @@ def watch_options(lens_: Lens, j: int, current: str | None) -> list[str]:
 
 def lens_panel(tr: Translator, d: Decoding, first: int, model: str, text: str) -> None:
     """The panel at the output piece `first` (from 0: the step's piece, or its word's first)."""
-    from ui.translate_tabs import point  # (the tabs' module calls this one)
     S = st.session_state
-    with point("lens") if S.get(LANDED) else st.container(key="lens_panel"):
+    with ui.show.point("lens") if S.get(LANDED) else st.container(key="lens_panel"):
         # the step named with the French before it: a link lands here, below the step's own charts
         before = "".join(d.target_tokens[:first]).replace("▁", " ").strip()
         st.markdown(f"**Each layer's guess** at step {first + 1}"

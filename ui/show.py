@@ -28,6 +28,12 @@ def escaped(text: str, size: str = "1.5rem") -> None:
                 unsafe_allow_html=True)
 
 
+def point(name: str):
+    """A container around what a Start-here topic promises on the tab's first screen (a link
+    scrolls the tab bar to the top; tests/test_browser_start_links.py checks the screen)."""
+    return st.container(key=f"point_{name}")
+
+
 def literal_label(text: str) -> str:
     """Text for a widget's label (Streamlit renders labels as markdown), shown as typed: every
     markdown character backslash-escaped, so a token "**" or "[x](y)" is itself, not markup."""

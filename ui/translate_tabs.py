@@ -1,5 +1,5 @@
-"""The Translate & Align page's seven tabs, one function each, in the page's order; and the
-cached decodings the page and its tabs share.
+"""The Translate & Align page's seven tabs, one function each, in the page's order (the
+decodings they share are ui/decoded.py's).
 
 Each tab gets what it shows as parameters: `tr` the loaded model, `d` the page's decoding of
 the text (its states dropped), `words` whether tokens are shown as whole words, `model` the
@@ -20,6 +20,8 @@ import streamlit as st
 
 import ui.address
 import ui.contrast_panel
+import ui.decoded
+import ui.knockout
 import ui.lens_panel
 import ui.models
 import ui.neuron_view
@@ -31,58 +33,19 @@ from s2s.decode import (
     DecodeSettings,
     Decoding,
     attention_heads,
-    decode,
-    decode_by_sentence,
     encode_source,
     forced,
     is_search_error,
-    length_limit,
-    positions,
     source_coverage,
 )
 from s2s.evaluate import bleu_breakdown
-from s2s.piece_words import HEAD_KINDS, HEADS_VIEWS, argmax_alignment, mean_entropy, merge_to_words, word_spans
+from s2s.piece_words import HEAD_KINDS, HEADS_VIEWS, argmax_alignment, mean_entropy, merge_to_words
 from s2s.text import MAX_CHARS, InputError
 
 SCALING_DIMS = [4, 16, 64, 256, 1024]     # query/key sizes for the "why sqrt(d)" view
 
 
 # ------------------------------------------------------------------ cached decodings
-# Cached results are shared by every session of the server, so they keep only what this page
-# shows: without the state vectors a result is ~9 KB for a 20-word sentence and at most
-# ~0.42 MB (200 pieces in, 250 out; `python -m s2s.bench`), so a full cache stays ~110 MB.
-@st.cache_data(max_entries=256, show_spinner=False)
-def decode_cached(path: str, text: str, settings: DecodeSettings, by_sentence: bool = False
-                  ) -> tuple[Decoding, float]:
-    """One decoding, keyed by the model, the text and the settings object (`by_sentence`: each
-    sentence decoded on its own, the results joined, s2s.decode.decode_by_sentence)."""
-    tr = ui.models.load_path(path)
-    t = time.perf_counter()
-    d = decode_by_sentence(tr, text, settings) if by_sentence else decode(tr, text, settings)
-    return d.without_states(), (time.perf_counter() - t) * 1000
-
-
-def cut_note(tr: Translator, d: Decoding, text: str, max_len: int | None) -> str:
-    """"" if the decoder ended `d` itself; else where it was cut: at the length limit, either
-    without </s>, or with the </s> a hub model's generation config forces there (Marian's
-    forced_eos) where the model itself would have written another piece (its own top choice at
-    that step). Which limit: the page's max length, or the model's positions if fewer."""
-    eos = d.target_tokens[-1] == "</s>" if d.target_tokens else False
-    try:
-        limit = length_limit(tr, len(encode_source(tr, text)), max_len)
-    except InputError:
-        return "" if eos else "stopped at the max length"
-    constraints = tr.model.constraints()
-    forced_eos = bool(constraints and constraints.get("forced_eos") is not None)
-    own = d.step_top[-1][0][0] if d.step_top and d.step_top[-1] else None
-    if len(d.target_tokens) < limit or (eos and not (forced_eos and own != "</s>")):
-        return "" if eos else "stopped at the max length"
-    n = positions(tr)
-    why = (f"the model's maximum length (its {n} positions)" if n > 1 and limit == n - 1 and
-           (max_len is None or n - 1 < max_len) else "the max length")
-    return f"cut at {limit} pieces, {why}" + (", its </s> forced there" if eos else "")
-
-
 @st.cache_data(max_entries=64, show_spinner=False)
 def forced_cached(path: str, text: str, reference: str) -> Decoding:
     return forced(ui.models.load_path(path), text, reference).without_states()
@@ -94,43 +57,22 @@ def scaling_cached(n_keys: int) -> dict:
 
 
 # ------------------------------------------------------------------ attention as shown
-def as_words(x: list[str], y: list[str], a: np.ndarray, words: bool) -> tuple[list[str], list[str], np.ndarray]:
-    """A (len(y) x len(x)) attention matrix as pieces, or merged into whole words."""
-    return merge_to_words(x, y, a) if words else (list(x), list(y), a)
-
-
-def output_steps(tokens: list[str], words: bool) -> list[tuple[str, list[int]]]:
-    """The output as the page shows it: (word, its pieces' indices) per word, or one piece a step."""
-    return word_spans(tokens) if words else [(tok, [j]) for j, tok in enumerate(tokens)]
-
-
-def view_of(d: Decoding, words: bool, attention: np.ndarray | None = None) -> tuple[list[str], list[str], np.ndarray]:
-    """The (target x source) attention, d.attention unless another is given, as pieces or words."""
-    return as_words(d.source_tokens, d.target_tokens, d.attention if attention is None else attention, words)
-
-
 def heatmap(d: Decoding, words: bool, key: str, model: str, text: str, height: int | None = None,
             color: str | None = None, share: float = 1.0, x_labels: bool = True) -> None:
     """d's attention heatmap; `color` shades it from white to a model's own colour instead, as a
     compact small multiple (no axis titles nor colour bar) `share` of the main column wide, its
     source tokens unlabelled unless `x_labels` (the map above has the same)."""
-    src, tgt, a = view_of(d, words)
+    src, tgt, a = ui.decoded.view_of(d, words)
     fig = (figures.attention_heatmap(src, tgt, a, height=height) if color is None else
            figures.matrix_heatmap(src, tgt, a, colorscale=[[0, "#ffffff"], [1, color]], height=height, compact=True,
                                   label_size=figures.label_px(ui.show.projector()), x_labels=x_labels))
     ui.show.plotly_chart(fig, share=share, key=key, config=ui.show.camera(key, model, text[:40]))
 
 
-def point(name: str):
-    """A container around what a Start-here topic promises on the tab's first screen (a link
-    scrolls the tab bar to the top; tests/test_browser_start_links.py checks the screen)."""
-    return st.container(key=f"point_{name}")
-
-
 def io_line(english: str, french: str, french_label: str = "") -> None:
     """The tab's input and output on one line, first in the tab: a link lands on the tab bar,
     with the translation above it out of sight. Both are text, escaped once."""
-    with point("io"):
+    with ui.show.point("io"):
         ui.show.escaped(f"{english}  →  {french_label}{french}", size="1.1rem")
 
 
@@ -172,11 +114,11 @@ def step_by_step(tr: Translator, d: Decoding, words: bool, model: str, text: str
     the step offers (ui.what_if.steer_controls). A steered `d` (its prefix_length > 0) is walked
     below the steered panel, which is then what the tab's first screen promises: not its lines."""
     S = st.session_state
-    promised = point if not d.prefix_length else (lambda name: st.container())
+    promised = ui.show.point if not d.prefix_length else (lambda name: st.container())
     with promised("io"):
         ui.show.escaped(f"{text}  →  {d.translation}", size="1.1rem")
     # one step per output word when words are shown: a word's pieces are consecutive steps
-    spans = output_steps(d.target_tokens, words)
+    spans = ui.decoded.output_steps(d.target_tokens, words)
     unit = "word" if words else "piece"
     n = len(spans)
     if "_step_after_play" in S:      # ▶ Play ended on the last step: the slider stays there
@@ -208,7 +150,7 @@ def step_by_step(tr: Translator, d: Decoding, words: bool, model: str, text: str
         attn_title.markdown("**Attention over the source** (α at this step" + (", averaged over the word's pieces)"
                                                                              if len(idx) > 1 else ")"))
         if d.attention is not None:
-            src, _, a = view_of(d, words)
+            src, _, a = ui.decoded.view_of(d, words)
             ui.show.plotly_chart(figures.token_bars(src, a[t], "attention weight α", highlight=int(a[t].argmax()),
                                                     value_range=(0, 1)),
                                  share=0.5, where=attn_box, key=f"step_attn{live}",
@@ -260,7 +202,7 @@ def beam_tree(d: Decoding, method: str, model: str, text: str, greedy_d: Decodin
         st.warning(f"The best beam's attention reached {best_cover:.0%} of the source pieces; greedy's reached "
                    f"{greedy_cover:.0%} (\"{greedy_d.translation}\"). Beam search favours high-probability, often "
                    "shorter outputs: a hypothesis that stops early can outscore one that translates everything.")
-    with point("beam"):
+    with ui.show.point("beam"):
         if d.nbest:
             ui.show.table(pd.DataFrame([{"rank": i + 1, "translation": h.translation, "log p": round(h.log_prob, 3),
                                          "score (log p / lp)": round(h.score, 3),
@@ -321,14 +263,14 @@ def forced_decoding(tr: Translator, d: Decoding, words: bool, model: str, text: 
         st.warning(f"Search error: the model scores this reference higher than its own "
                    f"{method_label.lower()} output by {by} (log p {f.log_prob:.2f} against "
                    f"{d.log_prob:.2f}). The model prefers the reference; the search did not find it.")
-    with point("forced"):
+    with ui.show.point("forced"):
         st.markdown(f"log p(reference) = **{f.log_prob:.2f}**, perplexity **{ppl:.2f}** "
                     f"(the model's own output: log p = {d.log_prob:.2f})")
         c1, c2, c3 = st.columns([0.42, 0.25, 0.33])
         # the heatmap and the bars share rows, words or pieces as the page shows them: the
         # same height and margins, so each bar sits beside its row of the heatmap
-        spans = output_steps(f.target_tokens, words)
-        src, tgt, a = view_of(f, words) if f.attention is not None else (f.source_tokens, [], None)
+        spans = ui.decoded.output_steps(f.target_tokens, words)
+        src, tgt, a = ui.decoded.view_of(f, words) if f.attention is not None else (f.source_tokens, [], None)
         # tall enough that for_screen labels every row: the margins, the band of the source
         # words above (rotated -60 degrees, ~0.62 font sizes a character) and 1.4 font sizes a row
         px = figures.label_px(ui.show.projector())
@@ -408,14 +350,14 @@ def compare_attention(words: bool, model: str, text: str, greedy: DecodeSettings
                 ".st-key-point_compare [data-testid='stMarkdownContainer']{margin-bottom:0} "
                 ".st-key-point_compare [data-testid='stMarkdownContainer'] p{margin-bottom:0}</style>",
                 unsafe_allow_html=True)
-    with point("compare"):
+    with ui.show.point("compare"):
         ui.show.escaped("English: " + text, size="1.1rem")
         cells = [c for _ in range(-(-(len(panels) + 1) // 3)) for c in st.columns(3, gap="medium")]
         above = {}        # column -> the source tokens of the map above: the same ones are not labelled twice
         for k, (cell, (label, other, family)) in enumerate(zip(cells, panels)):
             with cell:
                 try:
-                    od, _ = decode_cached(ui.models.model_path(other), text, greedy)
+                    od, _ = ui.decoded.decode_cached(ui.models.model_path(other), text, greedy)
                 except Exception as e:   # a missing or broken checkpoint must not break the page
                     st.warning(f"{other}: {e}")
                     continue
@@ -423,7 +365,7 @@ def compare_attention(words: bool, model: str, text: str, greedy: DecodeSettings
                 st.markdown(f"<span style='color:{color};font-size:1.4em;line-height:1'>■</span> "
                             f"**{label}** · entropy {mean_entropy(od.attention):.2f}", unsafe_allow_html=True)
                 ui.show.escaped(od.translation, size="1.05rem")
-                src, tgt, a = view_of(od, words)
+                src, tgt, a = ui.decoded.view_of(od, words)
                 # rows as tall as an 18 px label needs on the projector (its box is 1.42 sizes tall)
                 heatmap(od, words, f"cmp_{family if family != 'transformer' else other}", model, text,
                         height=(25 if on else 20) * len(tgt), color=color, share=1 / 3,
@@ -467,7 +409,7 @@ def alignment_lines(d: Decoding, words: bool, model: str, text: str, attention: 
         return
     st.caption("Each line joins an output token to a source token; its opacity is the attention weight."
                + (f" Shown: the heatmap's {title}." if title else ""))
-    src, tgt, a = view_of(d, words, attention)
+    src, tgt, a = ui.decoded.view_of(d, words, attention)
     ui.show.plotly_chart(figures.alignment_lines(src, tgt, a), key="lines",
                          config=ui.show.camera("lines", model, text[:40]))
 
@@ -489,7 +431,6 @@ def heads(tr: Translator, d: Decoding, words: bool, model: str, text: str, setti
           by_sentence: bool = False) -> None:
     """A Transformer's every layer and head of one kind of attention, one of them enlarged, or
     knocked out (ui.knockout: the page's decoding `settings` again with heads knocked out)."""
-    import ui.knockout  # here: it draws with ui.what_if, which imports this module
     S = st.session_state
     if d.cross_attention is None:
         others = [i.name for i in ui.models.translation_models() if i.error is None and i.arch == "transformer"]
@@ -510,7 +451,7 @@ def heads(tr: Translator, d: Decoding, words: bool, model: str, text: str, setti
     L, H = w.shape[:2]
     if not (0 <= S.get("heads_layer", -1) < L and 0 <= S.get("heads_head", -1) < H):   # the last layer first
         S.heads_layer, S.heads_head = L - 1, 0
-    grid, big = point("heads").columns([3, 2])
+    grid, big = ui.show.point("heads").columns([3, 2])
     with big:
         ui.knockout.click_mode()       # a click on a small map: enlarges it | knocks it out
         c1, c2, c3 = st.columns(3)
@@ -526,7 +467,7 @@ def heads(tr: Translator, d: Decoding, words: bool, model: str, text: str, setti
     if norm:
         w = norm_heads_cached(ui.models.model_path(model), text, tuple(d.target_ids))
     if words:      # each head's matrix merged into words, as the heatmap above
-        merged = [[as_words(x, y, w[l, h], True) for h in range(w.shape[1])] for l in range(w.shape[0])]
+        merged = [[ui.decoded.as_words(x, y, w[l, h], True) for h in range(w.shape[1])] for l in range(w.shape[0])]
         x, y = merged[0][0][:2]
         w = np.array([[m[2] for m in row] for row in merged])
     with big:

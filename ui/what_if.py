@@ -25,10 +25,10 @@ import pandas as pd
 import streamlit as st
 
 import ui.address
+import ui.decoded
 import ui.models
 import ui.patch_view
 import ui.show
-import ui.translate_tabs as tabs
 from s2s import figures
 from s2s.checkpoint import Translator
 from s2s.decode import DecodeSettings, Decoding, target_prefix_ids
@@ -158,7 +158,7 @@ def two_outputs(first: Decoding, second: Decoding, labels: tuple[str, str], word
     src_marks = None
     if sources is not None:
         src_marks = changed_words(sources[0].split(), sources[1].split())
-    views = [tabs.view_of(d, words) if d.attention is not None else None for d in (first, second)]
+    views = [ui.decoded.view_of(d, words) if d.attention is not None else None for d in (first, second)]
     # the columns and rows that differ between the two maps (an edited word, a steered one): their
     # labels are never thinned away, however narrow the maps (for_screen)
     kept = [([], []), ([], [])]
@@ -166,14 +166,14 @@ def two_outputs(first: Decoding, second: Decoding, labels: tuple[str, str], word
         cols, rows_changed = changed_words(views[0][0], views[1][0]), changed_words(views[0][1], views[1][1])
         kept = [([j for j, c in enumerate(cols[i]) if c], [j for j, c in enumerate(rows_changed[i]) if c])
                 for i in range(2)]
-    spans = [tabs.output_steps(d.target_tokens, words) for d in (first, second)]
+    spans = [ui.decoded.output_steps(d.target_tokens, words) for d in (first, second)]
     lps = [[float(sum(d.token_log_probs[j] for j in idx)) for _, idx in s] for d, s in zip((first, second), spans)]
     low = min(min(v, default=0.0) for v in lps)
     rows = max(len(s) for s in spans)
     on = ui.show.projector()
     # the outputs and their maps in one container (what a Start link promises on the first
     # screen: tests/test_browser_start_links.py), the log p bars in a row below it
-    cols = tabs.point(f"what_if_{key}").columns(2, gap="medium")
+    cols = ui.show.point(f"what_if_{key}").columns(2, gap="medium")
     below = st.columns(2, gap="medium")
     for i, (col, d, label, ws, marks) in enumerate(zip(cols, (first, second), labels, (w1, w2), (c1, c2))):
         with col:
@@ -212,7 +212,7 @@ def steered(tr: Translator, model: str, text: str, settings: DecodeSettings, pre
     try:
         steering = replace(settings, target_prefix=prefix).canonical()
         with st.spinner("Continuing from the prefix…"):        # shown after 0.5 s: a decoding, not a hit
-            d, _ = tabs.decode_cached(ui.models.model_path(model), text, steering)
+            d, _ = ui.decoded.decode_cached(ui.models.model_path(model), text, steering)
     except InputError as e:
         st.warning(str(e))
         return None
@@ -244,7 +244,7 @@ def steer_panel(tr: Translator, d: Decoding, words: bool, model: str, text: str,
         return d
     if s.prefix_unknown:
         st.caption(ui.show.unknown_characters_note(s.prefix_unknown, "the steering prefix"))
-    if cut := tabs.cut_note(tr, s, text, settings.max_len):
+    if cut := ui.decoded.cut_note(tr, s, text, settings.max_len):
         st.caption(f"The steered output: {cut}.")
     two_outputs(d, s, (f"The model's own ({method_label.lower()})", "Steered"), words, model, text, key)
     return s
@@ -356,7 +356,7 @@ def compare_edit(tr: Translator, d: Decoding, words: bool, model: str, text: str
                    "**Compare**: the two translations and their attention are drawn side by side.")
         return
     try:
-        e, _ = tabs.decode_cached(ui.models.model_path(model), edit, settings, by_sentence)
+        e, _ = ui.decoded.decode_cached(ui.models.model_path(model), edit, settings, by_sentence)
     except InputError as err:
         st.warning(str(err))
         return
@@ -426,7 +426,7 @@ def neighbours_tab(tr: Translator, d: Decoding, words: bool, model: str, text: s
         st.warning(str(e))
         return
     steps = [s for s in n.steps if not is_special(s.piece)] or n.steps
-    with tabs.point("neighbours"):
+    with ui.show.point("neighbours"):
         left, right = st.columns([1.3, 1], gap="medium")     # the tables' French needs the room
         with left:
             st.markdown("**Training sentences nearest to this one** (cosine of the mean encoder state)")
