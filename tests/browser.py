@@ -124,6 +124,25 @@ def exceptions(page) -> list[str]:
     return [e.inner_text() for e in page.query_selector_all('[data-testid="stException"]')]
 
 
+def open_option(page, box_key: str, option: str, tries: int = 5):
+    """The option `option` of the select box keyed `box_key`, its list open and the option shown,
+    ready to click. A rerun redraws the box and closes its list (it did under the suite's load):
+    the list is opened again, up to `tries` times."""
+    box = page.locator(f".st-key-{box_key} input")
+    item = page.locator('[role="option"]').filter(has_text=re.compile(f"^{re.escape(option)}$"))
+    for _ in range(tries):
+        if not item.is_visible():
+            box.click()
+            if not page.locator('[role="listbox"]').is_visible():     # focused without its list: the key opens it
+                box.press("ArrowDown")
+        try:
+            item.wait_for(timeout=5_000)
+            return item
+        except Exception:       # playwright's TimeoutError: the list closed again
+            continue
+    raise RuntimeError(f"the option {option} of {box_key} did not show in {tries} tries")
+
+
 def need_chromium_and_shipped_checkpoints() -> None:
     """Skip the calling test module (call it at module level) unless Debian's Chromium and the
     shipped checkpoints are here; on CI a missing Chromium is an error, not a skip."""

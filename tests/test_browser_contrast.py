@@ -2,7 +2,6 @@
 page's foil link lands on the contrast panel of Step by step, its line and bars on the first screen
 under the header, readable (tests/test_browser_start_links.py's checks), with the Projector off and
 on; and a foil picked from the step's top tokens redraws the line for it."""
-import re
 import urllib.parse
 
 import pytest
@@ -13,6 +12,7 @@ from browser import (
     browser,
     exceptions,
     need_chromium_and_shipped_checkpoints,
+    open_option,
     settle,
     shot,
     streamlit_server,
@@ -32,15 +32,9 @@ LINE = ("() => { const p = [...document.querySelectorAll('.st-key-contrast_panel
 def pick(page, option: str, tries: int = 5) -> None:
     """Open the foil's list and click `option`; again if the list closed before the click (a run
     that redraws the box closes it: the option is then detached from the page)."""
-    box = page.locator(".st-key-foil input")
-    item = page.locator('[role="option"]').filter(has_text=re.compile(f"^{re.escape(option)}$"))
     for _ in range(tries):
-        if not item.is_visible():
-            box.click()
-            if not page.locator('[role="listbox"]').is_visible():     # focused without its list: the key opens it
-                box.press("ArrowDown")
         try:
-            item.click(timeout=5_000)
+            open_option(page, "foil", option).click(timeout=5_000)
             return
         except PlaywrightTimeout:
             continue

@@ -86,7 +86,7 @@ from urllib.parse import quote
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
-from browser import browser, exceptions, streamlit_server  # noqa: E402
+from browser import browser, exceptions, open_option, streamlit_server  # noqa: E402
 from s2s.checkpoint import attention_checkpoints, checkpoint_root, list_checkpoints  # noqa: E402
 
 TARGET_MS = {"cold_start": 5000, "cold_start_heatmap": 5000,     # every other action: DEFAULT_TARGET_MS
@@ -385,25 +385,6 @@ FOIL_LINK = ("/translate?model=en-fr-additive&text=The+little+girl+is+happy+beca
 FOILS = ["▁L", "▁C", "▁Il"]         # that step's other top tokens on the shipped model ("▁Le" is the link's)
 FOIL_LINE = """() => { const p = [...document.querySelectorAll('.st-key-contrast_panel [data-testid="stMarkdown"]')]
                        .find(e => e.textContent.includes('Pushing toward')); return p ? p.textContent : null; }"""
-
-
-def open_option(page, box_key: str, option: str, tries: int = 5):
-    """The option `option` of the select box `box_key`, its list open, ready to be clicked. A rerun
-    redraws the box and closes its list (it did, once, under the suite's load): opened again then,
-    as tests/test_browser_contrast.py's pick does."""
-    box = page.locator(f".st-key-{box_key} input")
-    item = page.locator('[role="option"]').filter(has_text=re.compile(f"^{re.escape(option)}$"))
-    for _ in range(tries):
-        if not item.is_visible():
-            box.click()
-            if not page.locator('[role="listbox"]').is_visible():     # focused without its list: the key opens it
-                box.press("ArrowDown")
-        try:
-            item.wait_for(timeout=5_000)
-            return item
-        except Exception:       # playwright's TimeoutError: the list closed again
-            continue
-    raise RuntimeError(f"the option {option} of {box_key} did not show in {tries} tries")
 
 
 def foil_picks(b, url: str, record, presses: int) -> None:
