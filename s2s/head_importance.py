@@ -58,7 +58,7 @@ import torch.nn.functional as F
 
 from .checkpoint import Translator
 from .data import Pair, read_pairs, split_pairs
-from .decode import DecodeSettings, encode_source, greedy_batch
+from .decode import DecodeSettings, encode_source, greedy_batch, usable_pairs
 from .evaluate import bleu
 from .hooks import (
     KINDS,
@@ -69,8 +69,7 @@ from .hooks import (
     is_recurrent,
     scaled_heads,
 )
-from .hub_config import beyond_positions
-from .text import MAX_DECODE_LEN, InputError, clean_text
+from .text import InputError
 
 POSITIONAL = 0.9
 TO_EOS = 0.9
@@ -103,24 +102,6 @@ def read_scored_pairs(path: str | Path, limit: int | None = None) -> list[Pair]:
     if not pairs:
         raise InputError(f"{path} holds no English<TAB>French pairs.")
     return pairs
-
-
-def pair_ids(tr: Translator, pairs: Sequence[Pair]) -> tuple[list[tuple[list[int], list[int]]], int]:
-    """Each pair as (source ids, target ids), and how many were skipped (a side the model
-    cannot read: too long, beyond its positions, nothing left after cleaning)."""
-    out, skipped = [], 0
-    for en, fr in pairs:
-        try:
-            src = encode_source(tr, en)
-            tgt = list(tr.tokenizer.target_ids(clean_text(fr, what="reference")))
-        except InputError:
-            skipped += 1
-            continue
-        if len(tgt) > MAX_DECODE_LEN or beyond_positions(tr.model.cfg.max_positions or 0, len(src), len(tgt)):
-            skipped += 1
-            continue
-        out.append((src, tgt))
-    return out, skipped
 
 
 # ---------------------------------------------------------------------------------------
@@ -284,7 +265,8 @@ def importance(tr: Translator, pairs: Sequence[Pair], frequencies: str | Path | 
     """Michel's importance, Voita's confidence and the role tags of every head over `pairs`."""
     check_heads(tr)
     t0 = time.perf_counter()
-    ids, skipped = pair_ids(tr, pairs)
+    kept, srcs, tgts = usable_pairs(tr, pairs)
+    ids, skipped = list(zip(srcs, tgts)), len(pairs) - len(kept)
     if not ids:
         raise InputError(f"None of the {len(pairs)} pairs fits this model (each side within its limits).")
     counts, source = piece_frequencies(tr, frequencies, pairs)

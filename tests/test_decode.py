@@ -233,3 +233,21 @@ def test_sentence_by_sentence_joins_each_sentences_decoding_block_diagonally(unt
     assert one.target_tokens == decode(tr, "a b c").target_tokens
     with pytest.raises(InputError):
         decode_by_sentence(tr, "   ")
+
+
+def test_usable_pairs_leaves_out_what_the_model_cannot_read_and_importance_counts_them(untrained_translators):
+    """One filter for every corpus forced through a model (the neighbour index, the heads'
+    importance): a pair with an empty or unreadable side, or a French over the decode limit, is
+    left out, and the importance's `skipped` counts exactly those."""
+    from s2s.decode import encode_source, usable_pairs
+    from s2s.head_importance import importance
+    from s2s.text import MAX_DECODE_LEN
+    tr = untrained_translators["transformer"]
+    pairs = [("c a f b d", "d b f a c"), ("   ", "a b"), ("a b", "\x01"),
+             ("a b", " ".join(["a"] * (MAX_DECODE_LEN + 1))), ("j i h", "h i j")]
+    kept, srcs, tgts = usable_pairs(tr, pairs)
+    assert kept == [0, 4]
+    assert srcs == [encode_source(tr, "c a f b d"), encode_source(tr, "j i h")]
+    assert tgts == [list(tr.tokenizer.target_ids("d b f a c")), list(tr.tokenizer.target_ids("h i j"))]
+    measured = importance(tr, pairs)
+    assert (measured.pairs, measured.skipped) == (2, 3)

@@ -42,8 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from s2s.checkpoint import load_translator  # noqa: E402
 from s2s.data import read_pairs  # noqa: E402
-from s2s.decode import encode_source, greedy  # noqa: E402
-from s2s.neighbours import SAMPLE, encode_pairs, forced_states, int8_codes, unit_rows, usable_pairs  # noqa: E402
+from s2s.decode import encode_source, greedy, usable_pairs  # noqa: E402
+from s2s.neighbours import SAMPLE, encode_pairs, forced_states, int8_codes, unit_rows  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 QUERIES = ROOT / "examples" / "test_long.tsv"

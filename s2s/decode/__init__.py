@@ -35,8 +35,9 @@ The encoder runs once per sentence, and so do the attention keys (Memory).
 
 One idea per module: `result` (Decoding, Hypothesis, reading attention), `processors` (what may
 be chosen), `settings` (DecodeSettings, the length penalty), `search` (one sentence: greedy,
-sampling, forced, beam search, `decode`), `batch` (many sentences at once). The model is
-whatever implements s2s.interface.Seq2SeqModel; the searches call only that.
+sampling, forced, beam search, `decode`; `usable_pairs`, a corpus's pairs the model can be forced
+through), `batch` (many sentences at once). The model is whatever implements
+s2s.interface.Seq2SeqModel; the searches call only that.
 """
 from __future__ import annotations
 
@@ -80,6 +81,7 @@ from .search import (
                          positions,
                          sample,
                          target_prefix_ids,
+                         usable_pairs,
 )
 from .settings import LENGTH_PENALTY, METHOD_NAMES, DecodeSettings, lp
 
@@ -90,4 +92,4 @@ __all__ = ["BadWords", "Chooser", "DecodeSettings", "Decoding", "ForceToken", "H
            "beam_search_batch", "block_repeats", "decode", "encode_source", "forced",
            "forced_batch_attention", "greedy", "greedy_batch", "greedy_batch_stopped", "is_search_error",
            "length_limit", "lp", "model_processors", "no_prefix", "pad_batch", "positions", "repeated_ngram_mask",
-           "sample", "source_coverage", "target_prefix_ids"]
+           "sample", "source_coverage", "target_prefix_ids", "usable_pairs"]

@@ -237,6 +237,26 @@ def forced(tr: Translator, text: str, reference: str | None = None, reference_id
     return _forced_steps(tr, src, ref, on_step, len(prefix), unknown)
 
 
+def usable_pairs(tr: Translator, pairs: Sequence[tuple[str, str]]
+                 ) -> tuple[list[int], list[list[int]], list[list[int]]]:
+    """(indexes of the pairs kept, their source ids, their target ids): the pairs of a corpus
+    that `tr` can be forced through (the neighbour index's states, the heads' importance). A
+    pair whose English or French is empty, over the limits or longer than the model's positions
+    is left out: an operator's corpus may hold some, and one such pair would stop the run."""
+    kept, srcs, tgts = [], [], []
+    n = positions(tr)
+    for i, (en, fr) in enumerate(pairs):
+        try:
+            s = encode_source(tr, en)         # InputError beyond the encoder's positions too
+            t = list(tr.tokenizer.target_ids(clean_text(fr, what="reference")))
+        except InputError:
+            continue
+        if len(t) > MAX_DECODE_LEN or 0 < n < len(t):   # the decoder reads a position per target piece
+            continue
+        kept.append(i), srcs.append(s), tgts.append(t)
+    return kept, srcs, tgts
+
+
 @torch.inference_mode()
 def _forced_steps(tr: Translator, src_ids: list[int], ref: list[int],
                   on_step: Callable[[int, "Decoding"], None] | None = None, prefix_length: int = 0,

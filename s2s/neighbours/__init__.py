@@ -60,7 +60,6 @@ from .build import (
     output_states,
     pooled,
     sample_pairs,
-    usable_pairs,
 )
 from .cli import main
 from .identity import ROOT, build_command, cache_root, file_sha256, index_dir, model_identity, same_model, weights_file
@@ -95,5 +94,5 @@ __all__ = [
     "Projection", "SentenceNeighbour", "StateNeighbour", "StepNeighbours", "build_command", "build_index",
     "cache_root", "encode_pairs", "ensure_index", "forced_states", "file_sha256", "index_dir", "int8_codes",
     "load_index", "main", "marked", "model_identity", "output_states", "pooled", "project", "same_model",
-    "sample_pairs", "search", "sentence_states", "top_k", "unit_rows", "usable_pairs", "weights_file", "write_index"
+    "sample_pairs", "search", "sentence_states", "top_k", "unit_rows", "weights_file", "write_index"
 ]

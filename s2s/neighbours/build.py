@@ -12,9 +12,9 @@ from typing import Callable, Sequence
 import torch
 
 from ..data import Pair, read_pairs
-from ..decode import encode_source, pad_batch
+from ..decode import pad_batch, usable_pairs
 from ..loaded import Translator
-from ..text import MAX_DECODE_LEN, InputError, check_range, clean_text
+from ..text import InputError, check_range
 from .identity import ROOT, build_command, file_sha256, index_dir, model_identity
 from .index import CODES, FORMAT, IndexNotReady, NeighbourIndex, int8_codes, load_index, write_index
 
@@ -58,23 +58,6 @@ def encode_pairs(tr: Translator, srcs: Sequence[Sequence[int]], tgts: Sequence[S
     argmax = torch.stack([st.logits.argmax(-1) for st in steps], 1).cpu()              # (B, T)
     return (pooled(memory).float().cpu(), [states[r, :len(t)] for r, t in enumerate(tgts)],
             [argmax[r, :len(t)] for r, t in enumerate(tgts)])
-
-
-def usable_pairs(tr: Translator, pairs: Sequence[Pair]) -> tuple[list[int], list[list[int]], list[list[int]]]:
-    """(indexes of the pairs kept, their source ids, their target ids): a pair whose English or
-    French is empty or over the limits is left out (an operator's corpus may hold some)."""
-    kept, srcs, tgts = [], [], []
-    positions = tr.model.cfg.max_positions or 0
-    for i, (en, fr) in enumerate(pairs):
-        try:
-            s = encode_source(tr, en)
-            t = list(tr.tokenizer.target_ids(clean_text(fr, what="French")))
-        except InputError:
-            continue
-        if len(t) > MAX_DECODE_LEN or (positions and len(t) > positions):   # a decoder position per piece
-            continue
-        kept.append(i), srcs.append(s), tgts.append(t)
-    return kept, srcs, tgts
 
 
 def forced_states(tr: Translator, srcs: Sequence[Sequence[int]], tgts: Sequence[Sequence[int]],
