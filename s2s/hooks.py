@@ -175,9 +175,10 @@ def sites_by_kind(model) -> dict[str, list[Site]]:
     return {"cross": cross, "encoder": enc, "decoder": dec}
 
 
-def head_counts(model) -> dict[str, tuple[int, int]]:
-    """{kind: (layers, heads per layer)}."""
-    return {kind: (len(s), s[0].heads if s else 0) for kind, s in sites_by_kind(model).items()}
+def head_counts(model, by_kind: Mapping[str, list[Site]] | None = None) -> dict[str, tuple[int, int]]:
+    """{kind: (layers, heads per layer)}, read from `by_kind` if the caller has its sites already."""
+    by_kind = sites_by_kind(model) if by_kind is None else by_kind
+    return {kind: (len(s), s[0].heads if s else 0) for kind, s in by_kind.items()}
 
 
 def is_recurrent(model) -> bool:
@@ -353,11 +354,13 @@ def _scale_heads(xi: torch.Tensor, heads: int) -> Callable:
 
 
 @contextmanager
-def scaled_heads(model, xi: Mapping[str, torch.Tensor]) -> Iterator[None]:
+def scaled_heads(model, xi: Mapping[str, torch.Tensor], by_kind: Mapping[str, list[Site]] | None = None
+                 ) -> Iterator[None]:
     """An editor: for each kind in `xi` ((layers, heads) tensors), head h of layer l's slice of
     the attention output is multiplied by xi[kind][l, h] before the output projection W_O
-    (Michel et al. 2019's gate xi_h). xi may require a gradient."""
-    by_kind = sites_by_kind(model)
+    (Michel et al. 2019's gate xi_h). xi may require a gradient. `by_kind`: the model's sites,
+    if the caller has them already."""
+    by_kind = sites_by_kind(model) if by_kind is None else by_kind
     hooks = []
     for kind, gates in xi.items():
         for layer, site in enumerate(by_kind[kind]):
@@ -411,15 +414,16 @@ def format_head_mask(mask: HeadMask) -> str:
     return ",".join(f"{k}:{l + 1}.{'*' if h is None else h + 1}" for k, l, h in mask)
 
 
-def resolve_head_mask(model, mask: HeadMask) -> dict[str, list[tuple[int, int]]]:
+def resolve_head_mask(model, mask: HeadMask, by_kind: Mapping[str, list[Site]] | None = None
+                      ) -> dict[str, list[tuple[int, int]]]:
     """{kind: [(layer, head), ...]} every head the mask knocks out in `model`, a whole layer
     expanded; InputError, one line, for a kind, layer or head the model does not have, or a
-    recurrent model (which has no heads)."""
+    recurrent model (which has no heads). `by_kind`: the model's sites, if the caller has them."""
     if not mask:
         return {}
     if is_recurrent(model):
         raise InputError(RECURRENT_KNOCKOUT)
-    counts = head_counts(model)
+    counts = head_counts(model, by_kind)
     out: dict[str, list[tuple[int, int]]] = {}
     for kind, layer, head in mask:
         if kind not in counts:
@@ -436,9 +440,10 @@ def resolve_head_mask(model, mask: HeadMask) -> dict[str, list[tuple[int, int]]]
     return out
 
 
-def gates(model, knocked: Mapping[str, Sequence[tuple[int, int]]], device=None) -> dict[str, torch.Tensor]:
-    """{kind: (layers, heads) tensor of 1s, 0 at the knocked-out heads} for the kinds that have one."""
-    counts = head_counts(model)
+def gates(counts: Mapping[str, tuple[int, int]], knocked: Mapping[str, Sequence[tuple[int, int]]], device=None
+          ) -> dict[str, torch.Tensor]:
+    """{kind: (layers, heads) tensor of 1s, 0 at the knocked-out heads} for the kinds that have one,
+    `counts` the model's head_counts."""
     out = {}
     for kind, heads in knocked.items():
         if not heads:
@@ -454,10 +459,13 @@ def gates(model, knocked: Mapping[str, Sequence[tuple[int, int]]], device=None) 
 def knocked_out(model, mask: HeadMask) -> Iterator[None]:
     """Run the body with the heads of `mask` knocked out (xi_h = 0 multiplying the head's slice
     of the attention output before W_O); an empty mask attaches nothing (exactly plain)."""
-    knocked = resolve_head_mask(model, mask)
-    if not knocked:
+    if not mask:
         yield
         return
+    # the sites built once (every block's modules, walked layer by layer), read by the mask's
+    # range check, the gates' shapes and the hooks: this runs on every decoding with a mask
+    by_kind = None if is_recurrent(model) else sites_by_kind(model)
+    knocked = resolve_head_mask(model, mask, by_kind)
     device = next(model.parameters()).device
-    with scaled_heads(model, gates(model, knocked, device)):
+    with scaled_heads(model, gates(head_counts(model, by_kind), knocked, device), by_kind):
         yield

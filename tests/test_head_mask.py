@@ -257,6 +257,21 @@ def test_masking_nothing_is_exactly_plain_decoding(models):
     assert torch.equal(plain, gated)
 
 
+def test_a_masked_decoding_walks_the_models_attention_blocks_once(models, monkeypatch):
+    """knocked_out runs on every masked decoding: the mask's range check, the gates' shapes and
+    the hooks all read one list of the model's attention sites, built once."""
+    built = []
+    sites = hooks.sites
+    monkeypatch.setattr(hooks, "sites", lambda model: built.append(1) or sites(model))
+    tr = models["marian"]
+    with hooks.knocked_out(tr.model, hooks.parse_head_mask("cross:1.1,encoder:2.*")):
+        pass
+    assert len(built) == 1
+    with hooks.knocked_out(tr.model, ()):       # nothing knocked out: nothing walked
+        pass
+    assert len(built) == 1
+
+
 def test_the_mask_is_parsed_and_written_back():
     m = hooks.parse_head_mask(" cross:2.3, encoder:1.* ,cross:2.3")
     assert m == (("cross", 1, 2), ("encoder", 0, None))
