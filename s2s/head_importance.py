@@ -243,6 +243,15 @@ class HeadImportance:
                  for l in range(self.normalised[k].shape[0]) for h in range(self.normalised[k].shape[1])]
         return [(KINDS[k], l, h) for _, k, l, h in sorted(heads)]
 
+    @classmethod
+    def from_json(cls, data: dict) -> HeadImportance:
+        """Back from to_json's dict (results/head_importance.json, the Heads tab's measured one),
+        its arrays as rounded there."""
+        arrays = (lambda d: {k: np.asarray(v, dtype=float) for k, v in d.items()})
+        return cls(data["model"], data["pairs"], data["skipped"], arrays(data["importance"]),
+                   arrays(data["importance_normalised"]), arrays(data["confidence"]), data["roles"],
+                   data["frequency_source"], dict(data.get("seconds", {})))
+
     def to_json(self, digits: int = 6) -> dict:
         r = (lambda d: {k: np.round(v, digits).tolist() for k, v in d.items()})
         return {"model": self.model, "pairs": self.pairs, "skipped": self.skipped,

@@ -11,6 +11,7 @@ import pytest
 from test_head_mask import PAIRS, run_cli, write_pairs
 
 from s2s.head_importance import (
+    HeadImportance,
     first_drop,
     importance,
     most_within,
@@ -126,6 +127,14 @@ def test_prune_decodings_counts_what_prune_curves_decodes(untrained_translators)
     assert prune_decodings({"cross": (3, 4), "encoder": (3, 4), "decoder": (3, 4)}) == 77   # the shipped run's
 
 
+def test_an_importance_read_back_from_its_json_ranks_as_measured(untrained_translators):
+    """The Heads tab keeps a measured importance as JSON; pruning ranks by it read back."""
+    tr = untrained_translators["transformer"]
+    ranked = importance(tr, PAIRS["ours"])
+    back = HeadImportance.from_json(json.loads(json.dumps(ranked.to_json())))
+    assert back.order() == ranked.order() and back.to_json() == ranked.to_json()
+
+
 def test_prune_ranks_on_other_pairs_with_rank_pairs(untrained_translators, tmp_path):
     """--rank-pairs: the heads ranked on another file (Michel et al.'s separate set), the pruned
     order that file's importance order; the default still ranks on the pruned pairs."""
@@ -206,3 +215,41 @@ def test_a_recurrent_model_is_offered_nothing(monkeypatch):
     monkeypatch.delenv("S2S_CHECKPOINTS", raising=False)
     at = panel("en-fr-additive")
     assert not at.exception and chart(at, "pruning_chart") is None and not at.button and not at.markdown
+
+
+def measure_then_prune_script(model: str) -> None:
+    import ui.knockout
+    import ui.models
+    tr = ui.models.get_model(model)
+    ui.knockout.measure_button(tr, model)
+    ui.knockout.pruning_slot(tr, model)
+
+
+def test_a_hub_model_measured_already_is_pruned_in_that_ranking(hub_models, monkeypatch):
+    """The Heads tab's importance (its button, ui.knockout) measured first: the prune button ranks
+    the heads by it, not measuring them again on its own pairs, and says so."""
+    from streamlit.testing.v1 import AppTest
+
+    import ui.knockout
+    import ui.pruning
+    marian = str(hub_models["marian"])
+    monkeypatch.setenv("S2S_HUB_MODELS", marian)
+    monkeypatch.setattr(ui.knockout, "HUB_PAIRS", 4)
+    ranked_here = []
+    own = ui.pruning.importance
+    monkeypatch.setattr(ui.pruning, "importance", lambda *a, **k: ranked_here.append(a) or own(*a, **k))
+    ui.knockout._measured().clear(), ui.pruning.pruning_store().clear()     # this server has measured nothing
+    at = AppTest.from_function(measure_then_prune_script, args=(marian,), default_timeout=300).run()
+    assert not at.exception, at.exception
+    assert "ranked on 20 held-out pairs" in texts(at)
+    at.button(key="knockout_measure").click().run()
+    assert not at.exception, at.exception
+    measured = ui.knockout._measured()[ui.models.model_path(marian)]
+    assert measured["pairs"] == 4 and "ranked by the importance measured for the grid (on 4 held-out pairs" in texts(at)
+    at.button(key="pruning_run").click().run()
+    assert not at.exception, at.exception
+    assert ranked_here == []                                  # not measured again
+    result = ui.pruning.pruning_store()[(ui.models.model_path(marian), ui.pruning.ON_DEMAND_PAIRS)]
+    order = [f"{k}:{l + 1}.{h + 1}" for k, l, h in HeadImportance.from_json(measured).order()]
+    assert [c["pruned_order"] for c in result["curves"] if (c["scope"], c["order"]) == ("all", "importance")] == [order]
+    assert "Heads ranked by the importance measured for the grid." in texts(at)

@@ -365,5 +365,7 @@ def answer(d: Decoding, other: Decoding, mask: HeadMask, n: int, of: int) -> Non
 
 
 def pruning_slot(tr: Translator, model: str) -> None:
-    """BLEU as heads are pruned (ui.pruning), beside the grid."""
-    ui.pruning.pruning_panel(tr, model, height=PRUNING_HEIGHT, share=0.4)
+    """BLEU as heads are pruned (ui.pruning), beside the grid: its heads ranked by the importance
+    measured here already, if it was (a hub model's 50 pairs: not measured again for 20)."""
+    ui.pruning.pruning_panel(tr, model, height=PRUNING_HEIGHT, share=0.4,
+                             measured=_measured().get(ui.models.model_path(model)))

@@ -7,11 +7,13 @@ The shipped Transformer's curve is read from results/head_pruning.json (python -
 100 held-out pairs), once the file's recorded weights are this model's. Any other Transformer (a hub
 model, a retrained checkpoint) is pruned on demand, behind a button: Michel's importance over the
 first ON_DEMAND_PAIRS pairs of the shipped held-out file, then one greedy decoding of them per mask,
-a progress bar saying how long is left (the steps done, timed, times the steps to come). The result
-is kept once per server per model (pruning_store). A recurrent model has one attention and no
-heads: nothing is offered (the Heads tab says so).
+a progress bar saying how long is left (the steps done, timed, times the steps to come); where the
+Heads tab's importance button has measured this model on this server already, its ranking is used
+instead of measuring it again, and the chart says so. The result is kept once per server per model
+(pruning_store). A recurrent model has one attention and no heads: nothing is offered (the Heads
+tab says so).
 
-Placed by the Heads tab (ui/knockout.py): pruning_panel(tr, model, height=..., share=...)."""
+Placed by the Heads tab (ui/knockout.py): pruning_panel(tr, model, height=..., share=..., measured=...)."""
 from __future__ import annotations
 
 import time
@@ -23,7 +25,14 @@ import ui.models
 import ui.show
 from s2s.checkpoint import Translator
 from s2s.figures import pruning_figure
-from s2s.head_importance import importance, prune_curves, prune_decodings, pruning_summary, read_scored_pairs
+from s2s.head_importance import (
+    HeadImportance,
+    importance,
+    prune_curves,
+    prune_decodings,
+    pruning_summary,
+    read_scored_pairs,
+)
 from s2s.hooks import head_counts, is_recurrent
 from s2s.neighbours.identity import model_identity, same_model
 from s2s.text import InputError
@@ -54,9 +63,10 @@ def shipped_curves(tr: Translator) -> dict | None:
     return data
 
 
-def prune_with_progress(tr: Translator, pairs: int, bar) -> dict:
-    """Rank the heads on the first `pairs` held-out pairs and prune them, every step timed: `bar`
-    (st.progress) says what runs and, from the steps done, about how long is left."""
+def prune_with_progress(tr: Translator, pairs: int, bar, measured: dict | None = None) -> dict:
+    """Rank the heads on the first `pairs` held-out pairs (or by `measured`, an importance already
+    measured, as to_json writes it) and prune them, every step timed: `bar` (st.progress) says what
+    runs and, from the steps done, about how long is left."""
     held_out = read_scored_pairs(HELD_OUT, pairs)
     decodings = prune_decodings(head_counts(tr.model))
     t0 = time.perf_counter()
@@ -78,17 +88,23 @@ def prune_with_progress(tr: Translator, pairs: int, bar) -> dict:
                      text=f"Decoding with heads knocked out: {done} of about {decodings}, "
                           f"{about(per_decoding * max(decodings - done, 0))} left")
 
+    if measured is not None:
+        return dict(prune_curves(tr, held_out, HeadImportance.from_json(measured), progress=progress),
+                    ranking="the importance measured for the grid",
+                    importance_on=f"{measured['pairs']} held-out pairs, measured by the importance button on "
+                                  "this server (not measured again here)")
     bar.progress(0.0, text=f"Ranking the heads on {len(held_out)} pairs: timing the first…")
     ranked = importance(tr, held_out, progress=progress)
     return prune_curves(tr, held_out, ranked, progress=progress)
 
 
 def pruning_panel(tr: Translator, model: str, height: int = 260, share: float = 1.0,
-                  pairs: int = ON_DEMAND_PAIRS) -> None:
+                  pairs: int = ON_DEMAND_PAIRS, measured: dict | None = None) -> None:
     """The pruning chart of `tr` (the sidebar's `model`), `height` px tall and `share` of the main
     column wide, and under it the sentence that reads it against the published claims. The shipped
     curve where it is this model's; else a button that computes one on the first `pairs` held-out
-    pairs. Nothing for a recurrent model."""
+    pairs, its heads ranked by `measured` (the importance this server measured for this model,
+    ui.knockout) where given, else on those pairs. Nothing for a recurrent model."""
     if is_recurrent(tr.model):
         return
     st.markdown("**Are all heads needed?** BLEU as they go")
@@ -98,14 +114,17 @@ def pruning_panel(tr: Translator, model: str, height: int = 260, share: float = 
         result = pruning_store().get(key)
     if result is None:
         heads = sum(l * h for l, h in head_counts(tr.model).values())
-        note = (f"Not measured for this model yet: its {heads} heads ranked on {pairs} held-out pairs, then up "
-                f"to {prune_decodings(head_counts(tr.model))} greedy decodings of them, 10% more heads out a step "
+        decodings = prune_decodings(head_counts(tr.model))
+        ranking = (f"ranked by the importance measured for the grid (on {measured['pairs']} held-out pairs, "
+                   f"not measured again), then up to {decodings} greedy decodings of the first {pairs}" if measured else
+                   f"ranked on {pairs} held-out pairs, then up to {decodings} greedy decodings of them")
+        note = (f"Not measured for this model yet: its {heads} heads {ranking}, 10% more heads out a step "
                 "(the time left is shown as it runs).")
         if not asked_to_run(note, "Prune and watch BLEU", "pruning_run"):
             return
         bar = st.progress(0.0)
         try:
-            result = prune_with_progress(tr, pairs, bar)
+            result = prune_with_progress(tr, pairs, bar, measured)
         except InputError as e:
             bar.empty()
             st.error(str(e))
@@ -117,7 +136,8 @@ def pruning_panel(tr: Translator, model: str, height: int = 260, share: float = 
                          config=ui.show.camera("pruning", model))
     ranked_on = result.get("importance_on") or f"the same {result['pairs']} pairs"
     st.caption(f"{pruning_summary(result)['sentence']} Greedy BLEU on {result['pairs']} held-out pairs, heads "
-               "knocked out 10% of the scope's at a time; dashed grey: 1 below the whole model.",
+               "knocked out 10% of the scope's at a time; dashed grey: 1 below the whole model."
+               + (f" Heads ranked by {result['ranking']}." if result.get("ranking") else ""),
                help=f"Sacrebleu's BLEU of greedy decoding; the heads ranked by Michel et al.'s importance on "
                     f"{ranked_on}, the random order seeded ({result.get('seed', 0)})."
                     + (f" Measured by `{result['command']}`" + (f" on {result['machine']}" if result.get("machine")
