@@ -162,6 +162,33 @@ def test_the_shipped_transformer_shows_its_importance_and_the_start_links_head(m
     assert len(chart(at, "knockout_grid")["layout"]["shapes"]) == 3       # encoder 2.1 greyed and crossed
 
 
+def test_the_grids_marks_are_laid_out_with_it_not_added_after(monkeypatch):
+    """A click's run builds the grid with its crosses and badges in its one figure call
+    (heads_grid's knocked= and badges=): added one by one afterwards (add_shape, add_annotation,
+    or update_layout with them), plotly validated the grid's layout again, 30 ms of each click."""
+    import plotly.graph_objects as go
+    monkeypatch.delenv("S2S_CHECKPOINTS", raising=False)
+    added = []
+
+    def counting(name):
+        method = getattr(go.Figure, name)
+
+        def call(self, *args, **kwargs):
+            if "layers ×" in str(self.layout.title.text) and (
+                    name != "update_layout" or {"shapes", "annotations"} & set(kwargs)):
+                added.append(name)
+            return method(self, *args, **kwargs)
+        monkeypatch.setattr(go.Figure, name, call)
+    for name in ("add_shape", "add_annotation", "update_layout"):
+        counting(name)
+    at = translate_page(timeout=300, model="en-fr-transformer", text=EXAMPLE, tab="Heads", heads="encoder",
+                        mask=SHIPPED_HEAD)
+    assert not at.exception, at.exception
+    grid = chart(at, "knockout_grid")["layout"]
+    assert len(grid["shapes"]) == 3 and sum(a["text"].startswith("I ") for a in grid["annotations"]) == 12
+    assert added == []
+
+
 def test_a_hub_models_heads_knock_out_and_its_importance_is_measured_on_demand(zoo, hub_models, tmp_path,
                                                                              monkeypatch):
     """A Hugging Face model (the tiny Marian, sharpened as tests/test_head_mask.py does so that one

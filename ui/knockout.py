@@ -330,8 +330,9 @@ def view(tr: Translator, d: Decoding, words: bool, model: str, text: str, kind: 
                 answer(d, other, mask, len(out), sum(a * b for a, b in counts.values()))
         pruning_slot(tr, model)
     with grid:
-        fig = figures.heads_grid(w, x, y, kind, width=760, height=GRID_HEIGHT, labels=False)
-        figures.mark_heads(fig, L, H, [(l, h) for k, l, h in sorted(out) if k == kind], badges(result, kind, L, H))
+        fig = figures.heads_grid(w, x, y, kind, width=760, height=GRID_HEIGHT, labels=False,
+                                 knocked=[(l, h) for k, l, h in sorted(out) if k == kind],
+                                 badges=badges(result, kind, L, H))
         ui.show.plotly_chart(fig, share=0.6, key="knockout_grid", notes=False, selection_mode="points",
                              on_select=lambda: toggle_clicked(tr, kind, counts), where=ui.show.point("knockout"),
                              config=ui.show.camera("knockout_grid", model, text[:40]))

@@ -21,9 +21,9 @@ from .alignment import (  # noqa: F401
     counterfactual_figure,
     gold_alignment_figure,
     head_aer_figure,
+    head_marks,
     head_of_trace,
     heads_grid,
-    mark_heads,
 )
 from .attention import (  # noqa: F401
     TALL_ROWS,
