@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from ..hooks import knocked_out
+from ..hub_config import beyond_positions
 from ..loaded import Translator
 from ..text import MAX_DECODE_LEN, MAX_SOURCE_TOKENS, InputError, check_range, clean_text, split_sentences
 from .processors import LogitsProcessor, apply_processors
@@ -251,7 +252,7 @@ def usable_pairs(tr: Translator, pairs: Sequence[tuple[str, str]]
             t = list(tr.tokenizer.target_ids(clean_text(fr, what="reference")))
         except InputError:
             continue
-        if len(t) > MAX_DECODE_LEN or 0 < n < len(t):   # the decoder reads a position per target piece
+        if len(t) > MAX_DECODE_LEN or beyond_positions(n, len(s), len(t)):
             continue
         kept.append(i), srcs.append(s), tgts.append(t)
     return kept, srcs, tgts
