@@ -251,7 +251,8 @@ def new_tab_ms(b, link: str, key: str) -> float:
 
 
 def one_run(b, url: str, t_spawn: float, presses: int, offset: int, models: list[str], record,
-            hub: str | None = None, explain_only: bool = False, pid: int | None = None) -> int:
+            hub: str | None = None, explain_only: bool = False, pid: int | None = None,
+            panels_only: bool = False) -> int:
     """Every action once (the repeated ones `presses` times) on a fresh server (process `pid`), each
     timed by `record(name, measure)`; returns the number of exceptions the pages showed."""
     heatmap_ms: list[float] = []
@@ -277,6 +278,11 @@ def one_run(b, url: str, t_spawn: float, presses: int, offset: int, models: list
         errors = len(exceptions(page))
         page.close()
         explain_links(b, url, models, hub, sentence, record, pid)
+        return errors
+    if panels_only:
+        errors = len(exceptions(page))
+        page.close()
+        panel_actions(b, url, record, presses)
         return errors
     for _ in range(presses):
         record("translate_greedy", lambda: translate(page, *next(sentence)))
@@ -326,12 +332,18 @@ def one_run(b, url: str, t_spawn: float, presses: int, offset: int, models: list
             record("cells_sample", sample)
         errors += len(exceptions(page))
     page.close()
+    panel_actions(b, url, record, presses)
+    explain_links(b, url, models, hub, sentence, record, pid)
+    return errors
+
+
+def panel_actions(b, url: str, record, presses: int) -> None:
+    """The last views' panels, each on its own page: the lens's step, a knockout click, a foil
+    picked, an edit compared (alone with --panels-only, to compare checkouts on them)."""
     lens_steps(b, url, record, presses)
     knockout_clicks(b, url, record, presses)
     foil_picks(b, url, record, presses)
     patch_compares(b, url, record, presses)
-    explain_links(b, url, models, hub, sentence, record, pid)
-    return errors
 
 
 LENS_MODELS = ["en-fr-additive", "en-fr-transformer"]     # a recurrent decoder's one layer, a Transformer's three
@@ -534,6 +546,9 @@ def main(argv: list[str] | None = None) -> int:
                                                  "tests/hub_models.py)")
     p.add_argument("--explain-only", action="store_true",
                    help="per run only the cold start, the explain links and the start page's links")
+    p.add_argument("--panels-only", action="store_true",
+                   help="per run only the cold start and the last views' panels (lens_step_<model>, "
+                        "heads_knockout_click, contrast_foil_pick, patch_compare_<model>)")
     p.add_argument("--link", metavar="TEXT",
                    help="only the Start links whose label contains TEXT (e.g. Heads), per run on a fresh server "
                         "once its warm-up is over (its CPU idle), as the outline's later links find it; no other "
@@ -555,7 +570,7 @@ def main(argv: list[str] | None = None) -> int:
         for run in range(a.runs):
             for app in apps:       # alternating: a machine's drift hits every checkout alike
                 errors += bench_one(b, app, run, a.presses, models, times[app], failed[app], hub, env, a.explain_only,
-                                    a.link)
+                                    a.link, a.panels_only)
     summaries = {app: {**summary(times[app]), "failed": failed[app]} for app in apps}
     common = {"runs": a.runs, "viewport": f"{VIEWPORT['width']}x{VIEWPORT['height']}", "exceptions": errors}
     if len(apps) == 1:
@@ -566,7 +581,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def bench_one(b, app: str, run: int, presses: int, models: list[str], times: dict, failed: list,
-              hub: str | None, env: dict | None, explain_only: bool, link: str | None = None) -> int:
+              hub: str | None, env: dict | None, explain_only: bool, link: str | None = None,
+              panels_only: bool = False) -> int:
     """One run of checkout `app`: a fresh server for the actions, another for the start links
     (with `link`: only those start links, on a server whose warm-up is over)."""
     def record(name: str, measure) -> None:
@@ -591,7 +607,9 @@ def bench_one(b, app: str, run: int, presses: int, models: list[str], times: dic
     t_spawn = time.perf_counter()
     with streamlit_server(env, app=app, with_process=True) as (url, proc):
         errors = one_run(b, url, t_spawn, presses, run * (2 * presses + 2), models, record, hub, explain_only,
-                         proc.pid)
+                         proc.pid, panels_only)
+    if panels_only:
+        return errors
     with streamlit_server(app=app) as url:
         start_links(b, url, record)
     return errors
