@@ -340,7 +340,7 @@ else:
     if play:
         def show_step(j: int, partial: Decoding) -> None:
             ps, pt, pa = ui.decoded.view_of(partial, words,
-                                                   attention_of(partial, *((layer, head) if title else (None, None))))
+                                            attention_of(partial, *((layer, head) if title else (None, None))))
             blank = max(0, len(tgt) - len(pt))      # rows still to come: empty, so the matrix fills in row by row
             pa = np.vstack([pa, np.full((blank, pa.shape[1]), np.nan)])
             ui.show.plotly_chart(attention_heatmap(ps, pt + [""] * blank, pa, height=final.layout.height),

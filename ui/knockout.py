@@ -273,7 +273,7 @@ def masked(tr: Translator, model: str, text: str, settings: DecodeSettings, mask
            ) -> tuple[Decoding, float]:
     """The page's decoding of `text` with the heads of `mask` knocked out (cached as the page's own)."""
     return ui.decoded.decode_cached(ui.models.model_path(model), text, replace(settings, head_mask=mask).canonical(),
-                              by_sentence)
+                                    by_sentence)
 
 
 @st.fragment
