@@ -26,7 +26,9 @@ ranking them (s2s.heads importance and prune, and every search of s2s.decode thr
                          before the output projection (Michel et al. 2019), xi a tensor that
                          may carry a gradient (importance: dL/dxi_h)
     knocked_out(...)     the same with xi_h = 0 for the heads of a mask (the head's weights
-                         are still computed and shown; its contribution is gone)
+                         are still computed and shown; its contribution is gone), and where
+                         the model itself reads a head's weights (the copying Transformer's
+                         pointer: pointer_heads) it reads only the heads still in
 
 A head mask names heads as KIND:LAYER.HEAD, KIND one of cross, encoder, decoder, LAYER and HEAD
 counted from 1 as the pages and `python -m s2s.heads` count them, KIND:LAYER.* a whole layer,
@@ -283,7 +285,7 @@ def forced_pass(model, src: torch.Tensor, tgt_in: torch.Tensor) -> ForcedPass:
         s, context, last, self_w, cross_w = model.decode_all(tgt_in, memory, keep_weights=True)
         logits = model.output(s)
         if model.copy_gate is not None:
-            logits = model.point(logits, last.mean(1), memory.src, context, s)
+            logits = model.point(logits, model.copied_alpha(last), memory.src, context, s)
         return ForcedPass(logits, memory.self_attention[0], self_w[0], cross_w[0])
     if getattr(model, "hf", None) is None:
         raise InputError("This needs a Transformer's attention heads; a recurrent model has one attention.")
@@ -455,10 +457,41 @@ def gates(counts: Mapping[str, tuple[int, int]], knocked: Mapping[str, Sequence[
     return out
 
 
+def pointer_heads(model, knocked: Mapping[str, Sequence[tuple[int, int]]]) -> list[Hook]:
+    """An editor for a copying Transformer's pointer (transformer.HeadMean, which every pass
+    mixing the pointer in calls with a layer's cross-attention weights (B, H, ..., S)): with the
+    cross-attention heads `knocked` ([(layer, head), ...]) out, alpha is the mean over the layer's
+    heads still in,
+
+        alpha = sum_{h in} A_h / |in|,   0 when no head is in (no copy: model.copy_mix then
+                                         gives the vocabulary distribution alone)
+
+    A layer with none of its heads knocked out is left as it was (exactly the plain mean).
+    [] for a model without the pointer."""
+    heads = getattr(model, "copy_heads", None)
+    out = {}
+    for layer, h in knocked.get("cross", ()):
+        out.setdefault(layer, set()).add(h)
+    if heads is None or not out:
+        return []
+    H = model.cfg.heads
+    kept = {layer: [h for h in range(H) if h not in gone] for layer, gone in out.items()}
+
+    def hook(module, args, output):
+        weights, layer = args[0], args[1] % len(model.decoder)
+        if layer not in kept:
+            return None
+        if not kept[layer]:
+            return torch.zeros_like(output)
+        return weights[:, kept[layer]].mean(1)
+    return [(heads, "forward", hook)]
+
+
 @contextmanager
 def knocked_out(model, mask: HeadMask) -> Iterator[None]:
     """Run the body with the heads of `mask` knocked out (xi_h = 0 multiplying the head's slice
-    of the attention output before W_O); an empty mask attaches nothing (exactly plain)."""
+    of the attention output before W_O, and a copying Transformer's pointer reading only the
+    heads still in: pointer_heads); an empty mask attaches nothing (exactly plain)."""
     if not mask:
         yield
         return
@@ -467,5 +500,6 @@ def knocked_out(model, mask: HeadMask) -> Iterator[None]:
     by_kind = None if is_recurrent(model) else sites_by_kind(model)
     knocked = resolve_head_mask(model, mask, by_kind)
     device = next(model.parameters()).device
-    with scaled_heads(model, gates(head_counts(model, by_kind), knocked, device), by_kind):
+    with scaled_heads(model, gates(head_counts(model, by_kind), knocked, device), by_kind), \
+            attached(pointer_heads(model, knocked)):
         yield

@@ -8,8 +8,9 @@ through that same output layer, with the family's own final norm, scaling and bi
 
 The last layer's is the model's own, so the last row is forced decoding's token_log_probs.
 A copying Transformer mixes in its pointer as its forward does, from layer l's own
-cross-attention (head mean) and its output, as if the decoder ended at layer l. A recurrent
-model's decoder is one layer (its cell): one row, the model's own.
+cross-attention (head mean: Transformer.copied_alpha, the heads still in under a knockout) and
+its output, as if the decoder ended at layer l. A recurrent model's decoder is one layer (its
+cell): one row, the model's own.
 
     python -m s2s.lens --model checkpoints/en-fr-transformer --json -- "The cat is black."
     python -m s2s.lens --model DIR --reference "Le chat est noir." --json -- "The cat is black."
@@ -102,7 +103,7 @@ def layer_log_probs(model, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor
             # the pointer as forward mixes it, from this layer's own cross-attention and its output
             _, context, _, cross_w = output
             s = model.decoder_norm(x)
-            logits = model.point(logits, cross_w.mean(1), src, context, s)
+            logits = model.point(logits, model.copied_alpha(cross_w, l), src, context, s)
         rows.append(F.log_softmax(logits[0].float(), dim=-1))
     return torch.stack(rows)
 

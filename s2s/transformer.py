@@ -29,7 +29,9 @@ the embeddings scaled by sqrt(d). The embedding is shared by source, target and 
 
 With `copy`, it copies source pieces as the recurrent models do (a pointer-generator, See et
 al. 2017, model.py): the copy distribution is alpha_j, the last layer's cross-attention
-averaged over heads, the same matrix `Decoding.attention` shows for a Transformer.
+averaged over heads (HeadMean), the same matrix `Decoding.attention` shows for a Transformer.
+With heads knocked out (s2s.hooks.knocked_out) the pointer reads the mean over the heads still
+in, and nothing when none is (docs/attention.md); `Decoding.attention` still draws every head.
 
 Decoding is incremental: each step appends its keys and values to a cache, so step j attends
 to j cached positions (O(j) work), not the whole prefix again (O(j^2)). The model speaks the
@@ -145,6 +147,21 @@ class MultiHeadAttention(nn.Module):
         return self.attend(x_q, k, v, bias)
 
 
+class HeadMean(nn.Module):
+    """What the copy pointer reads of a decoder layer's cross-attention: its weights averaged
+    over the heads,
+
+        alpha_j = (1/H) sum_h A_h,j          weights (B, H, ..., S) -> alpha (B, ..., S)
+
+    `layer` (from 0) says whose heads they are. A module of its own, called wherever the
+    pointer is mixed in (decoding, forced decoding, the lens, the attributions), so that a head
+    knockout reaches the pointer in this one place: under s2s.hooks.knocked_out a hook on it
+    makes alpha the mean over the layer's heads still in (0 when none is: no copy)."""
+
+    def forward(self, weights: torch.Tensor, layer: int) -> torch.Tensor:
+        return weights.mean(1)
+
+
 class FeedForward(nn.Module):
     """W_2 ReLU(W_1 x): the same two-layer MLP at every position."""
 
@@ -226,6 +243,7 @@ class Transformer(nn.Module):
         self.encoder_norm, self.decoder_norm = nn.LayerNorm(d), nn.LayerNorm(d)
         self.out_bias = nn.Parameter(torch.zeros(cfg.vocab_size))
         self.copy_gate = nn.Linear(2 * d, 1) if cfg.copy else None    # p_gen from [c_j ; s_j]
+        self.copy_heads = HeadMean() if cfg.copy else None               # alpha from the last layer's heads
         self.drop = nn.Dropout(cfg.dropout)
 
     # ------------------------------------------------------------ pieces
@@ -243,9 +261,16 @@ class Transformer(nn.Module):
         return F.linear(s, self.embed.weight, self.out_bias)
 
     def point(self, logits, alpha, src, context, s):
-        """The pointer-generator mix (model.copy_mix) with p_gen = sigmoid(w_g [c_j ; s_j] + b_g)."""
+        """The pointer-generator mix (model.copy_mix) with p_gen = sigmoid(w_g [c_j ; s_j] + b_g);
+        alpha (..., S) as the pointer reads it (copied_alpha)."""
         p_gen = torch.sigmoid(self.copy_gate(torch.cat([context, s], dim=-1)))
         return copy_mix(logits, p_gen, alpha, src)
+
+    def copied_alpha(self, weights: torch.Tensor, layer: int | None = None) -> torch.Tensor:
+        """The pointer's alpha from decoder layer `layer`'s cross-attention weights (B, H, ..., S)
+        (None: the last layer, the one the model reads): copy_heads (HeadMean), where a knockout
+        reaches it."""
+        return self.copy_heads(weights, len(self.decoder) - 1 if layer is None else layer)
 
     # ------------------------------------------------------------ encoder
     def encode(self, src: torch.Tensor, src_len: torch.Tensor, embedded: torch.Tensor | None = None
@@ -301,7 +326,7 @@ class Transformer(nn.Module):
         logits = self.output(s)
         context = context[:, 0]
         if self.copy_gate is not None:
-            logits = self.point(logits, alpha, memory.src, context, s)
+            logits = self.point(logits, self.copied_alpha(cross[:, -1]), memory.src, context, s)
         return Step(logits, (s, torch.stack(new_k, 1), torch.stack(new_v, 1)), feed, alpha, context,
                     cross_attention=cross, self_attention=torch.stack(self_ws, 1))
 
@@ -342,7 +367,7 @@ class Transformer(nn.Module):
         alpha = last.mean(1)                                                 # (B, T, S)
         logits = self.output(s)
         if self.copy_gate is not None:
-            logits = self.point(logits, alpha, memory.src, context, s)
+            logits = self.point(logits, self.copied_alpha(last), memory.src, context, s)
         feed = self.initial_feed(tgt_in.size(0))
         return [Step(logits[:, j], (s[:, j],), feed, alpha[:, j], context[:, j], cross_attention=cross_w[:, :, :, j],
                      self_attention=self_w[:, :, :, j, :j + 1]) for j in range(tgt_in.size(1))]
@@ -357,10 +382,10 @@ class Transformer(nn.Module):
         memory, _ = self.encode(src, src_len, embedded)
         s, context, last, _, _ = self.decode_all(tgt_in[:, :int(positions.max()) + 1], memory)
         rows = torch.arange(src.size(0), device=src.device)
-        s, context, alpha = s[rows, positions], context[rows, positions], last.mean(1)[rows, positions]
+        s, context = s[rows, positions], context[rows, positions]
         logits = self.output(self.drop(s))
         if self.copy_gate is not None:
-            logits = self.point(logits, alpha, memory.src, context, s)
+            logits = self.point(logits, self.copied_alpha(last)[rows, positions], memory.src, context, s)
         return logits
 
     def forward(self, src: torch.Tensor, src_len: torch.Tensor, tgt_in: torch.Tensor,
@@ -373,7 +398,7 @@ class Transformer(nn.Module):
         alpha = last.mean(1)                                                 # (B, T, S)
         logits = self.output(self.drop(s))
         if self.copy_gate is not None:
-            logits = self.point(logits, alpha, memory.src, context, s)
+            logits = self.point(logits, self.copied_alpha(last), memory.src, context, s)
         return logits, alpha
 
 

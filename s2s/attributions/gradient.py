@@ -63,7 +63,7 @@ def _split_head(model, x: torch.Tensor, src: torch.Tensor, tgt_in: torch.Tensor)
         leaves = [c.detach().requires_grad_(True) for c in cut]
         logits = model.output(model.drop(leaves[0]))
         if model.copy_gate is not None:
-            logits = model.point(logits, leaves[2].mean(1), memory.src, leaves[1], leaves[0])
+            logits = model.point(logits, model.copied_alpha(leaves[2]), memory.src, leaves[1], leaves[0])
         return logits, cut, leaves, [1, 1, 2][:len(cut)]
     cut, leaves = [], []
 
