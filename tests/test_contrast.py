@@ -119,7 +119,8 @@ def test_integrated_gradients_are_the_integral_and_complete(models, name):
     if name == "t5":
         # T5's RMS norm, x / sqrt(mean(x^2) + 1e-6), makes D(t e) jump within t ~ 1e-3 of the zero
         # baseline: no fixed quadrature resolves it, and the error says so (as the plain one's does)
-        return
+        pytest.skip("T5: the completeness error reported is checked above; completeness and the 64-point "
+                    "integral are not, as T5's RMS norm makes D(t e) jump within t ~ 1e-3 of the zero baseline")
     assert abs(got.sum() - gap) <= 0.01 * (1 + abs(gap)) + 1e-6
     assert np.allclose(got, total.numpy(), atol=2e-3 * (1 + abs(gap)))
 
