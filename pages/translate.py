@@ -261,8 +261,7 @@ except InputError as e:
 out, toggle = st.columns([3, 2])
 with out:
     ui.show.escaped(d.translation or "(empty output)")
-    cut = (("" if d.target_tokens[-1] == "</s>" else "stopped at the max length") if by_sentence
-           else ui.decoded.cut_note(tr, d, S.text, S.maxlen))      # a forced </s> too (Marian's)
+    cut = ui.decoded.cut_note(tr, d, S.text, S.maxlen, by_sentence)      # a forced </s> too (Marian's)
     stopped = f" · **{cut}**" if cut else ""
     if S.norepeat and S.method != "sample":
         stopped += f" · repeated {S.norepeat}-grams blocked"

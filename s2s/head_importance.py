@@ -58,12 +58,14 @@ import torch.nn.functional as F
 
 from .checkpoint import Translator
 from .data import Pair, read_pairs, split_pairs
-from .decode import DecodeSettings, encode_source, greedy_batch, usable_pairs
+from .decode import DecodeSettings, encode_source, greedy_batch, pad_batch, usable_pairs
 from .evaluate import bleu
 from .hooks import (
     KINDS,
     RECURRENT_KNOCKOUT,
     decoder_input,
+    decoder_start,
+    forced_batch_pass,
     forced_pass,
     head_counts,
     is_recurrent,
@@ -175,6 +177,64 @@ def pair_gradients(model, src_ids: Sequence[int], tgt_ids: Sequence[int]
             {k: p.weights(k).detach().float() for k in KINDS})
 
 
+class Stopped(Exception):
+    """importance() stopped between two batches because its `stop` said so (a job's Stop): what
+    was measured is not a ranking of the whole set, so nothing is returned."""
+
+
+def batch_gradients(model, pairs: Sequence[tuple[Sequence[int], Sequence[int]]], pad_id: int
+                    ) -> tuple[dict[str, torch.Tensor], dict[str, list[torch.Tensor]]]:
+    """pair_gradients of many pairs in one forward and one backward: ({kind: |dL_b/dxi_b|
+    (B, layers, heads)}, {kind: [pair b's weights (layers, heads, queries, keys), unpadded]}).
+
+    The pairs are padded on the right (s2s.hooks.forced_batch_pass: the source's padding masked
+    out, the target's after every real position) and each row b has its own gates xi_b (B,
+    layers, heads) (s2s.hooks.scaled_heads), so that the gradient of the summed loss
+    sum_b L_b with respect to xi_b is L_b's alone, each L_b summed over its real positions:
+    the same numbers as pair_gradients one pair at a time, up to float rounding."""
+    device = next(model.parameters()).device
+    srcs, tgts = [list(s) for s, _ in pairs], [list(t) for _, t in pairs]
+    B = len(pairs)
+    src = pad_batch(srcs, pad_id, device)
+    src_len = torch.tensor([len(s) for s in srcs])
+    start = decoder_start(model)
+    tgt_in = pad_batch([[start] + t[:-1] for t in tgts], pad_id, device)
+    tgt = pad_batch(tgts, 0, device)
+    real = (torch.arange(tgt.size(1), device=device)[None, :]
+            < torch.tensor([len(t) for t in tgts], device=device)[:, None])          # (B, T)
+    gates = {k: torch.ones(B, *n, device=device, requires_grad=True) for k, n in head_counts(model).items()}
+    with torch.enable_grad(), scaled_heads(model, gates):
+        p = forced_batch_pass(model, src, src_len, tgt_in)
+        logits = p.logits.float()
+        # -log p(y_t) = logsumexp(logits_t) - logits_t[y_t]: the (B, T, V) log-softmax never made whole
+        picked = logits.gather(-1, tgt[..., None])[..., 0]
+        nll = (torch.logsumexp(logits, -1) - picked) if not _gives_log_probs(model) else -picked
+        loss = nll.masked_fill(~real, 0.0).sum()
+        grads = torch.autograd.grad(loss, list(gates.values()))
+    weights = {}
+    for k in KINDS:
+        w = p.weights(k).detach()
+        weights[k] = [w[b, :, :, :q, :n] for b, (q, n) in enumerate(_axes(k, len(s), len(t)) for s, t in pairs)]
+    return {k: g.abs().detach() for k, g in zip(gates, grads)}, weights
+
+
+def _gives_log_probs(model) -> bool:
+    """A copying Transformer's forced pass gives log-probabilities (its pointer mixed in), not logits."""
+    return getattr(model, "copy_gate", None) is not None
+
+
+def _axes(kind: str, S: int, T: int) -> tuple[int, int]:
+    """(queries, keys) of one pair's weights of `kind`: encoder (S, S), decoder (T, T), cross (T, S)."""
+    return {"encoder": (S, S), "decoder": (T, T), "cross": (T, S)}[kind]
+
+
+def length_batches(ids: Sequence[tuple[Sequence[int], Sequence[int]]], batch_size: int) -> list[list[int]]:
+    """Indexes of `ids` (source, target) in batches of at most `batch_size`, sorted by length so
+    that little of a batch is padding."""
+    order = sorted(range(len(ids)), key=lambda i: (len(ids[i][0]) + len(ids[i][1]), len(ids[i][0])))
+    return [order[b:b + batch_size] for b in range(0, len(order), batch_size)]
+
+
 @dataclass
 class _RoleCounts:
     """Per kind, sums over every query of every pair, (layers, heads) each."""
@@ -270,9 +330,15 @@ def check_heads(tr: Translator) -> None:
 
 
 def importance(tr: Translator, pairs: Sequence[Pair], frequencies: str | Path | None = None,
-               progress: Progress | None = None) -> HeadImportance:
-    """Michel's importance, Voita's confidence and the role tags of every head over `pairs`."""
+               progress: Progress | None = None, *, batch_size: int = 16,
+               stop: Callable[[], bool] | None = None) -> HeadImportance:
+    """Michel's importance, Voita's confidence and the role tags of every head over `pairs`,
+    `batch_size` pairs of similar lengths at a time in one forward and one backward
+    (batch_gradients: the same numbers as pair_gradients one at a time). `stop`, asked between
+    batches: when it says True, Stopped is raised."""
     check_heads(tr)
+    if batch_size < 1:
+        raise InputError(f"The batch size must be at least 1, not {batch_size}.")
     t0 = time.perf_counter()
     kept, srcs, tgts = usable_pairs(tr, pairs)
     ids, skipped = list(zip(srcs, tgts)), len(pairs) - len(kept)
@@ -288,15 +354,21 @@ def importance(tr: Translator, pairs: Sequence[Pair], frequencies: str | Path | 
     shapes = head_counts(tr.model)
     total = {k: torch.zeros(n, dtype=torch.float64) for k, n in shapes.items()}
     roles = {k: _RoleCounts.zeros(*n) for k, n in shapes.items()}
-    model = tr.model
-    for n, (src, tgt) in enumerate(ids):
-        grads, weights = pair_gradients(model, src, tgt)
-        rare = _rare_keys(src, counts, skip)
+    done = 0
+    for batch in length_batches(ids, batch_size):
+        if stop is not None and stop():
+            raise Stopped(f"stopped after {done} of {len(ids)} pairs")
+        grads, weights = batch_gradients(tr.model, [ids[i] for i in batch], tok.pad_id)
         for k in KINDS:
-            total[k] += grads[k].double().cpu()
-            _count_roles(roles[k], k, weights[k], src, tok.eos_id, rare)
+            total[k] += grads[k].double().sum(0).cpu()
+        for b, i in enumerate(batch):
+            src = ids[i][0]
+            rare = _rare_keys(src, counts, skip)
+            for k in KINDS:
+                _count_roles(roles[k], k, weights[k][b], src, tok.eos_id, rare)
+        done += len(batch)
         if progress is not None:
-            progress((n + 1) / len(ids), "importance")
+            progress(done / len(ids), "importance")
     raw = {k: (v / len(ids)).numpy() for k, v in total.items()}
     norm = {k: v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-20) for k, v in raw.items()}
     conf = {k: (c.confidence / c.queries.clamp(min=1)).numpy() for k, c in roles.items()}
@@ -304,6 +376,79 @@ def importance(tr: Translator, pairs: Sequence[Pair], frequencies: str | Path | 
     t2 = time.perf_counter()
     return HeadImportance(tr.name, len(ids), skipped, raw, norm, conf, tags, source,
                           {"frequencies": t1 - t0, "importance": t2 - t1, "total": t2 - t0})
+
+
+# ---------------------------------------------------------------------------------------
+# Before a long run: how long it will take, and whether the model fits in memory
+
+MEMORY_FACTOR = 3.0     # importance holds the weights, a batch's activations and their gradients: ~3x the weights
+
+
+def available_memory() -> int:
+    """Bytes of memory this machine has free now (MemAvailable; all of it where /proc is absent)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    import os
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def memory_line(parameters: int, available: int | None = None, bytes_per: int = 4) -> str | None:
+    """One line saying why a model of `parameters` (fp32 on the CPU: `bytes_per` 4) cannot be
+    measured here, with the estimate, or None where it fits (needed: MEMORY_FACTOR x its weights)."""
+    need = parameters * bytes_per * MEMORY_FACTOR
+    free = available_memory() if available is None else available
+    if need <= free:
+        return None
+    return (f"This model has {parameters / 1e6:,.0f} M parameters: measuring its heads needs about {need / 2**30:,.1f} "
+            f"GB of memory, and this machine has {free / 2**30:,.1f} GB free. Use a smaller model or a larger machine.")
+
+
+def estimate_seconds(tr: Translator, pairs: Sequence[Pair], decodings: int = 0, batch_size: int = 16) -> dict:
+    """How long importance() of `pairs` and `decodings` greedy decodings of them (prune_curves:
+    prune_decodings of the model's heads) will take, from a timed first step of each: one batch
+    of importance (its time per piece, scaled to every pair's pieces) and one greedy_batch of at
+    most `batch_size` of the pairs (scaled to all of them, times `decodings`). An estimate, off
+    by what batching gains or loses, made to tell minutes from hours before a run starts:
+    {"importance", "pruning", "total", "measuring"} (seconds; "measuring": what it cost)."""
+    check_heads(tr)
+    t0 = time.perf_counter()
+    _, srcs, tgts = usable_pairs(tr, pairs)
+    ids = list(zip(srcs, tgts))
+    if not ids:
+        raise InputError(f"None of the {len(pairs)} pairs fits this model (each side within its limits).")
+    first = length_batches(ids, batch_size)[0]
+    t = time.perf_counter()
+    batch_gradients(tr.model, [ids[i] for i in first], tr.tokenizer.pad_id)
+    per_piece = (time.perf_counter() - t) / max(1, sum(len(ids[i][0]) + len(ids[i][1]) for i in first))
+    out = {"importance": per_piece * sum(len(s) + len(t) for s, t in ids), "pruning": 0.0}
+    if decodings > 0:
+        texts = [en for en, _ in pairs][:batch_size]
+        usable = [x for x in texts if _fits(tr, x)]
+        if usable:
+            t = time.perf_counter()
+            greedy_batch(tr, usable)
+            out["pruning"] = (time.perf_counter() - t) * len(pairs) / len(usable) * decodings
+    out["total"] = out["importance"] + out["pruning"]
+    out["measuring"] = time.perf_counter() - t0
+    return out
+
+
+def _fits(tr: Translator, text: str) -> bool:
+    try:
+        encode_source(tr, text)
+        return True
+    except InputError:
+        return False
+
+
+def duration(seconds: float) -> str:
+    """"40 s", "12 min", "3.2 hours"."""
+    return (f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min" if seconds < 5400
+            else f"{seconds / 3600:.1f} hours")
 
 
 def _tags(kind: str, c: _RoleCounts) -> list[list[dict]]:

@@ -264,9 +264,10 @@ def decoder_input(model, tgt: torch.Tensor) -> torch.Tensor:
 
 @dataclass
 class ForcedPass:
-    """What one teacher-forced pass of batch 1 gives: the logits (1, T, V) (log-probabilities
-    with a copying Transformer), and every layer and head's weights: encoder self-attention
-    (L, H, S, S), decoder self-attention (L, H, T, T), cross-attention (L, H, T, S)."""
+    """What one teacher-forced pass gives: the logits (B, T, V) (log-probabilities with a
+    copying Transformer), and every layer and head's weights: encoder self-attention
+    (L, H, S, S), decoder self-attention (L, H, T, T), cross-attention (L, H, T, S), each with
+    a leading batch axis (B, ...) from forced_batch_pass, without it from forced_pass (batch 1)."""
     logits: torch.Tensor
     encoder: torch.Tensor
     decoder: torch.Tensor
@@ -279,20 +280,29 @@ class ForcedPass:
 def forced_pass(model, src: torch.Tensor, tgt_in: torch.Tensor) -> ForcedPass:
     """One teacher-forced pass of (src (1, S), tgt_in (1, T)) with every attention weight kept
     (no grad mode is set here: the caller says whether a gradient is wanted)."""
-    S = src.size(1)
+    p = forced_batch_pass(model, src, torch.tensor([src.size(1)]), tgt_in)
+    return ForcedPass(p.logits, p.encoder[0], p.decoder[0], p.cross[0])
+
+
+def forced_batch_pass(model, src: torch.Tensor, src_len: torch.Tensor, tgt_in: torch.Tensor) -> ForcedPass:
+    """forced_pass of a batch: src (B, S) padded on the right (src_len (B,) the real lengths,
+    the padding masked out of every attention), tgt_in (B, T) padded on the right (causal: a
+    real position never reads the padding after it). Row b's weights cut to its own lengths,
+    [b, :, :, :T_b, :S_b], and its logits [b, :T_b] are what forced_pass gives that pair alone,
+    up to float rounding."""
     if isinstance(model, Transformer):
-        memory, _ = model.encode(src, torch.tensor([S], device=src.device))
+        memory, _ = model.encode(src, src_len.to(src.device))
         s, context, last, self_w, cross_w = model.decode_all(tgt_in, memory, keep_weights=True)
         logits = model.output(s)
         if model.copy_gate is not None:
             logits = model.point(logits, model.copied_alpha(last), memory.src, context, s)
-        return ForcedPass(logits, memory.self_attention[0], self_w[0], cross_w[0])
+        return ForcedPass(logits, memory.self_attention, self_w, cross_w)
     if getattr(model, "hf", None) is None:
         raise InputError("This needs a Transformer's attention heads; a recurrent model has one attention.")
-    mask = torch.ones(1, S, dtype=torch.long, device=src.device)
+    mask = (torch.arange(src.size(1), device=src.device)[None, :] < src_len.to(src.device)[:, None]).long()
     out = model.hf(input_ids=src, attention_mask=mask, decoder_input_ids=tgt_in, output_attentions=True,
                    use_cache=False, return_dict=True)
-    stack = (lambda ws: torch.stack([w[0] for w in ws]).float())
+    stack = (lambda ws: torch.stack(ws, 1).float())
     return ForcedPass(model.pieces_only(out.logits), stack(out.encoder_attentions), stack(out.decoder_attentions),
                       stack(out.cross_attentions))
 
@@ -346,11 +356,15 @@ def recorded(modules: Mapping[object, nn.Module]) -> Iterator[dict]:
 
 
 def _scale_heads(xi: torch.Tensor, heads: int) -> Callable:
-    """A pre-hook multiplying head h's slice of the output projection's input by xi[h]."""
+    """A pre-hook multiplying head h's slice of the output projection's input x (B, T, d) by
+    xi[h], xi (heads,) one gate for every row, or by xi[b, h], xi (B, heads) each row's own gate
+    (a batch of pairs whose gradients are wanted apart: d(sum_b L_b)/d xi[b] = dL_b/d xi[b])."""
     def hook(module, args):
         x = args[0]
         shape = x.shape
-        scaled = (x.reshape(*shape[:-1], heads, shape[-1] // heads) * xi.to(x.dtype)[:, None]).reshape(shape)
+        g = xi.to(x.dtype)
+        g = g[:, None] if g.dim() == 1 else g.reshape(shape[0], *([1] * (len(shape) - 2)), heads, 1)
+        scaled = (x.reshape(*shape[:-1], heads, shape[-1] // heads) * g).reshape(shape)
         return (scaled,) + tuple(args[1:])
     return hook
 
@@ -358,15 +372,18 @@ def _scale_heads(xi: torch.Tensor, heads: int) -> Callable:
 @contextmanager
 def scaled_heads(model, xi: Mapping[str, torch.Tensor], by_kind: Mapping[str, list[Site]] | None = None
                  ) -> Iterator[None]:
-    """An editor: for each kind in `xi` ((layers, heads) tensors), head h of layer l's slice of
-    the attention output is multiplied by xi[kind][l, h] before the output projection W_O
-    (Michel et al. 2019's gate xi_h). xi may require a gradient. `by_kind`: the model's sites,
-    if the caller has them already."""
+    """An editor: for each kind in `xi`, head h of layer l's slice of the attention output is
+    multiplied before the output projection W_O (Michel et al. 2019's gate xi_h) by
+    xi[kind][l, h], a (layers, heads) tensor (every row of the batch alike), or by
+    xi[kind][b, l, h], a (batch, layers, heads) tensor (row b its own gates: per-example
+    gradients in one backward, s2s.head_importance; several head masks in one decoder batch).
+    xi may require a gradient. `by_kind`: the model's sites, if the caller has them already."""
     by_kind = sites_by_kind(model) if by_kind is None else by_kind
     hooks = []
     for kind, gates in xi.items():
         for layer, site in enumerate(by_kind[kind]):
-            hooks.append((site.o, "pre", _scale_heads(gates[layer], site.heads)))
+            hooks.append((site.o, "pre", _scale_heads(gates[layer] if gates.dim() == 2 else gates[:, layer],
+                                                      site.heads)))
     with attached(hooks):
         yield
 

@@ -31,7 +31,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .hub_config import HubConfig, count_parameters, describe_config  # noqa: F401  (the registry reads HubConfig here)
+from .hub_config import HubConfig, count_parameters, describe_config, own_output_cap  # noqa: F401  (the registry reads HubConfig here)
 
 if TYPE_CHECKING:
     import torch
@@ -296,6 +296,7 @@ def load_hub(spec: str | Path, device: torch.device | str | None = None, source_
                        source_lang=src_lang, target_lang=tgt_lang, hidden=codes)
     forced_bos = codes[-1] if tgt_lang else gen.forced_bos_token_id
     cfg = describe_config(config)
+    cfg.max_new_tokens = own_output_cap(gen)         # honoured by every search, page and command alike
     cfg.languages = (f"{src_lang}→{tgt_lang}" if pair or source_lang else
                      "en→fr" if task or "en-fr" in name.lower() else "")
     from .hub_model import HubSeq2Seq

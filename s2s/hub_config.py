@@ -21,6 +21,8 @@ class HubConfig:
     head_dim: int = 0           # d_k of each head (T5's d_kv; else d_model / heads)
     languages: str = ""         # "en→fr" where the model or its options say so
     max_positions: int = 0      # max_position_embeddings: the longest source or output it reads; 0: no limit (T5)
+    max_new_tokens: int = 0     # the model's own output cap (its generation config's max_new_tokens, or max_length
+                                # less the start token): every search stops there (s2s.decode.length_limit); 0: none
     arch: str = "transformer"   # every hub encoder-decoder is one
     attention: str = "scaled-dot"
     copy: bool = False
@@ -50,6 +52,17 @@ def describe_config(config) -> HubConfig:
                      encoder_layers=enc, decoder_layers=first("decoder_layers", "num_decoder_layers", default=enc),
                      vocab_size=first("vocab_size"), head_dim=first("d_kv", "head_dim", default=d // max(heads, 1)),
                      max_positions=first("max_position_embeddings"))
+
+
+def own_output_cap(generation_config) -> int:
+    """The most pieces a model's folder says it writes: its generation config's max_new_tokens,
+    else its max_length less one (an encoder-decoder's max_length counts the decoder's start
+    token); 0 where it says neither (transformers 5 leaves both None unless the folder sets them)."""
+    new = getattr(generation_config, "max_new_tokens", None)
+    if isinstance(new, int) and new > 0:
+        return new
+    total = getattr(generation_config, "max_length", None)
+    return total - 1 if isinstance(total, int) and total > 1 else 0
 
 
 def beyond_positions(max_positions: int, source: int, target: int) -> str | None:

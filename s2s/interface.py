@@ -34,6 +34,7 @@ class ConfigBase:
     """to_dict / from_dict for a config dataclass, written once for the three model families."""
 
     max_positions = 0       # positions the decoder has (0: no limit); a hub model's config sets it
+    max_new_tokens = 0      # the model's own output cap (0: none); a hub model's generation config sets it
 
     @classmethod
     def from_dict(cls: type[C], d: dict) -> C:
@@ -94,7 +95,7 @@ class Constraints(TypedDict):
 
 class Seq2SeqModel(Protocol):
     """The methods s2s.decode calls on a model (see the module docstring for their order)."""
-    cfg: Any                        # its config; `max_positions` (0: no limit) bounds a search's length
+    cfg: Any                        # its config; `max_positions`, `max_new_tokens` (0: none) bound a search's length
     is_lstm: bool                   # its state's second part is the LSTM cell c_j (recorded per step)
 
     def encode(self, src: torch.Tensor, src_len: torch.Tensor) -> tuple[Memory, State]: ...

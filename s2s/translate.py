@@ -130,7 +130,7 @@ def main(argv=None) -> int:
 def empty_json(error: str | None = None) -> dict:
     """What --json writes for an empty line (and, with `error`, for a line it could not translate)."""
     out = {"translation": "", "source_tokens": [], "target_tokens": [], "attention": None,
-           "log_prob": 0.0, "token_log_probs": []}
+           "log_prob": 0.0, "token_log_probs": [], "cut": False}
     return out if error is None else dict(out, error=error)
 
 

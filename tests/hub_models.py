@@ -118,3 +118,34 @@ def m2m100(out: str | Path) -> Path:
 
 
 BUILDERS = {"marian": marian, "t5": t5, "m2m100": m2m100}
+
+
+def opus_shaped(out: str | Path, max_new_tokens: int | None = 24) -> Path:
+    """A Marian of Helsinki-NLP/opus-mt-en-fr's shape (6 + 6 layers x 8 heads, d = 512, 59,514
+    pieces), random weights, for timing at the size people study, offline. A random model never
+    writes </s> of its own accord, so its generation_config caps its output at `max_new_tokens`
+    pieces (a real sentence's length), the cap every decoding of it honours (s2s.decode.length_limit),
+    page and command alike; None: no cap of its own. Final_logits_bias and the norms are random
+    too, as a trained model's are (zeros would hide their terms)."""
+    from transformers import GenerationConfig, MarianMTModel
+    out = marian(out, OPUS_MT_EN_FR, OPUS_MT_EN_FR_VOCAB)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = MarianMTModel.from_pretrained(out)
+    torch.manual_seed(1)
+    with torch.no_grad():
+        model.final_logits_bias.normal_(0, 0.1)
+        for name, p in model.named_parameters():
+            if "layer_norm" in name:
+                p.add_(torch.randn_like(p) * 0.05)
+            elif name.endswith(".bias"):
+                p.normal_(0, 0.02)
+    gen = GenerationConfig.from_model_config(model.config)
+    gen.bad_words_ids = model.generation_config.bad_words_ids
+    if max_new_tokens is not None:
+        gen.max_new_tokens = max_new_tokens
+    model.generation_config = gen
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.save_pretrained(out)
+    return out

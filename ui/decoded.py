@@ -17,7 +17,16 @@ import streamlit as st
 
 import ui.models
 from s2s.checkpoint import Translator
-from s2s.decode import DecodeSettings, Decoding, decode, decode_by_sentence, encode_source, length_limit, positions
+from s2s.decode import (
+    DecodeSettings,
+    Decoding,
+    decode,
+    decode_by_sentence,
+    encode_source,
+    length_limit,
+    own_cap,
+    positions,
+)
 from s2s.piece_words import merge_to_words, word_spans
 from s2s.text import InputError
 
@@ -36,24 +45,30 @@ def decode_cached(path: str, text: str, settings: DecodeSettings, by_sentence: b
     return d.without_states(), (time.perf_counter() - t) * 1000
 
 
-def cut_note(tr: Translator, d: Decoding, text: str, max_len: int | None) -> str:
-    """"" if the decoder ended `d` itself; else where it was cut: at the length limit, either
+def cut_note(tr: Translator, d: Decoding, text: str, max_len: int | None, by_sentence: bool = False) -> str:
+    """"" if the decoder ended `d` itself; else where it was cut, read from the decoding's own
+    flag (Decoding.cut, what the commands' JSON says as "cut"): at the length limit, either
     without </s>, or with the </s> a hub model's generation config forces there (Marian's
-    forced_eos) where the model itself would have written another piece (its own top choice at
-    that step). Which limit: the page's max length, or the model's positions if fewer."""
-    eos = d.target_tokens[-1] == "</s>" if d.target_tokens else False
+    forced_eos) where the model itself would have written another piece. Which limit
+    (s2s.decode.length_limit, the command's rule too): the page's max length, the model's own
+    cap (its generation config) or its positions, whichever is fewest. `by_sentence`: `d` joins
+    sentences decoded one by one, each with its own limit."""
+    if not d.cut:
+        return ""
+    if by_sentence:
+        return "a sentence was cut at its length limit"
+    eos = bool(d.target_tokens) and d.target_tokens[-1] == "</s>"
     try:
         limit = length_limit(tr, len(encode_source(tr, text)), max_len)
     except InputError:
-        return "" if eos else "stopped at the max length"
-    constraints = tr.model.constraints()
-    forced_eos = bool(constraints and constraints.get("forced_eos") is not None)
-    own = d.step_top[-1][0][0] if d.step_top and d.step_top[-1] else None
-    if len(d.target_tokens) < limit or (eos and not (forced_eos and own != "</s>")):
-        return "" if eos else "stopped at the max length"
-    n = positions(tr)
-    why = (f"the model's maximum length (its {n} positions)" if n > 1 and limit == n - 1 and
-           (max_len is None or n - 1 < max_len) else "the max length")
+        return "cut at the max length"
+    n, cap = positions(tr), own_cap(tr)
+    if n > 1 and limit == n - 1 and (max_len is None or n - 1 < max_len) and not 0 < cap < n - 1:
+        why = f"the model's maximum length (its {n} positions)"
+    elif 0 < cap == limit and (max_len is None or cap < max_len):
+        why = f"the model's own cap (its generation config's {cap} pieces)"
+    else:
+        why = "the max length"
     return f"cut at {limit} pieces, {why}" + (", its </s> forced there" if eos else "")
 
 

@@ -348,7 +348,8 @@ def view(tr: Translator, d: Decoding, words: bool, model: str, text: str, kind: 
     ui.what_if.two_outputs(d, other, ("The model's own", f"{n} head{'s' if n != 1 else ''} knocked out"), words,
                            model, text, key="knockout")
     st.caption(f"Decoded again in {ms:.0f} ms with the heads knocked out, as "
-               f"{ui.show.code_span('python -m s2s.translate --mask-heads ' + format_head_mask(mask))} does.")
+               f"{ui.show.code_span('python -m s2s.translate ' + replace(settings, head_mask=mask).command_options())}"
+               " does.")
 
 
 def answer(d: Decoding, other: Decoding, mask: HeadMask, n: int, of: int) -> None:

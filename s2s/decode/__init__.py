@@ -42,7 +42,14 @@ s2s.interface.Seq2SeqModel; the searches call only that.
 from __future__ import annotations
 
 from ..text import InputError
-from .batch import beam_search_batch, forced_batch_attention, greedy_batch, greedy_batch_stopped, no_prefix, pad_batch
+from .batch import (
+    beam_search_batch,
+    forced_batch_attention,
+    greedy_batch,
+    greedy_batch_stopped,
+    no_prefix,
+    pad_batch,
+)
 from .processors import (
                          BadWords,
                          ForceToken,
@@ -66,6 +73,7 @@ from .result import (
                          block_diagonal,
                          join_decodings,
                          source_coverage,
+                         was_cut,
 )
 from .search import (
                          Chooser,
@@ -78,6 +86,7 @@ from .search import (
                          greedy,
                          is_search_error,
                          length_limit,
+                         own_cap,
                          positions,
                          sample,
                          target_prefix_ids,
@@ -90,6 +99,7 @@ __all__ = ["BadWords", "Chooser", "DecodeSettings", "Decoding", "ForceToken", "H
            "TOPK_RECORDED", "Temperature", "TopK", "_left_to_right", "apply_processors", "attention_heads",
            "attention_of", "beam_search", "block_diagonal", "decode_by_sentence", "join_decodings",
            "beam_search_batch", "block_repeats", "decode", "encode_source", "forced",
-           "forced_batch_attention", "greedy", "greedy_batch", "greedy_batch_stopped", "is_search_error",
-           "length_limit", "lp", "model_processors", "no_prefix", "pad_batch", "positions", "repeated_ngram_mask",
-           "sample", "source_coverage", "target_prefix_ids", "usable_pairs"]
+           "forced_batch_attention", "greedy", "greedy_batch", "greedy_batch_stopped",
+           "is_search_error",
+           "length_limit", "lp", "model_processors", "no_prefix", "own_cap", "pad_batch", "positions",
+           "repeated_ngram_mask", "sample", "source_coverage", "target_prefix_ids", "usable_pairs", "was_cut"]

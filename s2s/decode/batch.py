@@ -14,7 +14,7 @@ from ..hooks import knocked_out
 from ..loaded import Translator
 from ..text import InputError
 from .processors import apply_processors
-from .result import Decoding
+from .result import Decoding, was_cut
 from .search import encode_source, length_limit
 from .settings import DecodeSettings, lp
 
@@ -173,7 +173,8 @@ def _beam_batch(tr: Translator, srcs: list[list[int]], settings: DecodeSettings,
     ids = torch.zeros(B, 0, dtype=torch.long, device=dev)   # (n * k, j) each row's prefix
     lps = torch.zeros(B, 0, device=dev)                     # (n * k, j) its tokens' log-probs
     attn = torch.zeros(B, 0, S, device=dev) if attention else None   # (n * k, j, S) its attention rows
-    finished: list[list[tuple]] = [[] for _ in range(B)]   # per sentence: (ids, log-prob sum, log-probs, attention)
+    # per sentence: (ids, log-prob sum, log-probs, attention, whether its last token was the model's own top choice)
+    finished: list[list[tuple]] = [[] for _ in range(B)]
     neg_inf = float("-inf")
     for j in range(max(limits)):
         st = model.decode_step(y, state, feed, memory)
@@ -209,7 +210,7 @@ def _beam_batch(tr: Translator, srcs: list[list[int]], settings: DecodeSettings,
         def hypothesis(p: int, t: int, total: float, lp: float) -> tuple:
             """Row p's prefix extended by token t (before the histories move on)."""
             a = None if attn is None else torch.cat([attn[p], st.alpha[p, None]])
-            return ids[p].tolist() + [t], total, lps[p].tolist() + [lp], a
+            return ids[p].tolist() + [t], total, lps[p].tolist() + [lp], a, int(st.logits[p].argmax()) == t
 
         if bool(ends.any()):
             for r, c in ends.nonzero().tolist():        # row-major: best first within a sentence
@@ -244,9 +245,10 @@ def _beam_batch(tr: Translator, srcs: list[list[int]], settings: DecodeSettings,
     out = []
     for s, src_ids in enumerate(srcs):
         # max, like a stable sort's first, keeps the earliest of equal scores
-        best_ids, _, best_lps, a = max(finished[s], key=lambda h: h[1] / lp(len(h[0]), settings.length_penalty))
+        best_ids, _, best_lps, a, own = max(finished[s], key=lambda h: h[1] / lp(len(h[0]), settings.length_penalty))
         out.append(Decoding(source_tokens=tok.pieces(src_ids), target_tokens=tok.pieces(best_ids),
                             target_ids=best_ids, translation=tok.decode(best_ids), token_log_probs=best_lps,
                             attention=None if a is None else a[:, :len(src_ids)].double().cpu().numpy(),
-                            states=None, contexts=None, encoder_states=None))
+                            states=None, contexts=None, encoder_states=None,
+                            cut=was_cut(best_ids, limits[s], EOS, own)))
     return out

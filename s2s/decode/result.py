@@ -41,6 +41,9 @@ class Decoding:
     # chosen; their log-probs, ranks and attention rows are the model's own, as for any other step
     prefix_length: int = 0
     prefix_unknown: list[str] = field(default_factory=list)   # the prefix's characters read as <unk>
+    # the search stopped it at its length limit (s2s.decode.length_limit): no </s>, or a </s> that a
+    # hub model's forced_eos wrote there where the model's own top choice was another piece
+    cut: bool = False
 
     @property
     def log_prob(self) -> float:
@@ -56,7 +59,7 @@ class Decoding:
         out = {"translation": self.translation, "source_tokens": self.source_tokens,
                "target_tokens": self.target_tokens,
                "attention": None if self.attention is None else self.attention.tolist(),
-               "log_prob": self.log_prob, "token_log_probs": self.token_log_probs}
+               "log_prob": self.log_prob, "token_log_probs": self.token_log_probs, "cut": self.cut}
         for name in ("cross_attention", "encoder_self_attention", "decoder_self_attention"):
             if getattr(self, name) is not None:      # a Transformer's: nested lists
                 out[name] = np.round(getattr(self, name), 5).tolist()
@@ -126,7 +129,7 @@ def join_decodings(parts: Sequence[Decoding]) -> Decoding:
                       " ".join(d.translation for d in parts if d.translation), cat("token_log_probs"),
                       block_diagonal([d.attention for d in parts]), None, None, None, step_top=cat("step_top"),
                       token_ranks=cat("token_ranks"), prefix_length=parts[0].prefix_length,
-                      prefix_unknown=parts[0].prefix_unknown)
+                      prefix_unknown=parts[0].prefix_unknown, cut=any(d.cut for d in parts))
     for name in ("cross_attention", "encoder_self_attention", "decoder_self_attention"):
         setattr(joined, name, block_diagonal([getattr(d, name) for d in parts]))
     return joined
@@ -166,6 +169,7 @@ class StepRecord:
         self.enc_self = None if enc_self is None else enc_self[0].float().cpu().numpy()
         self.ids: list[int] = []
         self.prefix_length, self.prefix_unknown = 0, []     # steering: the first ids were given (search.py)
+        self.limit: int | None = None     # the search's length limit (None: forced decoding, never cut)
         self.logits, self.alphas, self.states, self.cells, self.contexts = [], [], [], [], []
         self.cross, self.dec_self = [], []
 
@@ -197,7 +201,8 @@ class StepRecord:
         d = Decoding(self.src_tokens, self.tok.pieces(self.ids), list(self.ids), self.tok.decode(self.ids),
                      token_logp, attention, _stack(self.states), _stack(self.contexts), self.enc, tops,
                      cells=_stack(self.cells) if self.cells else None, token_ranks=ranks,
-                     prefix_length=min(self.prefix_length, len(self.ids)), prefix_unknown=list(self.prefix_unknown))
+                     prefix_length=min(self.prefix_length, len(self.ids)), prefix_unknown=list(self.prefix_unknown),
+                     cut=self.limit is not None and was_cut(self.ids, self.limit, self.tok.eos_id, ranks[-1] == 1))
         if self.cross:
             T = len(self.ids)
             d.cross_attention = _stack(self.cross).transpose(1, 2, 0, 3)            # (L, H, T, S)
@@ -207,6 +212,13 @@ class StepRecord:
             d.decoder_self_attention = dec.transpose(1, 2, 0, 3)                     # (L, H, T, T)
             d.encoder_self_attention = self.enc_self
         return d
+
+
+def was_cut(ids: Sequence[int], limit: int, eos: int, own_end: bool) -> bool:
+    """Whether a search's output was cut at its length limit: it is `limit` pieces long and does
+    not end in a </s> the model chose itself (`own_end`: its own top choice at the last step;
+    False where a processor forced it, as Marian's forced_eos does at the limit)."""
+    return len(ids) >= limit and not (ids and ids[-1] == eos and own_end)
 
 
 def _stack(rows: list[torch.Tensor]) -> np.ndarray:

@@ -95,11 +95,22 @@ def positions(tr: Translator) -> int:
     return tr.model.cfg.max_positions or 0
 
 
+def own_cap(tr: Translator) -> int:
+    """The most pieces the model itself writes, as its folder's generation config says
+    (s2s.hub_config.own_output_cap: max_new_tokens, or max_length less the start token); 0: no cap."""
+    return int(tr.model.cfg.max_new_tokens or 0)
+
+
 def length_limit(tr: Translator, n_src: int, max_len: int | None) -> int:
-    """The length limit of a search: 2 x source + 10 pieces (or `max_len`), at most
-    MAX_DECODE_LEN, and within the decoder's positions (the start token takes one)."""
+    """The one length rule of every search (greedy, beam, sampling, batched; the page and every
+    command call it with the same `max_len`): 2 x source + 10 pieces (or `max_len`), at most
+    MAX_DECODE_LEN, at most the model's own cap (own_cap: a hub folder's generation config, which
+    an explicit max_len does not pass, as its positions), and within the decoder's positions
+    (the start token takes one). An output that reaches it without </s> is cut (Decoding.cut)."""
     limit = min(2 * n_src + 10, MAX_DECODE_LEN) if max_len is None else check_range("Max length", max_len, 1,
                                                                                   MAX_DECODE_LEN)
+    if own_cap(tr) > 0:
+        limit = min(limit, own_cap(tr))
     return min(limit, positions(tr) - 1) if positions(tr) > 1 else limit
 
 
@@ -164,6 +175,7 @@ def _left_to_right(tr: Translator, src_ids: list[int], choose: Chooser, max_len:
     y = torch.tensor([tok.bos_id], device=tr.device)
     rec = StepRecord(tr, src_ids, memory)
     rec.prefix_length, rec.prefix_unknown = len(prefix), list(prefix_unknown)
+    rec.limit = max_len
     for j in range(max_len):
         st = model.decode_step(y, state, feed, memory)
         state, feed = st.state, st.feed
@@ -383,6 +395,7 @@ def beam_search(tr: Translator, text: str, width: int = 5, n_best: int | None = 
         node = tree[node][3]
     rec = StepRecord(tr, src_ids, memory1)
     rec.prefix_length, rec.prefix_unknown = len(given), unknown
+    rec.limit = max_len
     for j, node in enumerate(reversed(path)):
         rec.add(ranked[0][0][j], steps[j].logits[node_row[node]], steps[j], node_row[node])
     best = rec.result()

@@ -6,7 +6,7 @@ import operator
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..hooks import HeadMask, normal_head_mask, parse_head_mask
+from ..hooks import HeadMask, format_head_mask, normal_head_mask, parse_head_mask
 from ..loaded import Translator
 from ..text import MAX_BEAM, MAX_DECODE_LEN, MAX_NO_REPEAT, MAX_TOP_K, TEMPERATURE_RANGE, InputError, check_range
 from .processors import LogitsProcessor, NoRepeatNGram, Temperature, TopK, model_processors
@@ -116,6 +116,26 @@ class DecodeSettings:
             return DecodeSettings("forced", target_prefix=prefix, head_mask=mask)
         return DecodeSettings(self.method, max_len=self.max_len, no_repeat=self.no_repeat, target_prefix=prefix,
                               head_mask=mask)
+
+    def command_options(self) -> str:
+        """These settings as `python -m s2s.translate` takes them ("--beam 5 --max-len 120
+        --mask-heads cross:1.2"), so that a page naming that command as its equal names the same
+        length limit (one rule, s2s.decode.length_limit, fed the same max_len) and search. A
+        target prefix is left out (the page writes its own)."""
+        s = self.canonical()
+        out = []
+        if s.method == "beam":
+            out += ["--beam", str(s.width)]
+        elif s.method == "sample":
+            out += ["--sample"] + (["--temperature", f"{s.temperature:g}"] if s.temperature != 1.0 else []) + (
+                ["--top-k", str(s.top_k)] if s.top_k else []) + (["--seed", str(s.seed)] if s.seed else [])
+        if s.max_len is not None and s.method != "forced":
+            out += ["--max-len", str(s.max_len)]
+        if s.no_repeat and s.method in ("greedy", "beam"):
+            out += ["--no-repeat", str(s.no_repeat)]
+        if s.head_mask:
+            out += ["--mask-heads", format_head_mask(s.head_mask)]
+        return " ".join(out)
 
     def processors(self, tr: Translator) -> list[LogitsProcessor]:
         """What rules the choice of each token: the model's own constraints, then the settings'."""

@@ -1,0 +1,128 @@
+"""Michel's importance measured a batch of pairs at a time (one forward, one backward, per-row
+gates) equals the same measured one pair at a time (pair_gradients, kept as the independent
+reference), on a tiny Marian, T5 and M2M100 with random nonzero biases and norms, and on the
+shipped en-fr-transformer."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from s2s import head_importance as HI
+from s2s.checkpoint import load_translator
+from s2s.decode import usable_pairs
+from s2s.hooks import KINDS, head_counts, scaled_heads
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = ROOT / "checkpoints" / "en-fr-transformer"
+EN = ["the cat sat on the mat .", "a dog runs in the park .", "attention is all you need .",
+      "neural networks learn useful representations from data .", "the house is red .",
+      "we train small models here .", "she reads a book every day .", "hello world !"]
+FR = ["le chat est assis sur le tapis .", "un chien court dans le parc .", "l'attention suffit .",
+      "les réseaux de neurones apprennent des représentations utiles .", "la maison est rouge .",
+      "nous entraînons de petits modèles ici .", "elle lit un livre chaque jour .", "bonjour le monde !"]
+PAIRS = list(zip(EN, FR))
+
+
+def roughened(tr):
+    """The model with every bias and norm random and nonzero (a fresh model's zeros and ones hide terms)."""
+    g = torch.Generator().manual_seed(3)
+    with torch.no_grad():
+        for name, p in tr.model.named_parameters():
+            if name.endswith("bias") or "norm" in name:
+                p.add_(torch.randn(p.shape, generator=g) * 0.1)
+        bias = getattr(getattr(tr.model, "hf", None), "final_logits_bias", None)
+        if bias is not None:
+            bias.add_(torch.randn(bias.shape, generator=g) * 0.1)
+    return tr
+
+
+@pytest.fixture(scope="module")
+def models(hub_models):
+    out = {name: roughened(load_translator(path)) for name, path in hub_models.items()}
+    out["en-fr-transformer"] = load_translator(SHIPPED)
+    return out
+
+
+def reference(tr, pairs):
+    """Importance and confidence from pair_gradients, one pair at a time."""
+    _, srcs, tgts = usable_pairs(tr, pairs)
+    total = {k: 0.0 for k in KINDS}
+    for s, t in zip(srcs, tgts):
+        grads, _ = HI.pair_gradients(tr.model, s, t)
+        for k in KINDS:
+            total[k] = total[k] + grads[k].double()
+    return {k: (v / len(srcs)).numpy() for k, v in total.items()}, list(zip(srcs, tgts))
+
+
+@pytest.mark.parametrize("name", ["marian", "t5", "m2m100", "en-fr-transformer"])
+def test_batched_gradients_and_weights_equal_one_pair_at_a_time(models, name):
+    tr = models[name]
+    _, srcs, tgts = usable_pairs(tr, PAIRS)
+    ids = list(zip(srcs, tgts))
+    assert len({len(s) for s in srcs}) > 1 and len({len(t) for t in tgts}) > 1      # padding on both sides
+    grads, weights = HI.batch_gradients(tr.model, ids, tr.tokenizer.pad_id)
+    for b, (s, t) in enumerate(ids):
+        one, w = HI.pair_gradients(tr.model, s, t)
+        for k in KINDS:
+            assert float(one[k].abs().max()) > 0
+            torch.testing.assert_close(grads[k][b], one[k], rtol=1e-4, atol=1e-6 * float(one[k].abs().max()))
+            assert weights[k][b].shape == w[k].shape
+            torch.testing.assert_close(weights[k][b].float(), w[k], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["marian", "t5", "m2m100", "en-fr-transformer"])
+def test_importance_equals_the_one_pair_reference(models, name):
+    tr = models[name]
+    expected, _ = reference(tr, PAIRS)
+    batched = HI.importance(tr, PAIRS, batch_size=3)
+    alone = HI.importance(tr, PAIRS, batch_size=1)
+    for k in KINDS:
+        scale = float(np.abs(expected[k]).max())
+        assert scale > 0
+        np.testing.assert_allclose(batched.importance[k], expected[k], rtol=1e-5, atol=1e-5 * scale)
+        np.testing.assert_allclose(alone.importance[k], expected[k], rtol=1e-5, atol=1e-5 * scale)
+        np.testing.assert_allclose(batched.confidence[k], alone.confidence[k], rtol=1e-5, atol=1e-6)
+    assert batched.roles == alone.roles and batched.order() == alone.order()
+
+
+def test_a_gate_per_row_scales_each_row_on_its_own(models):
+    """scaled_heads with (batch, layers, heads) gates: row b's output is the output of row b's
+    gates applied to the whole batch."""
+    tr = models["marian"]
+    _, srcs, tgts = usable_pairs(tr, PAIRS[:2])
+    counts = head_counts(tr.model)
+    rows = [{k: torch.rand(*n, generator=torch.Generator().manual_seed(r)) for k, n in counts.items()}
+            for r in range(2)]
+    from s2s.decode import pad_batch
+    from s2s.hooks import decoder_start, forced_batch_pass
+    src = pad_batch(srcs, tr.tokenizer.pad_id)
+    tgt_in = pad_batch([[decoder_start(tr.model)] + t[:-1] for t in tgts], tr.tokenizer.pad_id)
+    lens = torch.tensor([len(s) for s in srcs])
+    with torch.no_grad():
+        with scaled_heads(tr.model, {k: torch.stack([r[k] for r in rows]) for k in counts}):
+            both = forced_batch_pass(tr.model, src, lens, tgt_in).logits
+        for r in range(2):
+            with scaled_heads(tr.model, rows[r]):
+                one = forced_batch_pass(tr.model, src, lens, tgt_in).logits
+            torch.testing.assert_close(both[r], one[r], rtol=1e-5, atol=1e-5)
+            assert not torch.allclose(both[r], one[1 - r][: both.size(1)], atol=1e-3)
+
+
+def test_importance_stops_between_batches(models):
+    tr = models["marian"]
+    asked = []
+
+    def stop():
+        asked.append(1)
+        return len(asked) > 2
+
+    seen = []
+    with pytest.raises(HI.Stopped):
+        HI.importance(tr, PAIRS, batch_size=2, stop=stop, progress=lambda share, what: seen.append(share))
+    assert seen == [0.25, 0.5]
+    assert len(HI.length_batches([([1] * n, [1]) for n in (5, 1, 3, 2)], 2)) == 2
+    assert HI.length_batches([([1] * n, [1]) for n in (5, 1, 3, 2)], 2) == [[1, 3], [2, 0]]
+
