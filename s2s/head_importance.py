@@ -501,11 +501,25 @@ def prune_decodings(counts: dict[str, tuple[int, int]], steps: int = 10, scopes:
     return total
 
 
-def prune_curves(tr: Translator, pairs: Sequence[Pair], ranked: HeadImportance, steps: int = 10, seed: int = 0,
-                 scopes: Sequence[str] = SCOPES, progress: Progress | None = None) -> dict:
-    """BLEU of greedy decoding of `pairs` as heads are knocked out 10% at a time (of the scope's
-    heads, rounded), `steps` steps, in order of increasing importance (`ranked`) and in a
-    random order (seeded). One decoding per distinct mask (no head knocked out: once)."""
+@dataclass(frozen=True)
+class PrunePlan:
+    """What a pruning run decodes: the usable pairs (`sources`, `refs`; `skipped` did not fit),
+    each curve's (scope, order, heads in the order they go, heads knocked out at each point), and
+    every distinct mask, fewest heads first, so that every curve advances together."""
+    model: str
+    sources: list[str]
+    refs: list[str]
+    skipped: int
+    steps: int
+    seed: int
+    curves: list[tuple[str, str, list[tuple[str, int, int]], list[int]]]
+    masks: list[tuple]
+
+
+def prune_plan(tr: Translator, pairs: Sequence[Pair], ranked: HeadImportance, steps: int = 10, seed: int = 0,
+               scopes: Sequence[str] = SCOPES) -> PrunePlan:
+    """The masks prune_curves decodes and the curves they make (InputError, one line, for a model
+    without heads, steps out of 1-10, an unknown scope, or no pair that fits)."""
     check_heads(tr)
     if not 1 <= steps <= 10:
         raise InputError(f"--steps is how many 10% steps to take, 1 to 10, not {steps}.")
@@ -521,7 +535,6 @@ def prune_curves(tr: Translator, pairs: Sequence[Pair], ranked: HeadImportance, 
             pass
     if not usable:
         raise InputError(f"None of the {len(pairs)} pairs fits this model.")
-    sources, refs = [en for en, _ in usable], [fr for _, fr in usable]
     order = ranked.order()
     plans = []
     for scope in scopes:
@@ -532,30 +545,54 @@ def prune_curves(tr: Translator, pairs: Sequence[Pair], ranked: HeadImportance, 
             counts = sorted({min(len(seq), round(len(seq) * k / 10)) for k in range(steps + 1)})
             plans.append((scope, name, seq, counts))
     masks = {tuple(sorted(seq[:n])) for _, _, seq, counts in plans for n in counts}
-    scores: dict[tuple, float] = {}
-    t0 = time.perf_counter()
-    for done, mask in enumerate(sorted(masks, key=len)):
-        hyps = greedy_batch(tr, sources, DecodeSettings("greedy", head_mask=tuple(mask)))
-        scores[mask] = bleu(hyps, refs)
-        if progress is not None:
-            progress((done + 1) / len(masks), "pruning")
-    base = scores[()]
+    return PrunePlan(tr.name, [en for en, _ in usable], [fr for _, fr in usable], len(pairs) - len(usable), steps,
+                     seed, plans, sorted(masks, key=len))
+
+
+def prune_result(plan: PrunePlan, scores: dict[tuple, float], seconds: float = 0.0) -> dict:
+    """prune_curves' result from the masks decoded so far (`scores`: mask -> BLEU): each curve's
+    points only where measured (a curve's masks are decoded fewest heads first, so its points are
+    the first ones), `bleu` None until the mask with no head out is decoded, `complete` whether
+    every mask is."""
+    base = scores.get(())
     curves = []
-    for scope, name, seq, counts in plans:
+    for scope, name, seq, counts in plan.curves:
         points = [{"share": round(n / len(seq), 4), "heads": n, "bleu": round(scores[tuple(sorted(seq[:n]))], 2)}
-                  for n in counts]
-        # the most heads knocked out before BLEU first falls more than 1 below the full model's
-        kept = 0
-        for p in points:
-            if p["bleu"] < base - 1:
-                break
-            kept = p["heads"]
+                  for n in counts if tuple(sorted(seq[:n])) in scores]
         curves.append({"scope": scope, "order": name, "of": len(seq), "points": points,
-                       "heads_before_drop_of_1": kept,
+                       "heads_before_drop_of_1": first_drop(points, base) if base is not None else 0,
                        "pruned_order": [f"{k}:{l + 1}.{h + 1}" for k, l, h in seq]})
-    return {"model": tr.name, "pairs": len(usable), "skipped": len(pairs) - len(usable), "bleu": round(base, 2),
-            "steps": steps, "seed": seed, "decodings": len(masks), "curves": curves,
-            "seconds": round(time.perf_counter() - t0, 2)}
+    return {"model": plan.model, "pairs": len(plan.sources), "skipped": plan.skipped,
+            "bleu": None if base is None else round(base, 2), "steps": plan.steps, "seed": plan.seed,
+            "decodings": len(plan.masks), "curves": curves, "seconds": round(seconds, 2),
+            "decoded": sum(m in scores for m in plan.masks), "complete": all(m in scores for m in plan.masks)}
+
+
+def prune_curves(tr: Translator, pairs: Sequence[Pair], ranked: HeadImportance, steps: int = 10, seed: int = 0,
+                 scopes: Sequence[str] = SCOPES, progress: Progress | None = None, *,
+                 scores: dict[tuple, float] | None = None, stop: Callable[[], bool] | None = None) -> dict:
+    """BLEU of greedy decoding of `pairs` as heads are knocked out 10% at a time (of the scope's
+    heads, rounded), `steps` steps, in order of increasing importance (`ranked`) and in a
+    random order (seeded). One decoding per distinct mask (no head knocked out: once), fewest
+    heads first.
+
+    Resumable and stoppable: `scores` (mask tuple -> BLEU) holds masks decoded already, which are
+    skipped, and is filled in place as each mask is decoded; `stop()` is asked between decodings,
+    and once it says True the result so far is returned (prune_result: `complete` False).
+    `progress(share, "pruning")`: the share of the masks decoded, those kept included."""
+    plan = prune_plan(tr, pairs, ranked, steps, seed, scopes)
+    scores = {} if scores is None else scores
+    t0 = time.perf_counter()
+    for mask in plan.masks:
+        if mask in scores:
+            continue
+        if stop is not None and stop():
+            break
+        hyps = greedy_batch(tr, plan.sources, DecodeSettings("greedy", head_mask=tuple(mask)))
+        scores[mask] = bleu(hyps, plan.refs)
+        if progress is not None:
+            progress(sum(m in scores for m in plan.masks) / len(plan.masks), "pruning")
+    return prune_result(plan, scores, time.perf_counter() - t0)
 
 
 # ---------------------------------------------------------------------------------------

@@ -209,7 +209,12 @@ def test_a_hub_models_heads_knock_out_and_its_importance_is_measured_on_demand(z
     assert same_words(knocked_translation(at), knocked.translation)
     assert "Importance not measured" in texts(at)
     assert not [a for a in chart(at, "knockout_grid")["layout"]["annotations"] if a["text"].startswith("I ")]
+    import ui.jobs
+    import ui.pruning
     [b for b in at.button if b.key == "knockout_measure"][0].click()
+    at.run()
+    assert not at.exception, at.exception
+    assert ui.jobs.jobs().get(ui.pruning.importance_key(str(folder))).wait(300)     # it runs beside the page
     at.run()
     assert not at.exception, at.exception
     badges = [a["text"] for a in chart(at, "knockout_grid")["layout"]["annotations"] if a["text"].startswith("I ")]

@@ -186,14 +186,27 @@ def test_the_shipped_transformer_reads_its_shipped_curve(monkeypatch):
     assert not at.button                                   # nothing to compute
 
 
+def finished(at, key):
+    """The AppTest `at` run again once the server's job of `key` has ended (it runs beside the page)."""
+    import ui.jobs
+    job = ui.jobs.jobs().get(key)
+    assert job is not None and job.wait(300)
+    return at.run()
+
+
 def test_a_hub_model_is_pruned_on_demand_and_kept(hub_models, monkeypatch):
+    import ui.jobs
+    import ui.pruning
     marian = str(hub_models["marian"])
     monkeypatch.setenv("S2S_HUB_MODELS", marian)
+    ui.jobs.jobs().clear()
     at = panel(marian, pairs=2)
     assert not at.exception, at.exception
     assert chart(at, "pruning_chart") is None
     assert "Not measured for this model yet" in texts(at) and "2 held-out pairs" in texts(at)
     at.button(key="pruning_run").click().run()
+    assert not at.exception, at.exception
+    at = finished(at, ui.pruning.pruning_key(marian, 2))
     assert not at.exception, at.exception
     spec = chart(at, "pruning_chart")
     assert spec is not None and len([t for t in spec["data"] if t.get("legendgroup")]) == 8
@@ -220,8 +233,9 @@ def test_a_recurrent_model_is_offered_nothing(monkeypatch):
 def measure_then_prune_script(model: str) -> None:
     import ui.knockout
     import ui.models
+    import ui.pruning
     tr = ui.models.get_model(model)
-    ui.knockout.measure_button(tr, model)
+    ui.pruning.importance_button(tr, model)
     ui.knockout.pruning_slot(tr, model)
 
 
@@ -230,26 +244,28 @@ def test_a_hub_model_measured_already_is_pruned_in_that_ranking(hub_models, monk
     the heads by it, not measuring them again on its own pairs, and says so."""
     from streamlit.testing.v1 import AppTest
 
-    import ui.knockout
+    import ui.jobs
     import ui.pruning
     marian = str(hub_models["marian"])
     monkeypatch.setenv("S2S_HUB_MODELS", marian)
-    monkeypatch.setattr(ui.knockout, "HUB_PAIRS", 4)
+    monkeypatch.setattr(ui.pruning, "HUB_PAIRS", 4)
     ranked_here = []
     own = ui.pruning.importance
     monkeypatch.setattr(ui.pruning, "importance", lambda *a, **k: ranked_here.append(a) or own(*a, **k))
-    ui.knockout._measured().clear(), ui.pruning.pruning_store().clear()     # this server has measured nothing
+    ui.jobs.jobs().clear()                  # this server has measured nothing
     at = AppTest.from_function(measure_then_prune_script, args=(marian,), default_timeout=300).run()
     assert not at.exception, at.exception
     assert "ranked on 20 held-out pairs" in texts(at)
     at.button(key="knockout_measure").click().run()
     assert not at.exception, at.exception
-    measured = ui.knockout._measured()[ui.models.model_path(marian)]
+    at = finished(at, ui.pruning.importance_key(marian))
+    measured = ui.pruning.measured_importance(marian)
     assert measured["pairs"] == 4 and "ranked by the importance measured for the grid (on 4 held-out pairs" in texts(at)
     at.button(key="pruning_run").click().run()
     assert not at.exception, at.exception
+    at = finished(at, ui.pruning.pruning_key(marian))
     assert ranked_here == []                                  # not measured again
-    result = ui.pruning.pruning_store()[(ui.models.model_path(marian), ui.pruning.ON_DEMAND_PAIRS)]
+    result = ui.jobs.snapshot(ui.pruning.pruning_key(marian)).result
     order = [f"{k}:{l + 1}.{h + 1}" for k, l, h in HeadImportance.from_json(measured).order()]
     assert [c["pruned_order"] for c in result["curves"] if (c["scope"], c["order"]) == ("all", "importance")] == [order]
     assert "Heads ranked by the importance measured for the grid." in texts(at)

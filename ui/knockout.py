@@ -13,7 +13,6 @@ reproduces it; a link's malformed or out-of-range mask is said in one line and k
 from __future__ import annotations
 
 import shlex
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -29,7 +28,7 @@ import ui.what_if
 from s2s import figures
 from s2s.checkpoint import Translator
 from s2s.decode import DecodeSettings, Decoding, attention_heads
-from s2s.head_importance import POSITIONAL, TO_EOS, importance, read_scored_pairs
+from s2s.head_importance import POSITIONAL, TO_EOS
 from s2s.hooks import (
     KINDS,
     HeadMask,
@@ -46,7 +45,6 @@ MASK = "heads_mask"          # session state: the mask as text ("cross:2.1,encod
 CLICK = "heads_click"        # the widget: what a click on a small map does
 CLICKS = {"enlarge": "Click: enlarge", "knock": "Click: knock out"}
 IMPORTANCE_FILE = Path(__file__).resolve().parents[1] / "results" / "head_importance.json"
-HUB_PAIRS = 50               # a hub model's importance, measured on demand: the first 50 held-out pairs
 GRID_HEIGHT = 330            # the grid and, beside it, the knocked-out translation and the pruning chart: one
 PRUNING_HEIGHT = 260         # 1280 x 720 screen under the tab bar
 
@@ -177,12 +175,6 @@ def _pairs_of(command: str) -> str:
     return words[words.index("--pairs") + 1] if "--pairs" in words[:-1] else "held-out pairs"
 
 
-@st.cache_resource(show_spinner=False)
-def _measured() -> dict:
-    """Hub models' importance measured on demand, per server: {model path: JSON as the file's}."""
-    return {}
-
-
 def measured(tr: Translator, model: str) -> dict | None:
     """This model's importance and role tags as results/head_importance.json writes them: the
     shipped file when it names this model (and its shape fits), else one measured on this server;
@@ -192,7 +184,7 @@ def measured(tr: Translator, model: str) -> dict | None:
     if (shipped and not tr.config.get("hub") and shipped.get("model") == tr.name
             and all(np.shape(shipped["importance_normalised"].get(k)) == counts[k] for k in counts)):
         return shipped
-    return _measured().get(ui.models.model_path(model))
+    return ui.pruning.measured_importance(model)
 
 
 def _short_tag(tag: str) -> str:
@@ -224,38 +216,6 @@ def legend(result: dict | None, kind: str) -> str:
             f"). Tags (Voita et al. 2019, same pairs): {tags}. "
             + ("No head of this model earned one." if not tagged else
                f"{tagged} head{'s' if tagged != 1 else ''} of this model earned one."))
-
-
-def measure_button(tr: Translator, model: str) -> None:
-    """A hub model's importance: not measured until asked, then on HUB_PAIRS held-out pairs with a progress bar."""
-    held_out = ui.pruning.HELD_OUT      # the shipped held-out pairs (examples/)
-    if not held_out.is_file():
-        st.caption(f"Importance not measured for this model: no held-out pairs at {held_out.name}.")
-        return
-    if not st.button(f"Measure each head's importance ({HUB_PAIRS} held-out pairs)", key="knockout_measure",
-                     help="Michel et al.'s importance and Voita et al.'s role tags of every head "
-                          "(python -m s2s.heads importance), on the first held-out Tatoeba pairs"):
-        st.caption("Importance not measured for this model yet (the button measures it, a few seconds a pair on "
-                   "a CPU).")
-        return
-    bar, began = st.progress(0.0, text="Measuring…"), time.perf_counter()
-
-    def progress(share: float, what: str) -> None:
-        spent = time.perf_counter() - began
-        left = spent / share - spent if share > 0 else 0
-        bar.progress(min(share, 1.0), text=f"Measuring {what}: {share:.0%}, about {left:.0f} s left")
-    try:
-        result = importance(tr, read_scored_pairs(held_out, HUB_PAIRS), progress=progress)
-    except InputError as e:
-        bar.empty()
-        st.warning(str(e))
-        return
-    bar.empty()
-    out = result.to_json()
-    out["command"] = (f"python -m s2s.heads importance --model {model} --pairs examples/{held_out.name} "
-                      f"--limit {HUB_PAIRS} --json")
-    _measured()[ui.models.model_path(model)] = out
-    st.rerun()
 
 
 # ------------------------------------------------------------------ the view
@@ -339,7 +299,7 @@ def view(tr: Translator, d: Decoding, words: bool, model: str, text: str, kind: 
         if result is not None:
             st.caption(legend(result, kind))
         elif tr.config.get("hub"):
-            measure_button(tr, model)
+            ui.pruning.importance_button(tr, model)
         else:
             st.caption("Importance not measured for this model (python -m s2s.heads importance measures it).")
     if other is None:
@@ -370,4 +330,4 @@ def pruning_slot(tr: Translator, model: str) -> None:
     """BLEU as heads are pruned (ui.pruning), beside the grid: its heads ranked by the importance
     measured here already, if it was (a hub model's 50 pairs: not measured again for 20)."""
     ui.pruning.pruning_panel(tr, model, height=PRUNING_HEIGHT, share=0.4,
-                             measured=_measured().get(ui.models.model_path(model)))
+                             measured=ui.pruning.measured_importance(model))
