@@ -4,12 +4,13 @@ from the shipped 3 x 4 to NLLB's 24 x 16."""
 from __future__ import annotations
 
 import html
+import math
 from typing import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
 
-from .screen import LABEL_PX, PROJECTOR_SCALE, TOOLBAR_PX, figure
+from .screen import LABEL_PX, PROJECTOR_SCALE, figure
 
 KNOCKED_FILL = "rgba(120, 120, 120, 0.6)"     # a knocked-out head's cell: greyed
 KNOCKED_LINE = "#333333"                      # and crossed
@@ -36,15 +37,20 @@ def head_matrix(values: np.ndarray, name: str, value_range: tuple[float, float] 
     of the cell under the pointer (matrix_pick reads it). `knocked` (layer, head) cells are
     greyed and crossed, `selected` framed in red; both are shapes, which take no clicks.
 
-    `width` and `height`: the pixels the chart gets and the most it may take (the figure is as
-    tall as its rows need: at most 44 px a row, at least a label's 1.45 sizes)."""
+    `width` and `height`: the pixels the chart gets and the most it may take: rows of at most
+    44 px, at least 14 (a click target still), where rows are shorter than a label every k-th
+    layer's number is written (each is still a target, and hover names it)."""
     v = np.asarray(values, dtype=float)
     L, H = v.shape
     lo, hi = value_range
     label = html.escape(name, quote=False)
-    margin = dict(l=34, r=8, t=round(TOOLBAR_PX + 1.6 * font_px) + (round(1.6 * font_px) if title else 0), b=8)
+    # no toolbar over it (the page draws it without): the top margin holds the one line above the columns
+    # (the header numbers may rise a little above their row when rows are shorter than a label: the
+    # line above them is lifted half a size clear)
+    margin = dict(l=4, r=4, t=round(2.1 * font_px + 6) + (round(1.6 * font_px) if title else 0), b=4)
     cell_w = (width - margin["l"] - margin["r"]) / (H + 1)
-    row = max(1.45 * font_px, min(44.0, (height - margin["t"] - margin["b"]) / (L + 1)))
+    row = max(14.0, min(44.0, (height - margin["t"] - margin["b"]) / (L + 1)))
+    every = math.ceil(1.3 * font_px / row)          # rows too short for a label each: every k-th layer named
     fits = cell_w >= 0.62 * font_px * 3 + 4 and row >= 1.3 * font_px       # ".42" at font_px
     text = [[("" if np.isnan(x) else f"{x:.2f}".replace("0.", ".", 1) if abs(x) < 1 else f"{x:.1f}")
              for x in r] for r in v]
@@ -59,9 +65,10 @@ def head_matrix(values: np.ndarray, name: str, value_range: tuple[float, float] 
     cells = go.Scatter(x=hh.ravel(), y=ll.ravel(), customdata=np.array(hover).ravel(),
                        hovertemplate="%{customdata}<extra></extra>", **unseen)
     head_font = dict(size=font_px, color="#2F2D2B")
-    rows = go.Scatter(x=[-1] * L, y=list(range(L)), text=[str(l + 1) for l in range(L)], mode="text",
+    rows = go.Scatter(x=[-1] * L, y=list(range(L)), text=[str(l + 1) if l % every == 0 else "" for l in range(L)],
+                      customdata=[str(l + 1) for l in range(L)], mode="text",
                       textfont=head_font, showlegend=False,
-                      hovertemplate=f"layer %{{text}}: its {H} heads<extra></extra>")
+                      hovertemplate=f"layer %{{customdata}}: its {H} heads<extra></extra>")
     columns = go.Scatter(x=list(range(H)), y=[-1] * H, text=[str(h + 1) for h in range(H)], mode="text",
                          textfont=head_font, showlegend=False,
                          hovertemplate=f"head %{{text}} of every layer ({L} heads)<extra></extra>")
@@ -88,7 +95,8 @@ def head_matrix(values: np.ndarray, name: str, value_range: tuple[float, float] 
                   yaxis=dict(range=[L - 0.5, -1.5], **axis),
                   shapes=shapes, height=round(margin["t"] + margin["b"] + row * (L + 1)), margin=margin,
                   annotations=[dict(text="layer ↓  head →", x=0, y=1, xref="paper", yref="paper", xanchor="left",
-                                    yanchor="bottom", yshift=2, showarrow=False, font=dict(size=font_px))],
+                                    yanchor="bottom", yshift=round(0.5 * font_px), showarrow=False,
+                                    font=dict(size=font_px))],
                   title=dict(text=html.escape(title, quote=False), x=0, xanchor="left", font=dict(size=font_px))
                   if title else None,
                   hovermode="closest", hoverdistance=-1, clickmode="event+select", dragmode=False,
