@@ -149,3 +149,20 @@ def opus_shaped(out: str | Path, max_new_tokens: int | None = 24) -> Path:
         warnings.simplefilter("ignore")
         model.save_pretrained(out)
     return out
+
+
+# The head overview's layout shapes (issue #67 items 1 and 4): layers x heads of the models people
+# study, at a small width so that the layout tests stay fast (d_model 64: head_dim 64 / heads divides)
+HEAD_SHAPES = {"3x4": (3, 4), "6x8": (6, 8), "12x12": (12, 12), "12x16": (12, 16), "24x16": (24, 16)}
+
+
+def marian_heads(out: str | Path, layers: int = 12, heads: int = 16, d_model: int | None = None) -> Path:
+    """A Marian of `layers` + `layers` layers x `heads` heads at width `d_model` (NLLB-600M and
+    mBART's 12 + 12 x 16 by default): the shape of a big model's head views at a tiny cost. The
+    width: 64, or 4 a head where 64 does not divide into heads (48 for 12)."""
+    d_model = d_model or (64 if 64 % heads == 0 else 4 * heads)
+    if d_model % heads:
+        raise ValueError(f"d_model {d_model} is not a multiple of {heads} heads")
+    sizes = dict(SIZES, d_model=d_model, encoder_layers=layers, decoder_layers=layers, encoder_attention_heads=heads,
+                 decoder_attention_heads=heads, encoder_ffn_dim=2 * d_model, decoder_ffn_dim=2 * d_model)
+    return marian(out, sizes)

@@ -7,6 +7,7 @@ their legend; a recurrent model pointed to the counterfactual attention."""
 import html
 import re
 
+import numpy as np
 import pytest
 
 from s2s.checkpoint import load_translator
@@ -18,6 +19,7 @@ TEXT = "a b c d e"
 EXAMPLE = "She has a big black dog."
 SHIPPED = ROOT / "checkpoints" / "en-fr-transformer"
 SHIPPED_HEAD = "encoder:2.1"      # the Start link's: "Elle a un grand chien noir." -> "Elle a une grosse chien noire."
+BANDS = 2                         # the matrix's shapes with nothing knocked out: its header row's and column's bands
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +71,7 @@ def test_knocking_out_heads_decodes_again_as_s2s_does(heads_tab):
     _widget(at, "heads_click").set_value("knock").run()
     assert not at.exception, at.exception
     grid = chart(at, "knockout_grid")
-    assert grid is not None and not grid["layout"].get("shapes")          # nothing knocked out, nothing marked
+    assert grid is not None and len(grid["layout"]["shapes"]) == BANDS    # nothing knocked out, nothing marked
     assert chart(at, "knockout_map1") is None and "mask" not in query(at)     # masking nothing shows nothing extra
     L, H = 2, 4
     # a whole layer, then head h of every layer: the first that changes the output (a mask that
@@ -86,7 +88,7 @@ def test_knocking_out_heads_decodes_again_as_s2s_does(heads_tab):
     assert f"log p = {knocked.log_prob:.2f}" in texts(at) and f"log p = {plain.log_prob:.2f}" in texts(at)
     assert chart(at, "knockout_map0") is not None and chart(at, "knockout_map1") is not None   # both heatmaps
     out = heads_of(parse_head_mask(mask), {"cross": (L, H)})
-    assert len(chart(at, "knockout_grid")["layout"]["shapes"]) == 3 * len(out)    # greyed and crossed: 3 shapes each
+    assert len(chart(at, "knockout_grid")["layout"]["shapes"]) == BANDS + 2 * len(out)   # greyed and crossed: 2 each
     # every head of the kind, then Clear
     _widget(at, "knock_many").set_value("all").run()
     assert at.session_state["heads_mask"] == "cross:1.*,cross:2.*"
@@ -155,17 +157,20 @@ def test_the_shipped_transformer_shows_its_importance_and_the_start_links_head(m
     assert same_words(knocked_translation(at), knocked.translation)
     result = json.loads((ROOT / "results" / "head_importance.json").read_text())
     assert result["model"] == "en-fr-transformer"
-    badges = [a["text"] for a in chart(at, "knockout_grid")["layout"]["annotations"] if a["text"].startswith("I ")]
+    grid = chart(at, "knockout_grid")
     norm = result["importance_normalised"]["encoder"]
-    assert badges == [f"I {v:.2f}".replace("0.", ".", 1) for row in norm for v in row]
+    assert at.session_state["heads_metric"] == "importance"         # measured: the matrix's number first
+    assert np.allclose(np.array(grid["data"][0]["z"], dtype=float), norm)
+    assert [t for row in grid["data"][0]["text"] for t in row] == [f"{v:.2f}".replace("0.", ".", 1)
+                                                                   for row in norm for v in row]
     assert "Michel et al." in texts(at) and "200 held-out pairs" in texts(at)
-    assert len(chart(at, "knockout_grid")["layout"]["shapes"]) == 3       # encoder 2.1 greyed and crossed
+    assert len(grid["layout"]["shapes"]) == BANDS + 2       # encoder 2.1 greyed and crossed
 
 
 def test_the_grids_marks_are_laid_out_with_it_not_added_after(monkeypatch):
-    """A click's run builds the grid with its crosses and badges in its one figure call
-    (heads_grid's knocked= and badges=): added one by one afterwards (add_shape, add_annotation,
-    or update_layout with them), plotly validated the grid's layout again, 30 ms of each click."""
+    """A click's run builds the matrix with its crosses in its one figure call (head_matrix's
+    knocked=): added one by one afterwards (add_shape, add_annotation, or update_layout with
+    them), plotly validated the layout again, 30 ms of each click."""
     import plotly.graph_objects as go
     monkeypatch.delenv("S2S_CHECKPOINTS", raising=False)
     added = []
@@ -174,7 +179,7 @@ def test_the_grids_marks_are_laid_out_with_it_not_added_after(monkeypatch):
         method = getattr(go.Figure, name)
 
         def call(self, *args, **kwargs):
-            if "layers ×" in str(self.layout.title.text) and (
+            if "fits" in (self.layout.meta or {}) and (
                     name != "update_layout" or {"shapes", "annotations"} & set(kwargs)):
                 added.append(name)
             return method(self, *args, **kwargs)
@@ -184,8 +189,9 @@ def test_the_grids_marks_are_laid_out_with_it_not_added_after(monkeypatch):
     at = translate_page(timeout=300, model="en-fr-transformer", text=EXAMPLE, tab="Heads", heads="encoder",
                         mask=SHIPPED_HEAD)
     assert not at.exception, at.exception
-    grid = chart(at, "knockout_grid")["layout"]
-    assert len(grid["shapes"]) == 3 and sum(a["text"].startswith("I ") for a in grid["annotations"]) == 12
+    grid = chart(at, "knockout_grid")
+    assert len(grid["layout"]["shapes"]) == BANDS + 2
+    assert sum(t != "" for row in grid["data"][0]["text"] for t in row) == 12
     assert added == []
 
 
@@ -193,7 +199,7 @@ def test_a_hub_models_heads_knock_out_and_its_importance_is_measured_on_demand(z
                                                                              monkeypatch):
     """A Hugging Face model (the tiny Marian, sharpened as tests/test_head_mask.py does so that one
     head matters): the same knockout through the one decode API; its importance not measured
-    until the button, then each map badged from s2s.head_importance."""
+    until the button, then the matrix's first number, from s2s.head_importance."""
     import shutil
 
     from test_head_mask import HUB_TEXT, sharpened
@@ -208,7 +214,7 @@ def test_a_hub_models_heads_knock_out_and_its_importance_is_measured_on_demand(z
     assert not at.exception, at.exception
     assert same_words(knocked_translation(at), knocked.translation)
     assert "Importance not measured" in texts(at)
-    assert not [a for a in chart(at, "knockout_grid")["layout"]["annotations"] if a["text"].startswith("I ")]
+    assert not any("importance" in o for o in _widget(at, "heads_metric").options)
     import ui.jobs
     import ui.pruning
     [b for b in at.button if b.key == "knockout_measure"][0].click()
@@ -217,5 +223,7 @@ def test_a_hub_models_heads_knock_out_and_its_importance_is_measured_on_demand(z
     assert ui.jobs.jobs().get(ui.pruning.importance_key(str(folder))).wait(300)     # it runs beside the page
     at.run()
     assert not at.exception, at.exception
-    badges = [a["text"] for a in chart(at, "knockout_grid")["layout"]["annotations"] if a["text"].startswith("I ")]
-    assert len(badges) == 2 * 4 and "Michel et al." in texts(at)        # 2 layers x 4 heads of the kind shown
+    assert any("importance" in o for o in _widget(at, "heads_metric").options) and "Michel et al." in texts(at)
+    _widget(at, "heads_metric").set_value("importance").run()
+    assert not at.exception, at.exception
+    assert np.array(chart(at, "knockout_grid")["data"][0]["z"], dtype=float).shape == (2, 4)   # the kind shown

@@ -422,16 +422,15 @@ KNOCKOUT_LINK = ("/translate?model=en-fr-transformer&text=She+has+a+big+black+do
                  "&heads=encoder&mask=encoder%3A2.1")     # the Start link's knockout
 KNOCKOUT_ANSWER = """() => { const e = document.querySelector('.st-key-point_knockout_answer');
                              return e ? e.innerText : null; }"""
-MAP_CENTRE = """([layer, head, heads]) => {      // one small map's centre: a click there reaches its markers
-  const n = layer * heads + head + 1, sub = n === 1 ? 'xy' : `x${n}y${n}`;
-  const e = document.querySelector(`.st-key-knockout_grid .draglayer .${sub} .nsewdrag`);
-  const r = e.getBoundingClientRect();
-  return [r.left + r.width / 2, r.top + r.height / 2]; }"""
+MAP_CENTRE = """([layer, head, heads]) => {      // one head's cell of the knockout's matrix: its centre
+  const g = document.querySelector('.st-key-knockout_grid .js-plotly-plot'), f = g._fullLayout;
+  const r = g.getBoundingClientRect();
+  return [r.left + f.xaxis._offset + f.xaxis.l2p(head), r.top + f.yaxis._offset + f.yaxis.l2p(layer)]; }"""
 
 
 def knockout_clicks(b, url: str, record, presses: int) -> None:
     """The Start link's knockout (encoder self-attention's layer 2 head 1 out), then a click on
-    another small map of layer 1 or 3, `presses` times: each knocks one more head out, a mask
+    another head of layer 1 or 3 in the matrix, `presses` times: each knocks one more head out, a mask
     never decoded before; ms from the click until the answer beside the grid changes and the
     page settled. Only where en-fr-transformer is shipped."""
     if "en-fr-transformer" not in {i.name for i in list_checkpoints(checkpoint_root()) if i.error is None}:

@@ -1,8 +1,9 @@
-"""Are all heads needed? The Heads tab's knockout (issue #60): a click on a small map knocks its
-head out (or a whole layer, head h of every layer, every head of the kind shown), and the page
+"""Are all heads needed? The Heads tab's knockout (issue #60): a click on a head of the layers x
+heads matrix (ui.head_overview) knocks it out (a layer's or a head's number, the corner: a whole
+layer, head h of every layer, every head of the kind shown), and the page
 re-decodes at once with those heads' outputs multiplied by 0 before W_O, through the one decode
 API (DecodeSettings.head_mask, s2s.hooks.knocked_out), drawn beside the model's own output with
-ui.what_if.two_outputs. Each small map carries its head's importance and role tags (the shipped
+ui.what_if.two_outputs. The matrix can show each head's importance, its role tags listed (the shipped
 Transformer's from results/head_importance.json; a hub model's measured on demand), and the
 BLEU-as-heads-are-pruned chart sits beside the grid (ui.pruning).
 
@@ -21,13 +22,13 @@ import streamlit as st
 
 import ui.address
 import ui.decoded
+import ui.head_overview
 import ui.models
 import ui.pruning
 import ui.show
 import ui.what_if
-from s2s import figures
 from s2s.checkpoint import Translator
-from s2s.decode import DecodeSettings, Decoding, attention_heads
+from s2s.decode import DecodeSettings, Decoding
 from s2s.head_importance import POSITIONAL, TO_EOS
 from s2s.hooks import (
     KINDS,
@@ -42,11 +43,10 @@ from s2s.piece_words import HEAD_KINDS, changed_words
 from s2s.text import InputError
 
 MASK = "heads_mask"          # session state: the mask as text ("cross:2.1,encoder:1.*"), the address's mask=
-CLICK = "heads_click"        # the widget: what a click on a small map does
+CLICK = "heads_click"        # the widget: what a click on the matrix does
 CLICKS = {"enlarge": "Click: enlarge", "knock": "Click: knock out"}
 IMPORTANCE_FILE = Path(__file__).resolve().parents[1] / "results" / "head_importance.json"
-GRID_HEIGHT = 330            # the grid and, beside it, the knocked-out translation and the pruning chart: one
-PRUNING_HEIGHT = 260         # 1280 x 720 screen under the tab bar
+PRUNING_HEIGHT = 260         # beside the matrix, under the knocked-out translation: one 1280 x 720 screen
 
 
 # ------------------------------------------------------------------ the address
@@ -114,15 +114,18 @@ def _known(tr: Translator, counts: dict[str, tuple[int, int]]) -> set[tuple[str,
 
 
 def toggle_clicked(tr: Translator, kind: str, counts: dict[str, tuple[int, int]]) -> None:
-    """A click on a small map knocks its head out, or brings a knocked-out one back."""
-    S = st.session_state
-    points = S.knockout_grid.selection.points if S.get("knockout_grid") else []
+    """A click on the matrix knocks its head out, or brings a knocked-out one back; a layer's
+    number (a head's, the corner) does the same for the whole layer (that head of every layer,
+    every head of the kind): all of them out, or back in if all were out."""
     layers, n = counts[kind]
-    picked = figures.head_of_trace(int(points[0]["curve_number"]), layers, n) if points else None
-    if picked:
-        heads = _known(tr, counts)
-        heads ^= {(kind, *picked)}
-        _set(heads, counts)
+    hit = ui.head_overview.picked("knockout_grid", layers, n)
+    if hit is None:
+        return
+    what = {"head": lambda l, h: l == hit[1] and h == hit[2], "layer": lambda l, h: l == hit[1],
+            "index": lambda l, h: h == hit[1], "all": lambda l, h: True}[hit[0]]
+    chosen = {(kind, l, h) for l in range(layers) for h in range(n) if what(l, h)}
+    heads = _known(tr, counts)
+    _set(heads - chosen if chosen <= heads else heads | chosen, counts)
 
 
 def knock_many(tr: Translator, kind: str, counts: dict[str, tuple[int, int]]) -> None:
@@ -149,24 +152,25 @@ def _keep_click() -> None:
 
 
 def knocking() -> bool:
-    """Whether a click on a small map knocks its head out (the control's value, read before the
+    """Whether a click on the matrix knocks its head out (the control's value, read before the
     grid is laid out: each mode lays the tab out its own way)."""
     return st.session_state.get(CLICK) == "knock"
 
 
 def click_mode() -> None:
-    """The control "a click on a small map: enlarge | knock out", at the top of the column
+    """The control "a click on the matrix: enlarge | knock out", at the top of the column
     beside the grid in both modes."""
     S = st.session_state
     if S.get(CLICK) not in CLICKS:
         S[CLICK] = "enlarge"
     st.segmented_control(
-        "A click on a small map", list(CLICKS), format_func=CLICKS.get, key=CLICK, on_change=_keep_click,
+        "A click on the matrix", list(CLICKS), format_func=CLICKS.get, key=CLICK, on_change=_keep_click,
         label_visibility="collapsed",
-        help="**enlarge**: a click on a small map shows it enlarged, with its query and keys below. **knock "
-             "out**: a click knocks that head out (its slice of the attention output times 0 before W_O, Michel "
-             "et al. 2019) and the sentence is translated again beside the model's own; a second click brings "
-             "it back.")
+        help="**enlarge**: a click on a head of the matrix (or a small map) shows it enlarged, with its query and "
+             "keys below. **knock out**: a click knocks that head out (its slice of the attention output times 0 "
+             "before W_O, Michel et al. 2019) and the sentence is translated again beside the model's own; a second "
+             "click brings it back. A layer's number (a head's) knocks out the whole layer (that head of every "
+             "layer).")
 
 
 # ------------------------------------------------------------------ importance and role tags
@@ -187,23 +191,8 @@ def measured(tr: Translator, model: str) -> dict | None:
     return ui.pruning.measured_importance(model)
 
 
-def _short_tag(tag: str) -> str:
-    if tag.startswith("positional"):
-        return "pos " + tag.removeprefix("positional").strip(" ()").replace("-", "−")
-    return {"rare word": "rare", "to </s>": "</s>"}.get(tag, tag)
-
-
-def badges(result: dict | None, kind: str, layers: int, heads: int) -> list[list[str]] | None:
-    """Each small map's badge: "I .42" (normalised importance) and its tags ("pos −1", "rare", "</s>")."""
-    if result is None:
-        return None
-    norm, roles = np.asarray(result["importance_normalised"][kind]), result["roles"][kind]
-    return [[" · ".join([f"I {norm[l, h]:.2f}".replace("0.", ".", 1)] + [_short_tag(t) for t in roles[l][h]["tags"]])
-             for h in range(heads)] for l in range(layers)]
-
-
 def legend(result: dict | None, kind: str) -> str:
-    """What the badges mean, and on what they were measured."""
+    """What the importance and the role tags mean, and on what they were measured."""
     if result is None:
         return ""
     tagged = sum(bool(h["tags"]) for k in result["roles"] for row in result["roles"][k] for h in row)
@@ -211,7 +200,7 @@ def legend(result: dict | None, kind: str) -> str:
     eos = f"`</s>` (on the closing `</s>` for ≥ {TO_EOS:.0%}: reads nothing)"
     tags = {"encoder": f"{positional}, rare (on the sentence's rarest piece), {eos}", "decoder": positional,
             "cross": eos}[kind]
-    return (f"**I**: importance, |∂L/∂ξ_h| at the head's output (Michel et al. 2019; each layer scaled to norm 1), "
+    return (f"**Importance**: |∂L/∂ξ_h| at the head's output (Michel et al. 2019; each layer scaled to norm 1), "
             f"the mean over {result['pairs']} held-out pairs ({ui.show.code_span(_pairs_of(result.get('command', '')))}"
             f"). Tags (Voita et al. 2019, same pairs): {tags}. "
             + ("No head of this model earned one." if not tagged else
@@ -239,13 +228,16 @@ def masked(tr: Translator, model: str, text: str, settings: DecodeSettings, mask
 @st.fragment
 def view(tr: Translator, d: Decoding, words: bool, model: str, text: str, kind: str,
          settings: DecodeSettings | None = None, by_sentence: bool = False) -> None:
-    """The grid in knockout mode: each small map with its badge, knocked-out ones greyed and
-    crossed; beside it the choices of a whole row, column or kind, Clear, the knocked-out
-    translation in one line and the pruning chart; under them, when some head is out, both
-    translations side by side (ui.what_if.two_outputs).
+    """The knockout: the layers x heads matrix (ui.head_overview), knocked-out heads greyed and
+    crossed, a click on a head knocking it out or back in (a layer's number, a head's number, the
+    corner: the whole layer, that head of every layer, every head); beside it the choices of a
+    whole row, column or kind, Clear, the knocked-out translation in one line and the pruning
+    chart; under them, when some head is out, both translations side by side
+    (ui.what_if.two_outputs). No small maps: the matrix is the click target at every size.
 
-    A fragment: a click on a map (or the box, or Clear) reruns this view alone, not the page
-    above it, and writes the address's mask= itself; back to "enlarge", the whole page reruns."""
+    A fragment: a click on the matrix (or the box, or Clear, or the metric) reruns this view
+    alone, not the page above it, and writes the address's mask= itself; back to "enlarge", the
+    whole page reruns."""
     if not knocking():
         st.rerun(scope="app")
     ui.address.update_address(**address())
@@ -259,14 +251,9 @@ def view(tr: Translator, d: Decoding, words: bool, model: str, text: str, kind: 
             other, ms = masked(tr, model, text, settings, mask, by_sentence)
         except InputError as e:
             st.warning(str(e))
-    x, y, w = attention_heads(d, kind)
-    L, H = w.shape[:2]
-    if words:      # each head's matrix merged into words, as the heatmap above
-        merged = [[ui.decoded.as_words(x, y, w[l, h], True) for h in range(H)] for l in range(L)]
-        x, y = merged[0][0][:2]
-        w = np.array([[m[2] for m in row] for row in merged])
+    L, H = counts[kind]
     result = measured(tr, model)
-    # the grid and the answer each a point (what the Start link promises on the first screen); the
+    # the matrix and the answer each a point (what the Start link promises on the first screen); the
     # legend and the pruning chart's sentence below them may run past it
     grid, side = st.columns([3, 2])
     with side:
@@ -274,9 +261,11 @@ def view(tr: Translator, d: Decoding, words: bool, model: str, text: str, kind: 
         pick, wipe = st.columns([3, 1.2], vertical_alignment="bottom")
         name = HEAD_KINDS[kind].name
         options = [f"layer:{l}" for l in range(L)] + [f"head:{h}" for h in range(H)] + ["all"]
+        # a short placeholder: the box is a third of the screen wide beside the sidebar (issue #69 item 4)
         pick.selectbox("Knock out more", options, index=None, key="knock_many", on_change=knock_many,
-                       args=(tr, kind, counts), label_visibility="collapsed",
-                       placeholder="Knock out a layer, a head of each…",
+                       args=(tr, kind, counts), label_visibility="collapsed", placeholder="Knock out more…",
+                       help="A whole layer, one head of every layer, or every head of the kind (the matrix's "
+                            "numbers and its corner do the same)",
                        format_func=lambda o: (f"All {L * H} heads of the {name}" if o == "all" else
                                               f"Layer {int(o[6:]) + 1}: its {H} heads" if o.startswith("layer") else
                                               f"Head {int(o[5:]) + 1} of every layer"))
@@ -284,20 +273,20 @@ def view(tr: Translator, d: Decoding, words: bool, model: str, text: str, kind: 
                     width="stretch", help="Knock no head out")
         with ui.show.point("knockout_answer"):
             if other is None:
-                st.caption("No head knocked out: click a small map to knock its head out (its output times 0); "
-                           "a second click brings it back.")
+                st.caption("No head knocked out: click a head in the matrix to knock it out (its output times 0), "
+                           "a layer's or a head's number for the whole row or column; a second click brings them "
+                           "back.")
             else:
                 answer(d, other, mask, len(out), sum(a * b for a, b in counts.values()))
         pruning_slot(tr, model)
     with grid:
-        fig = figures.heads_grid(w, x, y, kind, width=760, height=GRID_HEIGHT, labels=False,
-                                 knocked=[(l, h) for k, l, h in sorted(out) if k == kind],
-                                 badges=badges(result, kind, L, H))
-        ui.show.plotly_chart(fig, share=0.6, key="knockout_grid", notes=False, selection_mode="points",
-                             on_select=lambda: toggle_clicked(tr, kind, counts), where=ui.show.point("knockout"),
-                             config=ui.show.camera("knockout_grid", model, text[:40]))
+        with ui.show.point("knockout"):
+            ui.head_overview.matrix(d, kind, result, "knockout_grid", lambda: toggle_clicked(tr, kind, counts),
+                                    share=0.6, knocked=[(l, h) for k, l, h in sorted(out) if k == kind],
+                                    corner="all")
+        tagged = ui.head_overview.tag_line(ui.head_overview.tags(result, kind, L, H))
         if result is not None:
-            st.caption(legend(result, kind))
+            st.caption(legend(result, kind) + (f" Tagged: {tagged}." if tagged else ""))
         elif tr.config.get("hub"):
             ui.pruning.importance_button(tr, model)
         else:

@@ -21,6 +21,7 @@ import streamlit as st
 import ui.address
 import ui.contrast_panel
 import ui.decoded
+import ui.head_overview
 import ui.knockout
 import ui.lens_panel
 import ui.models
@@ -429,8 +430,11 @@ def norm_heads_cached(path: str, text: str, target_ids: tuple) -> np.ndarray:
 
 def heads(tr: Translator, d: Decoding, words: bool, model: str, text: str, settings: DecodeSettings | None = None,
           by_sentence: bool = False) -> None:
-    """A Transformer's every layer and head of one kind of attention, one of them enlarged, or
-    knocked out (ui.knockout: the page's decoding `settings` again with heads knocked out)."""
+    """A Transformer's heads of one kind of attention: the layers x heads matrix of one number per
+    head (ui.head_overview), one head enlarged beside it, the small maps where each is legible
+    (every head of a small model, else the chosen layer's) and the neuron view below; or, in
+    knock-out mode, the knockout (ui.knockout: the page's decoding `settings` again with heads
+    knocked out)."""
     S = st.session_state
     if d.cross_attention is None:
         others = [i.name for i in ui.models.translation_models() if i.error is None and i.arch == "transformer"]
@@ -445,38 +449,43 @@ def heads(tr: Translator, d: Decoding, words: bool, model: str, text: str, setti
     io_line(text, d.translation)
     kind = st.radio("Attention", list(HEAD_KINDS), format_func=lambda k: HEAD_KINDS[k].label, horizontal=True,
                     key="heads_kind", label_visibility="collapsed")
-    if ui.knockout.knocking():      # a click on a small map knocks its head out: the knockout's own layout
+    if ui.knockout.knocking():      # a click on the matrix knocks its head out: the knockout's own layout
         return ui.knockout.view(tr, d, words, model, text, kind, settings, by_sentence)
     x, y, w = attention_heads(d, kind)
     L, H = w.shape[:2]
     if not (0 <= S.get("heads_layer", -1) < L and 0 <= S.get("heads_head", -1) < H):   # the last layer first
         S.heads_layer, S.heads_head = L - 1, 0
-    grid, big = ui.show.point("heads").columns([3, 2])
+    result = ui.knockout.measured(tr, model)
+    overview, big = ui.show.point("heads").columns([3, 2])
     with big:
-        ui.knockout.click_mode()       # a click on a small map: enlarges it | knocks it out
+        ui.knockout.click_mode()       # a click on the matrix: enlarges its head | knocks it out
         c1, c2, c3 = st.columns(3)
         layer = c1.selectbox("Layer", range(L), key="heads_layer", format_func=lambda l: str(l + 1))
         head = c2.selectbox("Head", range(H), key="heads_head", format_func=lambda h: str(h + 1))
         # beyond the weights: what each head actually moves (s2s.contributions), beside the
-        # layer and head so that the grid keeps its place on the first screen
+        # layer and head so that the matrix keeps its place on the first screen
         norm = kind == "cross" and c3.selectbox(
             "Show", list(HEADS_VIEWS), format_func=HEADS_VIEWS.get, key="heads_view",
             help="**weights**: α^h_ij, where head h looks. **norm**: ‖α^h_ij f^h(x_j)‖, the weight times the "
                  "size of the vector head h takes from source piece j (Kobayashi et al. 2020), each row scaled "
                  "to sum to 1: where it takes its output from.") == "norm"
+    with overview:
+        shown = ui.head_overview.matrix(d, kind, result, "head_matrix", lambda: pick_cell(L, H), share=0.6,
+                                        selected=(layer, head))
     if norm:
         w = norm_heads_cached(ui.models.model_path(model), text, tuple(d.target_ids))
-    if words:      # each head's matrix merged into words, as the heatmap above
-        merged = [[ui.decoded.as_words(x, y, w[l, h], True) for h in range(w.shape[1])] for l in range(w.shape[0])]
-        x, y = merged[0][0][:2]
-        w = np.array([[m[2] for m in row] for row in merged])
+    small = range(L) if ui.head_overview.whole_grid(L, H) else [layer]       # the small maps drawn
+    if words:      # each head's matrix merged into words, as the heatmap above (only those drawn)
+        merged = {(l, h): ui.decoded.as_words(x, y, w[l, h], True) for l in sorted({*small, layer}) for h in range(H)}
+        x, y = merged[layer, 0][:2]
+        w = {k: m[2] for k, m in merged.items()}
     with big:
         what = "norm ‖α f(x)‖" if norm else HEAD_KINDS[kind].name
         fig = figures.matrix_heatmap(x, y, w[layer, head], x_title=HEAD_KINDS[kind].x_title,
                                      y_title=HEAD_KINDS[kind].y_title, value_name="‖α f(x)‖" if norm else "α",
                                      title=f"{what[0].upper() + what[1:]}, layer {layer + 1} · head {head + 1}",
                                      height=min(400, max(300, 150 + 24 * len(y))),
-                                     colorbar=False)     # the grid's beside it: its width goes to the labels
+                                     colorbar=False)     # the matrix's beside it: its width goes to the labels
         figures.clickable_cells(fig)      # a click on a row picks the neuron view's query below
         ui.show.plotly_chart(fig, share=0.4, key="head_enlarged", on_select=ui.neuron_view.pick_row,
                              selection_mode="points", config=ui.show.camera("head_enlarged", model, text[:40]))
@@ -486,38 +495,81 @@ def heads(tr: Translator, d: Decoding, words: bool, model: str, text: str, setti
         uniform = (f"uniform over {len(x)} tokens: {np.log(len(x)):.2f}" if (support == len(x)).all() else
                    f"uniform over the tokens each row may read: {np.log(np.maximum(support, 1)).mean():.2f}")
         big_note = (f"Mean entropy of this head: {mean_entropy(w[layer, head]):.2f} nats "
-                    f"(0: each row on one token; {uniform}). Shaded on the grid's scale.")
-    # with the Projector on the small maps go unlabelled (heads_grid's `labels`): every row of three
-    # layers labelled at 18 px ran the grid to 953 px, past the first screen (issue #54)
-    projector = ui.show.projector()
-    with grid:
-        grid_fig = figures.heads_grid(w, x, y, kind, selected=(layer, head), width=760, height=480,
-                                      value_name="‖α f(x)‖" if norm else "α", labels=not projector)
-        ui.show.plotly_chart(grid_fig, share=0.6, key="heads_grid", notes=False,
-                        on_select=lambda: pick_head(L, H), selection_mode="points",
-                        config=ui.show.camera("heads_grid", model, text[:40]))
+                    f"(0: each row on one token; {uniform}).")
     # the notes below the charts: the charts fill the first screen under the tab bar
-    grid_note, big_note_box = st.columns([3, 2])
-    grid_note.caption("Every layer (rows) × head (columns). Click a small map, or choose its layer and head, "
-                      "to enlarge it. Each head has its own projections W_Q, W_K, W_V of size "
-                      f"{tr.config['model'].get('head_dim') or tr.config['model']['d_model'] // H}: "
-                      "softmax((x W_Q)(x' W_K)ᵀ / √d_k)."
-                      + (" The small maps are unlabelled with the Projector on: the enlarged one names its rows "
-                         "and columns, and hovering names every cell." if projector else "")
-                      + (" Decoder self-attention is causal: a step reads only the pieces before it."
-                         if kind == "decoder" else ""))
+    matrix_note, big_note_box = st.columns([3, 2])
+    tagged = ui.head_overview.tag_line(ui.head_overview.tags(result, kind, L, H))
+    matrix_note.caption(
+        f"Every layer (rows) × head (columns) of the {HEAD_KINDS[kind].name}, one number each: "
+        f"{ui.head_overview.METRICS[shown['metric']]}" + ("" if shown["fits"] else " (hover a cell for it)")
+        + ", darker is more. Click a head to enlarge it, a layer's number to show its heads' maps below. Each head "
+        f"has its own projections W_Q, W_K, W_V of size "
+        f"{tr.config['model'].get('head_dim') or tr.config['model']['d_model'] // H}: "
+        "softmax((x W_Q)(x' W_K)ᵀ / √d_k)." + (f" Role tags (Voita et al.): {tagged}." if tagged else "")
+        + (" Decoder self-attention is causal: a step reads only the pieces before it." if kind == "decoder" else ""))
     big_note_box.caption(big_note)
-    ui.show.thinned_note(grid_fig, grid_note)
+    small_maps(w, x, y, kind, L, H, layer, head, norm, model, text)
     ui.neuron_view.transformer(tr, d, words, kind, layer, head, model, text)    # one row of the enlarged head, q·k
 
 
-def pick_head(layers: int, heads: int) -> None:
-    """A click on one of the Heads grid's small heatmaps enlarges it."""
+def small_maps(w, x: list[str], y: list[str], kind: str, L: int, H: int, layer: int, head: int, norm: bool,
+               model: str, text: str) -> None:
+    """The small maps where each is legible: every head of a model with few (ui.head_overview.SMALL_GRID),
+    else the chosen layer's heads a few a row; a click on one enlarges it."""
+    projector = ui.show.projector()
+    value_name = "‖α f(x)‖" if norm else "α"
+    if ui.head_overview.whole_grid(L, H):
+        grid = np.array([[w[l, h] for h in range(H)] for l in range(L)])
+        rows, per_row, names, title = L, H, None, None
+    else:
+        rows, per_row = ui.head_overview.head_rows(H)
+        grid = np.array([[w[layer, r * per_row + c] if r * per_row + c < H else np.zeros_like(w[layer, 0])
+                          for c in range(per_row)] for r in range(rows)])
+        names = [[f"H{r * per_row + c + 1}" if r * per_row + c < H else "" for c in range(per_row)]
+                 for r in range(rows)]
+        title = f"{HEAD_KINDS[kind].name}{'' if not norm else ', ' + value_name}: layer {layer + 1}'s {H} heads"
+    selected = divmod(layer * H + head if names is None else head, per_row)
+    # with the Projector on the small maps go unlabelled (heads_grid's `labels`): every row of three
+    # layers labelled at 18 px ran the grid to 953 px, past the first screen (issue #54)
+    grid_fig = figures.heads_grid(grid, x, y, kind, selected=selected, width=760, height=480, value_name=value_name,
+                                  labels=not projector, names=names, title=title)
+    ui.show.plotly_chart(grid_fig, key="heads_grid", notes=False, selection_mode="points",
+                         on_select=lambda: pick_head(rows, per_row, H, names is None),
+                         config=ui.show.camera("heads_grid", model, text[:40]))
+    note = st.empty()
+    note.caption(("Every head's map" if names is None else f"Layer {layer + 1}'s heads (click a layer's number in "
+                  "the matrix for another's)") + ": a click on one enlarges it. Shaded on the enlarged head's scale."
+                 + (" The small maps are unlabelled with the Projector on: the enlarged one names its rows and "
+                    "columns, and hovering names every cell." if projector else ""))
+    ui.show.thinned_note(grid_fig, note)
+
+
+def pick_cell(layers: int, heads: int) -> None:
+    """A click on the matrix: a head enlarges it, a layer's number shows that layer, a head's number that head."""
+    S = st.session_state
+    hit = ui.head_overview.picked("head_matrix", layers, heads)
+    if hit is None:
+        return
+    if hit[0] == "head":
+        S.heads_layer, S.heads_head = hit[1:]
+    elif hit[0] == "layer":
+        S.heads_layer = hit[1]
+    elif hit[0] == "index":
+        S.heads_head = hit[1]
+
+
+def pick_head(rows: int, per_row: int, heads: int, whole: bool) -> None:
+    """A click on one of the small maps enlarges it (the `whole` grid's layer l, head h; or the
+    chosen layer's head r * per_row + c)."""
     S = st.session_state
     points = S.heads_grid.selection.points if S.get("heads_grid") else []
-    picked = figures.head_of_trace(int(points[0]["curve_number"]), layers, heads) if points else None
-    if picked:
+    picked = figures.head_of_trace(int(points[0]["curve_number"]), rows, per_row) if points else None
+    if not picked:
+        return
+    if whole:
         S.heads_layer, S.heads_head = picked
+    elif picked[0] * per_row + picked[1] < heads:
+        S.heads_head = picked[0] * per_row + picked[1]
 
 
 def attention_emerges(tr: Translator, d: Decoding, words: bool, model: str, text: str) -> None:

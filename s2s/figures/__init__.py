@@ -6,6 +6,7 @@ One module per subject: `screen` (one-pass figures, labels readable from the bac
 `alignment` (gold links, contributions, counterfactuals, heads), `neuron` (one head's q·k path). Pages import from here.
 `patching`: what carries an edit's change (activation patching), layers × words and heads.
 `pruning`: BLEU as a Transformer's heads are knocked out.
+`heads`: the head overview, one kind's layers x heads as one matrix of one number per head.
 `lens`: each decoder layer's guess at a step (the logit lens).
 `contrast`: why this word and not that one, beside the plain attribution and attention.
 
@@ -62,6 +63,7 @@ from .gradients import (  # noqa: F401
     memory_span_figure,
     untrained_flow_figure,
 )
+from .heads import head_matrix, matrix_pick  # noqa: F401
 from .lens import layer_labels, layer_rank_figure, layer_top_figure  # noqa: F401
 from .models import ATTENTION_COLORS, length_chart, model_colors, model_diagram, scaling_figure  # noqa: F401
 from .neighbours import neighbours_map  # noqa: F401

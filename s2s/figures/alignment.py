@@ -157,7 +157,8 @@ GRID_BAR_PAD = 20     # px from the heads grid's maps to its colour bar: the lay
 def heads_grid(weights: np.ndarray, x_tokens: Sequence[str], y_tokens: Sequence[str], kind: str = "cross",
                selected: tuple[int, int] | None = None, width: int = 1200, height: int | None = None,
                value_name: str = "α", labels: bool = True, knocked: Sequence[tuple[int, int]] = (),
-               badges: Sequence[Sequence[str]] | None = None) -> go.Figure:
+               badges: Sequence[Sequence[str]] | None = None, names: Sequence[Sequence[str]] | None = None,
+               title: str | None = None) -> go.Figure:
     """Every layer x head of one attention kind as small heatmaps (BertViz's model view, for
     an encoder-decoder): weights (layers, heads, len(y), len(x)), rows summing to 1; row l,
     column h is layer l's head h. Tokens label the left column's rows and the bottom row's
@@ -178,7 +179,11 @@ def heads_grid(weights: np.ndarray, x_tokens: Sequence[str], y_tokens: Sequence[
 
     `knocked` and `badges`: the knockout's marks (head_marks), laid out with the rest in the one
     figure call (added afterwards with update_layout, plotly validated the grid's layout again:
-    30 ms of a knockout click's run, as long as building the grid)."""
+    30 ms of a knockout click's run, as long as building the grid).
+
+    `names[r][c]` (e.g. "H9"): each map's own title over it and in its hover, instead of the
+    column's head and the row's layer: one layer's heads laid out in rows (the Heads tab's
+    small maps of a large model, head_rows), with `title` saying which layer."""
     w = np.asarray(weights, dtype=float)
     L, H = w.shape[:2]
     name = HEAD_KINDS[kind].name
@@ -197,15 +202,23 @@ def heads_grid(weights: np.ndarray, x_tokens: Sequence[str], y_tokens: Sequence[
     # multiples: a head's number once over its column, a layer's once beside its row (a title
     # over each map would not fit a map ~100 px wide at a readable size); a hub model has up to
     # 16 heads a layer, whose columns get "H2" instead of "head 2"
-    gap_x, gap_y, right = 0.02, 0.04, 0.98        # (make_subplots leaves 0.02 right of the maps for row titles)
+    gap_x, right = 0.02, 0.98        # (make_subplots leaves 0.02 right of the maps for row titles)
+    gap_y = 0.04 if names is None else 0.1 / max(L - 1, 1) ** 0.5      # room for every row's titles
     map_w, map_h = (right - gap_x * (H - 1)) / H, (1.0 - gap_y * (L - 1)) / L
     xdom = [[h * (map_w + gap_x), h * (map_w + gap_x) + map_w] for h in range(H)]
     ydom = [[(L - 1 - l) * (map_h + gap_y), (L - 1 - l) * (map_h + gap_y) + map_h] for l in range(L)]
     title_font = dict(size=16)
-    notes = [dict(text=f"head {h + 1}" if H <= 4 else f"H{h + 1}", x=sum(xdom[h]) / 2, y=ydom[0][1], xref="paper",
-                  yref="paper", showarrow=False, font=title_font, xanchor="center", yanchor="bottom") for h in range(H)]
-    notes += [dict(text=f"layer {l + 1}", x=right, y=sum(ydom[l]) / 2, xref="paper", yref="paper", showarrow=False,
-                   font=title_font, xanchor="left", yanchor="middle", textangle=90) for l in range(L)]
+    if names is None:
+        notes = [dict(text=f"head {h + 1}" if H <= 4 else f"H{h + 1}", x=sum(xdom[h]) / 2, y=ydom[0][1],
+                      xref="paper", yref="paper", showarrow=False, font=title_font, xanchor="center",
+                      yanchor="bottom") for h in range(H)]
+        notes += [dict(text=f"layer {l + 1}", x=right, y=sum(ydom[l]) / 2, xref="paper", yref="paper",
+                       showarrow=False, font=title_font, xanchor="left", yanchor="middle", textangle=90)
+                  for l in range(L)]
+    else:
+        notes = [dict(text=html.escape(names[l][h]), x=sum(xdom[h]) / 2, y=ydom[l][1], xref="paper", yref="paper",
+                      showarrow=False, font=title_font, xanchor="center", yanchor="bottom")
+                 for l in range(L) for h in range(H) if names[l][h]]
     axes, maps, markers = {}, [], []
     jj, ii = np.meshgrid(range(len(ys)), range(len(xs)), indexing="ij")
     for l in range(L):
@@ -225,7 +238,8 @@ def heads_grid(weights: np.ndarray, x_tokens: Sequence[str], y_tokens: Sequence[
                                       if (l, h) == (0, 0) else {})))
             markers.append(go.Scatter(x=ii.ravel(), y=jj.ravel(), mode="markers", showlegend=False,
                                       marker=dict(size=14, opacity=0, symbol="square"), customdata=w[l, h].ravel(),
-                                      text=hover, hovertemplate=f"layer {l + 1} head {h + 1}<br>"
+                                      text=hover, hovertemplate=(f"layer {l + 1} head {h + 1}" if names is None
+                                                                 else html.escape(names[l][h])) + "<br>"
                                       f"%{{text}}<br>{value_name} = %{{customdata:.3f}}<extra></extra>",
                                       xaxis=f"x{n}", yaxis=f"y{n}"))
     shapes = []
@@ -253,7 +267,8 @@ def heads_grid(weights: np.ndarray, x_tokens: Sequence[str], y_tokens: Sequence[
                   height=min(natural, height) if height else natural,      # `height`: a first screen's room
                   # the title below the toolbar's row (for_screen), the heads' names below it
                   margin=margin,
-                  title=dict(text=f"{name}{'' if value_name == 'α' else ', ' + value_name}: {L} layers × {H} heads",
+                  title=dict(text=html.escape(title, quote=False) if title is not None else
+                             f"{name}{'' if value_name == 'α' else ', ' + value_name}: {L} layers × {H} heads",
                              font=dict(size=15)),
                   clickmode="event+select", dragmode=False)
 
