@@ -118,3 +118,32 @@ def m2m100(out: str | Path) -> Path:
 
 
 BUILDERS = {"marian": marian, "t5": t5, "m2m100": m2m100}
+
+
+# NLLB-200-distilled-600M's and mBART's depth and heads (12 + 12 layers x 16 heads) at a tiny width, for the
+# head views' layout at that shape (tests/test_browser_wide_views.py): 4 dimensions per head
+WIDE_SIZES = dict(d_model=64, encoder_layers=12, decoder_layers=12, encoder_attention_heads=16,
+                  decoder_attention_heads=16, encoder_ffn_dim=128, decoder_ffn_dim=128, max_position_embeddings=256)
+
+
+def wide_marian(out: str | Path, sizes: dict = WIDE_SIZES, max_new_tokens: int | None = 24) -> Path:
+    """A Marian model of `sizes` (12 + 12 layers x 16 heads, d = 64 unless said) with random nonzero
+    biases and layer norms (a zero would hide their terms from a test), its output capped at
+    `max_new_tokens` pieces in its generation_config (random weights never write </s> on their
+    own; a real sentence is about 24 pieces)."""
+    from transformers import MarianMTModel
+    out = marian(out, sizes)
+    model = MarianMTModel.from_pretrained(out)
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith(".bias") and "final_logits" not in name:
+                p.copy_(0.1 * torch.randn(p.shape, generator=g))
+            elif "layer_norm.weight" in name or "layernorm.weight" in name:
+                p.copy_(1 + 0.1 * torch.randn(p.shape, generator=g))
+    if max_new_tokens:
+        model.generation_config.max_new_tokens = max_new_tokens
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.save_pretrained(out)
+    return out
