@@ -120,15 +120,15 @@ def m2m100(out: str | Path) -> Path:
 BUILDERS = {"marian": marian, "t5": t5, "m2m100": m2m100}
 
 
-def opus_shaped(out: str | Path, max_new_tokens: int | None = 24) -> Path:
-    """A Marian of Helsinki-NLP/opus-mt-en-fr's shape (6 + 6 layers x 8 heads, d = 512, 59,514
-    pieces), random weights, for timing at the size people study, offline. A random model never
-    writes </s> of its own accord, so its generation_config caps its output at `max_new_tokens`
-    pieces (a real sentence's length), the cap every decoding of it honours (s2s.decode.length_limit),
-    page and command alike; None: no cap of its own. Final_logits_bias and the norms are random
-    too, as a trained model's are (zeros would hide their terms)."""
+def randomised(out: str | Path, sizes: dict = SIZES, vocab_size: int | None = None,
+               max_new_tokens: int | None = 24) -> Path:
+    """A Marian of `sizes` (marian()) whose biases, final_logits_bias and layer norms are random
+    and nonzero too, as a trained model's are (a zero would hide their terms from a test), its
+    output capped at `max_new_tokens` pieces in its generation_config: a random model never writes
+    </s> of its own accord, so the cap (a real sentence's length), which every decoding of it
+    honours (s2s.decode.length_limit), page and command alike, stands in; None: no cap of its own."""
     from transformers import GenerationConfig, MarianMTModel
-    out = marian(out, OPUS_MT_EN_FR, OPUS_MT_EN_FR_VOCAB)
+    out = marian(out, sizes, vocab_size)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = MarianMTModel.from_pretrained(out)
@@ -151,18 +151,39 @@ def opus_shaped(out: str | Path, max_new_tokens: int | None = 24) -> Path:
     return out
 
 
+def opus_shaped(out: str | Path, max_new_tokens: int | None = 24) -> Path:
+    """A Marian of Helsinki-NLP/opus-mt-en-fr's shape (6 + 6 layers x 8 heads, d = 512, 59,514
+    pieces), random weights (randomised), for timing at the size people study, offline."""
+    return randomised(out, OPUS_MT_EN_FR, OPUS_MT_EN_FR_VOCAB, max_new_tokens)
+
+
+def head_sizes(layers: int = 12, heads: int = 16, d_model: int | None = None) -> dict:
+    """marian()'s sizes for `layers` + `layers` layers x `heads` heads at width `d_model`: 64, or 4
+    a head where 64 does not divide into heads (48 for 12)."""
+    d_model = d_model or (64 if 64 % heads == 0 else 4 * heads)
+    if d_model % heads:
+        raise ValueError(f"d_model {d_model} is not a multiple of {heads} heads")
+    return dict(SIZES, d_model=d_model, encoder_layers=layers, decoder_layers=layers, encoder_attention_heads=heads,
+                decoder_attention_heads=heads, encoder_ffn_dim=2 * d_model, decoder_ffn_dim=2 * d_model)
+
+
+# NLLB-200-distilled-600M's and mBART's depth and heads (12 + 12 layers x 16 heads) at a tiny width, for the
+# head views' layout at that shape (tests/test_browser_wide_views.py): 4 dimensions per head
+WIDE_SIZES = head_sizes(12, 16)
+
+
+def wide_marian(out: str | Path, sizes: dict = WIDE_SIZES, max_new_tokens: int | None = 24) -> Path:
+    """A randomised Marian of `sizes` (12 + 12 layers x 16 heads, d = 64 unless said)."""
+    return randomised(out, sizes, None, max_new_tokens)
+
+
 # The head overview's layout shapes (issue #67 items 1 and 4): layers x heads of the models people
 # study, at a small width so that the layout tests stay fast (d_model 64: head_dim 64 / heads divides)
 HEAD_SHAPES = {"3x4": (3, 4), "6x8": (6, 8), "12x12": (12, 12), "12x16": (12, 16), "24x16": (24, 16)}
 
 
 def marian_heads(out: str | Path, layers: int = 12, heads: int = 16, d_model: int | None = None) -> Path:
-    """A Marian of `layers` + `layers` layers x `heads` heads at width `d_model` (NLLB-600M and
-    mBART's 12 + 12 x 16 by default): the shape of a big model's head views at a tiny cost. The
-    width: 64, or 4 a head where 64 does not divide into heads (48 for 12)."""
-    d_model = d_model or (64 if 64 % heads == 0 else 4 * heads)
-    if d_model % heads:
-        raise ValueError(f"d_model {d_model} is not a multiple of {heads} heads")
-    sizes = dict(SIZES, d_model=d_model, encoder_layers=layers, decoder_layers=layers, encoder_attention_heads=heads,
-                 decoder_attention_heads=heads, encoder_ffn_dim=2 * d_model, decoder_ffn_dim=2 * d_model)
-    return marian(out, sizes)
+    """A Marian of `layers` + `layers` layers x `heads` heads (head_sizes; NLLB-600M and mBART's
+    12 + 12 x 16 by default): the shape of a big model's head views at a tiny cost."""
+    return marian(out, head_sizes(layers, heads, d_model))
+

@@ -21,6 +21,7 @@ from .alignment import (  # noqa: F401
     contribution_map,
     counterfactual_figure,
     gold_alignment_figure,
+    head_aer_columns_fit,
     head_aer_figure,
     head_marks,
     head_of_trace,

@@ -312,28 +312,44 @@ def head_marks(layers: int, heads: int, knocked: Sequence[tuple[int, int]] = (),
     return shapes, notes
 
 
+AER_CELL_CHARS = 3            # a cell's AER as written in it: ".41"
+AER_ROW_PX = 44               # a layer's row; 34 for a deep model (12 + layers), whose map stands under the pair
+
+
+def head_aer_columns_fit(heads: int, width: int) -> bool:
+    """Whether `heads` columns in a map `width` px wide (its colour bar and labels taken off)
+    hold each cell's AER written at the Projector's label size: else the cells go unlabelled
+    (hover names each) and the page gives the map the main column's whole width."""
+    return (width - 120) / max(heads, 1) >= 0.62 * PROJECTOR_LABEL_PX * AER_CELL_CHARS + 6
+
+
 def head_aer_figure(aer: np.ndarray, best: tuple[int, int], mean_aer: float | None = None,
-                    title: str = "") -> go.Figure:
+                    title: str = "", width: int = 330) -> go.Figure:
     """Every layer (rows) x head (columns) of a Transformer's cross-attention scored as an
-    aligner: AER of each, lower is better (darker), the best head outlined, each cell labelled."""
+    aligner: AER of each, lower is better (darker), the best head outlined, each cell labelled
+    where the columns of a map `width` px wide hold it (head_aer_columns_fit; 12 layers x 16
+    heads fit at the main column's width, not in a third of it). Every head and layer named,
+    upright."""
     aer = np.asarray(aer, dtype=float)
     L, H = aer.shape
+    written = head_aer_columns_fit(H, width)
     text = [[f"{aer[l, h]:.2f}".removeprefix("0") for h in range(H)] for l in range(L)]    # ".41": fits a cell
     hover = [[f"layer {l + 1} · head {h + 1}<br>AER = {aer[l, h]:.3f}" for h in range(H)] for l in range(L)]
     heat = go.Heatmap(z=aer, x=list(range(H)), y=list(range(L)), zmin=float(np.nanmin(aer)), zmax=float(np.nanmax(aer)),
-                      colorscale=PROJECTOR_SCALE, reversescale=True, text=text, texttemplate="%{text}",
-                      textfont=dict(size=14), customdata=hover, hovertemplate="%{customdata}<extra></extra>",
-                      colorbar=dict(title=dict(text="AER"), thickness=14))
+                      colorscale=PROJECTOR_SCALE, reversescale=True, customdata=hover,
+                      hovertemplate="%{customdata}<extra></extra>", colorbar=dict(title=dict(text="AER"), thickness=14),
+                      **(dict(text=text, texttemplate="%{text}", textfont=dict(size=14)) if written else {}))
     l, h = best
     box = dict(type="rect", x0=h - 0.5, x1=h + 0.5, y0=l - 0.5, y1=l + 0.5, line=dict(color="#d62728", width=4))
     subtitle = title or f"AER of each layer × head (best: layer {l + 1} · head {h + 1})"
     if mean_aer is not None:
         subtitle += f"; head mean {mean_aer:.3f}"
+    row_px = AER_ROW_PX if L <= 6 else 34
     return figure(
         [heat], shapes=[box],
         title=dict(text=html.escape(subtitle, quote=False), font=dict(size=15)),
         xaxis=dict(tickmode="array", tickvals=list(range(H)), ticktext=[str(k + 1) for k in range(H)],
-                   title=dict(text="head"), tickfont=dict(size=14)),
+                   title=dict(text="head"), tickfont=dict(size=14), tickangle=0),
         yaxis=dict(tickmode="array", tickvals=list(range(L)), ticktext=[str(k + 1) for k in range(L)],
                    title=dict(text="layer"), autorange="reversed", tickfont=dict(size=14)),
-        height=max(260, 120 + 44 * L), margin=dict(l=10, r=10, t=50, b=10))
+        height=max(260, 120 + row_px * L), margin=dict(l=10, r=10, t=50, b=10))

@@ -43,7 +43,7 @@ def patching_figure(columns: Sequence[str], layers: Sequence[str], shares: np.nd
     xs = [display_token(t) for t in columns]
     ys = [html.escape(name, quote=False) for name in layers]
     scale = dict(zmin=-bound, zmax=bound, colorscale=RESTORED_SCALE)
-    ticks = [-1.0, 0.0, 1.0] + ([round(bound, 1)] if bound >= 1.5 else [])
+    ticks = [-1.0, 0.0, 1.0] + ([math.floor(10 * bound) / 10] if bound >= 1.5 else [])    # (inside the bar: drawn)
     names = {-1.0: "−1", 0.0: "0: none", 1.0: "1: all"}
     bar = dict(title=dict(text="share restored", side="right"), thickness=14, tickvals=ticks,
                ticktext=[names.get(t, f"{t:g}") for t in ticks])

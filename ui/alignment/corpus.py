@@ -15,7 +15,7 @@ from s2s.alignment import DEFAULT_RULE, RULES, score, shifted
 from s2s.alignment.corpus import parse_pharaoh_file, pharaoh_gold, pharaoh_lines, upload_corpus, weights_links
 from s2s.attention import head_or_mean
 from s2s.export import file_stem, plotly_config
-from s2s.figures import gold_alignment_figure, head_aer_figure
+from s2s.figures import gold_alignment_figure, head_aer_columns_fit, head_aer_figure
 from s2s.text import MAX_CORPUS_BYTES, MAX_CORPUS_PAIRS, InputError
 from ui.alignment.common import MATRIX_WHAT, RULE_HELP, about, asked_to_run, pair_export, reading_of, within
 from ui.alignment.measurements import (
@@ -185,9 +185,13 @@ def corpus_view(name: str, path: str, transformer: bool, tr=None, hub: bool = Fa
         with st.spinner("Scoring every layer × head…"):
             h = corpus_head_aer_cached(path, tuple(pairs), tuple(gold), rule)
         l, k = h["best"]
-        c1, _ = st.columns([2, 3])
-        ui.show.plotly_chart(head_aer_figure(np.array(h["aer"]), (l, k)), key="corpus_head_aer", width="stretch",
-                        config=plotly_config(file_stem("head-aer", stem, name, rule)), where=c1, share=0.5)
+        aer = np.array(h["aer"])
+        main = ui.show.MAIN_PX[ui.show.projector()]
+        share = 0.4 if head_aer_columns_fit(aer.shape[1], int(0.4 * main)) else 1.0     # (as the gold tab's)
+        c1 = st.columns([2, 3])[0] if share < 1 else st.container()
+        ui.show.plotly_chart(head_aer_figure(aer, (l, k), width=int(share * main)), key="corpus_head_aer",
+                             width="stretch", config=plotly_config(file_stem("head-aer", stem, name, rule)), where=c1,
+                             share=share)
         c1.caption(f"AER of each layer × head's links ({rule}) over these {len(pairs)} pairs; lower is better. "
                    f"Outlined: the best, layer {l + 1} · head {k + 1} (AER {h['aer'][l][k]:.3f}).")
 

@@ -10,7 +10,7 @@ import ui.models
 import ui.show
 from s2s.alignment import DEFAULT_RULE, RULES, GoldError, links, score, shifted
 from s2s.export import file_stem, plotly_config
-from s2s.figures import gold_alignment_figure, head_aer_figure, label_px
+from s2s.figures import gold_alignment_figure, head_aer_columns_fit, head_aer_figure, label_px
 from s2s.text import InputError, clean_text
 from ui.alignment.common import MATRIX_WHAT, RULE_HELP, about, asked_to_run, pair_export, reading_of, within
 from ui.alignment.measurements import (
@@ -29,6 +29,7 @@ from ui.alignment.measurements import (
 # a link scrolls the tab bar just below the header (~64-104 px at 1280 x 720): the gold figure, the
 # tab's first element beside the choices (from ~136 px), has what is left of 720 px
 GOLD_PX = 576
+AER_SHARE = 0.4     # the layers x heads AER map's share of the main column, beside the best head's links
 
 
 def words_of(text: str, what: str) -> tuple[str, ...]:
@@ -62,10 +63,15 @@ def heads_of_model(tr, info, path: str, source: str, english, french, rule: str,
             st.error(str(e))
             return
     l, k = h["best"]
-    c1, c2 = st.columns([2, 3])
+    aer = np.array(h["aer"])
+    # beside the best head's links while its heads' columns hold their AER (the shipped 3 x 4);
+    # a model of more heads (opus-mt's 8, NLLB's 16) gets the column's whole width, the pair below
+    main = ui.show.MAIN_PX[ui.show.projector()]
+    share = AER_SHARE if head_aer_columns_fit(aer.shape[1], int(AER_SHARE * main)) else 1.0
+    c1, c2 = st.columns([2, 3]) if share < 1 else (st.container(), st.columns([3, 2])[0])
     with c1:
-        ui.show.plotly_chart(head_aer_figure(np.array(h["aer"]), (l, k)), key="head_aer", width="stretch",
-                             config=plotly_config(file_stem("head-aer", name, source, rule)))
+        ui.show.plotly_chart(head_aer_figure(aer, (l, k), width=int(share * main)), share=share, key="head_aer",
+                             width="stretch", config=plotly_config(file_stem("head-aer", name, source, rule)))
         st.caption(f"AER of each layer × head's cross-attention read as links ({rule}) over the {h['pairs']} "
                    f"{source} pairs; lower is better. Outlined: the best, layer {l + 1} · head {k + 1} "
                    f"(AER {h['aer'][l][k]:.3f}); the last layer's head mean, the matrix the other views show: "
