@@ -107,10 +107,13 @@ side.header("Side by side")
 default_src, default_ref = joined_example(3)
 english_line = side.empty()       # the input, written once the form is read
 with side.expander("✎ Your own English text, and a reference translation for BLEU"), st.form("bn_input"):
-    text = st.text_area("English text", default_src, key="bn_text", height=68,      # two lines: compact
+    # defaults in state, none beside the widgets: Streamlit warns when state sets them too (kept)
+    st.session_state.setdefault("bn_text", default_src)
+    st.session_state.setdefault("bn_ref", default_ref)
+    text = st.text_area("English text", key="bn_text", height=68,      # two lines: compact
                         help=f"Up to {MAX_CHARS:,} characters: a few sentences.")
     c1, c2 = st.columns([4, 1], vertical_alignment="bottom")
-    reference = c1.text_input("Reference translation (optional, for BLEU and chrF)", default_ref, key="bn_ref")
+    reference = c1.text_input("Reference translation (optional, for BLEU and chrF)", key="bn_ref")
     c2.form_submit_button("Translate with both", type="primary", width="stretch")
 with english_line:
     ui.show.escaped("English: " + text, size="1.05rem")
@@ -178,7 +181,8 @@ with c1:
     else:
         st.info("These checkpoints have no BLEU-by-length figures in their metrics.json.")
     c3, c4 = st.columns([1, 2])
-    n = c3.number_input("Held-out inputs to recompute on", 20, 1200, 200, step=20, key="bn_n")
+    st.session_state.setdefault("bn_n", 200)
+    n = c3.number_input("Held-out inputs to recompute on", 20, 1200, step=20, key="bn_n")
     # the files the app ships or the split wrote, or one the user uploads: never a path typed
     # into the page, which would let any visitor read any file of the server
     files = {p.relative_to(ROOT).as_posix(): p for p in HELD_OUT_FILES if p.is_file()}
@@ -243,7 +247,8 @@ def attention_verdict(name: str, rows: list) -> str:
 st.header("Stress test")
 c1, c2 = st.columns([3, 1])
 with c1:
-    k_max = st.slider("Sentences joined into one input", 1, len(STRESS_PAIRS), STRESS_DEFAULT, key="bn_k")
+    st.session_state.setdefault("bn_k", STRESS_DEFAULT)
+    k_max = st.slider("Sentences joined into one input", 1, len(STRESS_PAIRS), key="bn_k")
     stress, notes = [], []
     for m in measured:
         for k in range(1, k_max + 1):

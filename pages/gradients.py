@@ -96,13 +96,15 @@ with tabs[0]:
     if tabs[0].open:
         left, right = st.columns([1, 3])
         with left:
-            radius = st.slider("Recurrent weights' spectral radius ρ", *DEMO_RANGES["radius"], DEMO_DEFAULTS["radius"],
-                               0.05, key="radius", help="Every recurrent matrix is ρ·Q with Q orthogonal.")
-            forget_bias = st.slider("Forget-gate bias", *DEMO_RANGES["forget_bias"], DEMO_DEFAULTS["forget_bias"], 0.5,
+            for key, default in DEMO_DEFAULTS.items():     # in state, none beside the widget: Streamlit warns
+                S.setdefault(key, default)                   # when state (a link, keep_across_pages) sets it too
+            radius = st.slider("Recurrent weights' spectral radius ρ", *DEMO_RANGES["radius"], step=0.05,
+                               key="radius", help="Every recurrent matrix is ρ·Q with Q orthogonal.")
+            forget_bias = st.slider("Forget-gate bias", *DEMO_RANGES["forget_bias"], step=0.5,
                                     key="forget_bias", help="The LSTM's f and the GRU's 1 − z start at sigmoid(bias): "
                                                             "how much memory they keep per step at rest.")
-            hidden = st.select_slider("Hidden size", HIDDEN_SIZES, DEMO_DEFAULTS["hidden"], key="hidden")
-            length = st.slider("Sequence length T", *DEMO_RANGES["length"], DEMO_DEFAULTS["length"], 10, key="length")
+            hidden = st.select_slider("Hidden size", HIDDEN_SIZES, key="hidden")
+            length = st.slider("Sequence length T", *DEMO_RANGES["length"], step=10, key="length")
         try:
             flows = [untrained_cached(c, float(radius), float(forget_bias), int(hidden), int(length))
                      for c in ("rnn", "gru", "lstm")]
@@ -151,13 +153,16 @@ if "corpus" in S and S["corpus"] not in corpus_names:       # a link's corpus th
 def passage_picker(with_distance: bool = False) -> tuple[str | None, list, int]:
     """The passage, the corpus's models and K, shared by the two tabs that measure trained models."""
     c1, c2, c3 = st.columns([4, 5, 3])     # at 1280 px: the corpus box's text and all three passages fit
-    K = c3.slider("How far back, K (characters)", 10, 200, 200, 10, key="max_distance") if with_distance else 200
+    if with_distance:      # its default in state, none beside it: Streamlit warns when state sets it too
+        S.setdefault("max_distance", 200)
+    K = c3.slider("How far back, K (characters)", 10, 200, step=10, key="max_distance") if with_distance else 200
     corpus = c1.selectbox("Models trained on", corpus_names, key="corpus",
                           on_change=lambda: S.pop("passage_source", None),
                           format_func=lambda c: f"{CORPUS_NAMES.get(c.split('/')[0], c)}: "     # short: fits the box
                                                 + ", ".join(SHORT_CELL_NAMES.get(i.cell, i.cell) for i in corpora[c]))
+    S.setdefault("passage_source", list(EXAMPLES)[1 if "linux" in corpus else 0])    # (as max_distance's)
     source = c2.segmented_control("Passage (examples: the test part, never trained on)", list(EXAMPLES) + ["Your text"],
-                                  key="passage_source", default=list(EXAMPLES)[1 if "linux" in corpus else 0])
+                                  key="passage_source")
     if source == "Your text":
         with st.form("own_passage"):
             st.text_area("Paste a passage (at least a few hundred characters)", key="passage_typed", height=120,

@@ -31,7 +31,13 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .hub_config import HubConfig, count_parameters, describe_config, own_output_cap  # noqa: F401  (the registry reads HubConfig here)
+from .hub_config import (  # noqa: F401  (the registry reads HubConfig here)
+    HubConfig,
+    count_parameters,
+    describe_config,
+    own_output_cap,
+    parameters_text,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -144,7 +150,7 @@ def registry_row(spec: str) -> tuple[str, dict]:
     n = _parameters(f.parent / "model.safetensors", cfg.model_type)
     if n:
         model["parameters"] = n
-    size = "" if not n else f", {n / 1e6:,.1f} M parameters" if n >= 1e5 else f", {n:,} parameters"
+    size = f", {parameters_text(n)}" if n else ""
     return (f"{display_name(spec)}: {cfg.model_type}, {cfg.encoder_layers}+{cfg.decoder_layers} layers × "
             f"{cfg.heads} heads, d = {cfg.d_model}{size}" + ("" if local else " (Hugging Face hub)"), model)
 
@@ -303,10 +309,9 @@ def load_hub(spec: str | Path, device: torch.device | str | None = None, source_
     model = HubSeq2Seq(hf_model, cfg, tok, forced_bos=forced_bos)
     label = display_name(str(spec))
     n_params = loaded_parameters(hf_model)      # the registry's count (registry_row), from the same rule
-    size = f"{n_params / 1e6:,.1f} M" if n_params >= 1e5 else f"{n_params:,}"
     where = f"the folder {name}" if local else "the Hugging Face hub"
     description = (f"{label}: {config.model_type} from {where}, {cfg.encoder_layers}+{cfg.decoder_layers} layers × "
-                   f"{cfg.heads} heads, d = {cfg.d_model}, {size} parameters"
+                   f"{cfg.heads} heads, d = {cfg.d_model}, {parameters_text(n_params)}"
                    + (f", {cfg.languages}" if cfg.languages else ""))
     tr_config = {"name": label, "kind": "translation", "description": description, "hub": str(spec),
                  "parameters": n_params, "model": cfg.to_dict()}

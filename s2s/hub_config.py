@@ -109,3 +109,9 @@ def count_parameters(tensors, model_type: str) -> int:
             n *= int(d)
         total += n
     return total
+
+
+def parameters_text(n: int) -> str:
+    """A model's size for a line of text: "74.7 M parameters" from 100,000 on, else the exact
+    count ("9,536 parameters"), so that a tiny model is never "0.0 M"."""
+    return f"{n / 1e6:,.1f} M parameters" if n >= 1e5 else f"{n:,} parameters"

@@ -201,7 +201,12 @@ def test_your_corpus_waits_for_a_button_that_says_how_long_with_a_hub_model(offe
     assert not at.exception, at.exception
     button = at.button(key="corpus_run")
     assert button.label == "Align 37 pairs (under 1 s)"           # a tiny model; opus-mt's would say ~11 s
-    assert any("37 pairs" in i.value and "from its size" in i.value and "M parameters" in i.value for i in at.info)
+    # its size exactly: a tiny model's was "0.0 M parameters" (issue #69 item 9)
+    from s2s.hub import registry_row
+    n = registry_row(str(offered["marian"]))[1]["parameters"]
+    size = f"from its size, {n:,} parameters" if n < 1e5 else f"from its size, {n / 1e6:,.1f} M parameters"
+    assert any("37 pairs" in i.value and size in i.value for i in at.info), [i.value for i in at.info]
+    assert not [i.value for i in at.info if "0.0 M" in i.value]
     assert not at.metric and chart(at, "corpus_figure") is None   # nothing aligned yet
     button.click().run()
     assert not at.exception, at.exception

@@ -195,7 +195,8 @@ def attention_vs_attribution(tr, info, path: str) -> None:
     S, name = st.session_state, info.name
     left, right = st.columns([1, 3])
     with left:
-        text = st.text_area("English", EXAMPLE, key="explain_text", height=90, max_chars=600)
+        S.setdefault("explain_text", EXAMPLE)     # in state, none beside it: Streamlit warns when state sets it too
+        text = st.text_area("English", key="explain_text", height=90, max_chars=600)
         # the French box follows the English: the example's French left in it after new
         # English is typed translates nothing of it (forcing that pair would explain a
         # mismatch), so it is emptied and the model's own output explained

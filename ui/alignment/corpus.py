@@ -88,7 +88,8 @@ def corpus_view(name: str, path: str, transformer: bool, tr=None, hub: bool = Fa
     left, right = st.columns([1, 3])
     with left:
         source = st.radio("Corpus", list(CORPUS_SOURCES), key="corpus_source", format_func=CORPUS_SOURCES.get)
-        rule = st.selectbox("Links from attention", RULES, index=RULES.index(DEFAULT_RULE), key="corpus_rule",
+        st.session_state.setdefault("corpus_rule", DEFAULT_RULE)    # in state, none beside it: Streamlit warns
+        rule = st.selectbox("Links from attention", RULES, key="corpus_rule",
                             help="How weights become links: " + "; ".join(f"**{r}**: {h}"
                                                                         for r, h in RULE_HELP.items()))
         if source == "upload":

@@ -111,8 +111,11 @@ def human_alignments(tr, info, path: str) -> None:
             if source == "typed":
                 # no max_chars: its counter covers the end of the text in a column this narrow;
                 # words_of refuses a text over 80 words (or the app's character limit) instead
-                en_text = st.text_input("English words", "the house is small .", key="typed_en")
-                fr_text = st.text_input("French words", "la maison est petite .", key="typed_fr")
+                # defaults in state, none beside the widget: Streamlit warns when state sets it too
+                S.setdefault("typed_en", "the house is small .")
+                S.setdefault("typed_fr", "la maison est petite .")
+                en_text = st.text_input("English words", key="typed_en")
+                fr_text = st.text_input("French words", key="typed_fr")
                 english, french = words_of(en_text, "English"), words_of(fr_text, "French")
             else:
                 pairs = gold_pairs(str(TRIAL if source == "trial" else hansards_test_folder()), source)
@@ -120,7 +123,8 @@ def human_alignments(tr, info, path: str) -> None:
                 n = st.number_input(f"Pair (1–{len(pairs)})", 1, len(pairs), key="gold_pair")
                 gold = pairs[int(n) - 1]
                 english, french = gold.english, gold.french
-            rule = st.selectbox("Links from attention", RULES, index=RULES.index(DEFAULT_RULE), key="rule",
+            S.setdefault("rule", DEFAULT_RULE)
+            rule = st.selectbox("Links from attention", RULES, key="rule",
                                 help="How weights become links: " + "; ".join(f"**{r}**: {h}"
                                                                             for r, h in RULE_HELP.items()))
         except (InputError, GoldError) as e:

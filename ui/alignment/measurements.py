@@ -36,6 +36,7 @@ from s2s.attention import head_or_mean
 from s2s.contributions import METHODS as CONTRIBUTION_METHODS
 from s2s.contributions import applies, explain_contributions, normalised
 from s2s.counterfactual import counterfactual
+from s2s.hub_config import parameters_text
 from s2s.text import InputError
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -291,7 +292,7 @@ def size_estimate(tr, words: int) -> tuple[float, str]:
     # a hub model's count as the sidebar and s2s.fetch give it (hub_config.count_parameters: 74.7 M for
     # opus-mt-en-fr's shape, not model.parameters()'s 75.1 M); a shipped model's from its parameters
     params = (getattr(tr, "config", None) or {}).get("parameters") or sum(t.numel() for t in tr.model.parameters())
-    return CORPUS_S_PER_PARAM_WORD * params * words, f"from its size, {params / 1e6:,.1f} M parameters"
+    return CORPUS_S_PER_PARAM_WORD * params * words, f"from its size, {parameters_text(params)}"
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
