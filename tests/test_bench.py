@@ -227,7 +227,7 @@ def test_bench_times_a_models_heads_alone(hub_models, tmp_path):
                      "hello world !\tbonjour le monde !\nthe house is red .\tla maison est rouge .\n")
     p = subprocess.run([sys.executable, "-m", "s2s.bench", "--model", str(hub_models["marian"]), "--heads-only",
                         "--held-out", str(pairs), "--prune-pairs", "2", "--importance-pairs", "3", "--runs", "1",
-                        "--json"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+                        "--json"], cwd=ROOT, capture_output=True, text=True, timeout=1800)    # minutes under load
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     assert out["importance_pairs"] == 3 and out["forced_s"] > 0 and out["importance_s"] > 0
