@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -454,6 +455,8 @@ def ranking_main(argv: Sequence[str]) -> int:
         torch.set_num_threads(a.threads)
         rank_on = read_scored_pairs(a.rank_pairs, a.limit) if getattr(a, "rank_pairs", None) else pairs
         check_heads(tr)
+        if a.frequencies is not None and not os.path.isfile(a.frequencies):    # refused before the estimate's line
+            raise InputError(f"No frequencies file at {a.frequencies}.")
         scopes = getattr(a, "scope", None) or SCOPES
         decodings = prune_decodings(head_counts(tr.model), a.steps, scopes) if command == "prune" else 0
         est = estimate_seconds(tr, rank_on, decodings)
