@@ -50,8 +50,12 @@ knocked out (MASKED_HEADS: one of each kind, DecodeSettings.head_mask) over plai
 (mask_ms, medians of --runs; target: <= 1.2). importance_s: Michel et al.'s importance of every head, with
 confidence and roles (s2s.head_importance.importance, one thread as python -m s2s.heads runs it), of the same
 model on the first 200 held-out pairs (--held-out; importance_frequencies_s, counting the training corpus's
-pieces, once per process, apart; target: <= 60); prune_s: its whole pruning curve (importance and every
-curve of python -m s2s.heads prune --steps 10) on the first --prune-pairs held-out pairs, reported.
+pieces, once per process, apart; target: <= 60); importance_vs_forced: importance_s over forced_s, the forced
+passes of the same pairs one at a time (s2s.hooks.forced_pass, no gradient; target: <= 1.5; --importance-pairs
+sets how many); prune_s: its whole pruning curve (importance and every curve of python -m s2s.heads prune
+--steps 10, prune_decodings decodings) on the first --prune-pairs held-out pairs, reported. --heads-only times
+these alone for --model (ours or a hub Transformer, the opus-shaped stand-in: its generation config caps every
+decoding at 24 pieces, own_cap).
 With a Hugging Face model (--model hf:NAME or a save_pretrained folder): generate_greedy_ms_p50 and
 generate_beam5_ms_p50, transformers' own generate() on the same sentence at the same settings,
 and greedy_vs_generate / beam5_vs_generate, s2s.decode's times (attention captured) over them.
@@ -108,7 +112,17 @@ from .attributions import explain
 from .cells import HELD_OUT_CHARS, SHIPPED_HELD_OUT, held_out_text, long_states, select_span, span_matches
 from .charlm import sample_text
 from .checkpoint import CheckpointError, Translator, checkpoint_root, list_checkpoints, load_charlm, load_translator
-from .decode import Decoding, beam_search, encode_source, forced, greedy, greedy_batch, length_limit, positions
+from .decode import (
+    Decoding,
+    beam_search,
+    encode_source,
+    forced,
+    greedy,
+    greedy_batch,
+    length_limit,
+    own_cap,
+    positions,
+)
 from .figures import attention_heatmap
 from .gradients import DEMO_DEFAULTS, DEMO_RANGES, gradient_flow, untrained_flow
 from .model import Seq2Seq
@@ -452,15 +466,31 @@ MASKED_HEADS = "cross:1.1,encoder:1.1,decoder:1.1"     # mask_vs_greedy: one hea
 HELD_OUT = Path(__file__).resolve().parents[1] / "data" / "tatoeba" / "test.tsv"    # python -m s2s.data writes it
 
 
-def heads_timing(tr: Translator, runs: int, held_out: str | Path | None, prune_pairs: int) -> dict:
-    """mask_vs_greedy, importance_s and prune_s (the module docstring) for a Transformer; the last
-    two only with held-out pairs."""
+def forced_one_at_a_time_s(tr: Translator, pairs) -> float:
+    """Seconds to force `pairs` through the model one at a time (s2s.hooks.forced_pass, every weight
+    kept, no gradient): what importance_vs_forced divides by."""
+    from .decode import usable_pairs
+    from .hooks import decoder_input, forced_pass
+    _, srcs, tgts = usable_pairs(tr, pairs)
+    t = time.perf_counter()
+    with torch.inference_mode():
+        for s, g in zip(srcs, tgts):
+            forced_pass(tr.model, torch.tensor([s], device=tr.device),
+                        decoder_input(tr.model, torch.tensor(g, device=tr.device)))
+    return time.perf_counter() - t
+
+
+def heads_timing(tr: Translator, runs: int, held_out: str | Path | None, prune_pairs: int,
+                 importance_pairs: int = 200) -> dict:
+    """mask_vs_greedy, importance_s, importance_vs_forced and prune_s (the module docstring) for a
+    Transformer; the last three only with held-out pairs."""
     from .decode import DecodeSettings, decode
     from .head_importance import importance, prune_curves, read_scored_pairs
     masked = DecodeSettings("greedy", head_mask=MASKED_HEADS)
     ms = alternating_ms({"greedy": lambda: greedy(tr, SENTENCE_20), "masked": lambda: decode(tr, SENTENCE_20, masked)},
                         runs)
-    out: dict = {"mask_ms": ms["masked"], "mask_vs_greedy": round(ms["masked"] / ms["greedy"], 2)}
+    out: dict = {"heads_model": tr.name, "mask_ms": ms["masked"],
+                 "mask_vs_greedy": round(ms["masked"] / ms["greedy"], 2)}
     if held_out is None or not Path(held_out).is_file():
         out["heads_declined"] = (f"no held-out pairs at {held_out} (python -m s2s.data writes data/tatoeba/test.tsv)"
                                  if held_out else "no held-out pairs given (--held-out)")
@@ -468,14 +498,20 @@ def heads_timing(tr: Translator, runs: int, held_out: str | Path | None, prune_p
     threads = torch.get_num_threads()
     torch.set_num_threads(1)        # as python -m s2s.heads runs it (its --threads)
     try:
-        ranked = importance(tr, read_scored_pairs(held_out, 200))
+        pairs = read_scored_pairs(held_out, importance_pairs)
+        forced_one_at_a_time_s(tr, pairs[:2])           # warm-up
+        forced_s = forced_one_at_a_time_s(tr, pairs)
+        ranked = importance(tr, pairs)
         out["importance_s"] = round(ranked.seconds["importance"], 2)
         out["importance_frequencies_s"] = round(ranked.seconds["frequencies"], 2)
+        out["importance_pairs"], out["forced_s"] = ranked.pairs, round(forced_s, 3)
+        out["importance_vs_forced"] = round(ranked.seconds["importance"] / forced_s, 2)
         if prune_pairs > 0:
             t = time.perf_counter()
             pairs = read_scored_pairs(held_out, prune_pairs)
-            prune_curves(tr, pairs, importance(tr, pairs), steps=10)
+            result = prune_curves(tr, pairs, importance(tr, pairs), steps=10)
             out["prune_s"], out["prune_pairs"] = round(time.perf_counter() - t, 1), len(pairs)
+            out["prune_decodings"] = result["decodings"]
     finally:
         torch.set_num_threads(threads)
     return out
@@ -495,8 +531,15 @@ def main(argv=None) -> int:
     p.add_argument("--held-out", help="held-out English<TAB>French pairs of importance_s and prune_s (default: "
                    "data/tatoeba/test.tsv when --checkpoints is the shipped folder; skipped where there is none)")
     p.add_argument("--prune-pairs", type=int, default=200, help="pairs of prune_s's whole pruning curve (0: skip it)")
+    p.add_argument("--importance-pairs", type=int, default=200,
+                   help="held-out pairs of importance_s and importance_vs_forced (default 200)")
+    p.add_argument("--heads-only", action="store_true",
+                   help="only the heads' figures (mask_vs_greedy, importance_vs_forced, prune_s) of --model, a "
+                        "Transformer (ours or a hub model): what the opus-shaped stand-in is timed by")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
+    if a.heads_only:
+        return heads_main(a)
     try:
         t = time.perf_counter()
         charlms, transformers = [], []
@@ -525,7 +568,8 @@ def main(argv=None) -> int:
         out["neuron_view_ms"] = neuron_view_timing(t_tr)
         out.update(interpretability_timing(t_tr))
         shipped = Path(a.checkpoints).resolve() == checkpoint_root().resolve()
-        out.update(heads_timing(t_tr, a.runs, a.held_out or (HELD_OUT if shipped else None), a.prune_pairs))
+        out.update(heads_timing(t_tr, a.runs, a.held_out or (HELD_OUT if shipped else None), a.prune_pairs,
+                                a.importance_pairs))
     # contributions: of this model if it is a Transformer (ours or a hub model), else of the shipped Transformer
     contrib_of = tr if not isinstance(tr.model, Seq2Seq) else (transformers[0] if transformers else None)
     if contrib_of is not None:
@@ -610,6 +654,27 @@ def main(argv=None) -> int:
     else:
         for k, v in out.items():
             print(f"{k:>24}: {v}")
+    return 0
+
+
+def heads_main(a) -> int:
+    """--heads-only: heads_timing of --model alone, one JSON object (or a line per key)."""
+    try:
+        tr = load_translator(a.model)
+    except CheckpointError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if isinstance(tr.model, Seq2Seq):
+        print(f"error: {tr.name} is a recurrent model: it has no heads to time", file=sys.stderr)
+        return 2
+    out = {"model": tr.name, "threads": torch.get_num_threads(), "own_cap": own_cap(tr)}
+    try:
+        out.update(heads_timing(tr, a.runs, a.held_out, a.prune_pairs, a.importance_pairs))
+    except InputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    print(json.dumps(out) if a.json else "\n".join(f"{k:>24}: {v}" for k, v in out.items()))
     return 0
 
 

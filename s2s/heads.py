@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -67,7 +68,7 @@ import torch.nn.functional as F
 from .attributions import target_ids as output_ids
 from .checkpoint import CheckpointError, Translator, load_translator
 from .decode import encode_source, greedy
-from .hooks import Site, decoder_input, decoder_start, first, forced_pass, recorded, sites_by_kind
+from .hooks import Site, decoder_input, decoder_start, first, forced_pass, head_counts, recorded, sites_by_kind
 from .hub import MODEL_HELP, add_model_options, model_options
 from .model import Seq2Seq
 from .piece_words import HEAD_KINDS
@@ -373,8 +374,22 @@ def _ranking_parser(command: str, description: str) -> OneLineErrorParser:
     p.add_argument("--threads", type=int, default=1,
                    help="torch's threads (default 1: one pair at a time gains nothing from a second, and on a busy "
                         "2-core machine a second thread's spinning made the whole run 20 times slower)")
+    p.add_argument("--max-minutes", type=float, default=60.0,
+                   help="refuse a run estimated (from its first timed step) to take longer (default 60)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     return p
+
+
+def _parameters(spec: str) -> int | None:
+    """A hub folder's or cached model's parameter count from its weights file's header (no weights
+    read), None where it cannot be told before loading (a shipped checkpoint: small)."""
+    from .hub import HubError, is_hub_spec, is_pretrained_folder, registry_row
+    if not (is_hub_spec(spec) or is_pretrained_folder(spec)):
+        return None
+    try:
+        return registry_row(spec)[1].get("parameters")
+    except HubError:
+        return None
 
 
 def _bar():
@@ -401,7 +416,18 @@ def _importance_table(r) -> str:
 
 def ranking_main(argv: Sequence[str]) -> int:
     """`python -m s2s.heads importance ...` and `python -m s2s.heads prune ...`."""
-    from .head_importance import SCOPES, importance, prune_curves, pruning_summary, read_scored_pairs
+    from .head_importance import (
+        SCOPES,
+        check_heads,
+        duration,
+        estimate_seconds,
+        importance,
+        memory_line,
+        prune_curves,
+        prune_decodings,
+        pruning_summary,
+        read_scored_pairs,
+    )
     from .neighbours.identity import model_identity
     command, rest = argv[0], list(argv[1:])
     if command == "importance":
@@ -421,15 +447,29 @@ def ranking_main(argv: Sequence[str]) -> int:
         if command == "prune" and not 1 <= a.steps <= 10:
             raise InputError(f"--steps is how many 10% steps to take, 1 to 10, not {a.steps}.")
         pairs = read_scored_pairs(a.pairs, a.limit)
+        if (n := _parameters(a.model)) and (line := memory_line(n)):
+            raise InputError(line)              # before loading: a model too large never starts
         tr = load_translator(a.model, **model_options(a))
         if a.threads < 1:
             raise InputError(f"--threads must be at least 1, not {a.threads}.")
         torch.set_num_threads(a.threads)
         rank_on = read_scored_pairs(a.rank_pairs, a.limit) if getattr(a, "rank_pairs", None) else pairs
+        check_heads(tr)
+        if a.frequencies is not None and not os.path.isfile(a.frequencies):    # refused before the estimate's line
+            raise InputError(f"No frequencies file at {a.frequencies}.")
+        scopes = getattr(a, "scope", None) or SCOPES
+        decodings = prune_decodings(head_counts(tr.model), a.steps, scopes) if command == "prune" else 0
+        est = estimate_seconds(tr, rank_on, decodings)
+        said = (f"about {duration(est['total'])} (importance {duration(est['importance'])}"
+                + (f", {decodings} decodings {duration(est['pruning'])}" if decodings else "") + ")")
+        if est["total"] > a.max_minutes * 60:
+            raise InputError(f"This run would take {said}, over --max-minutes {a.max_minutes:g}: use fewer pairs "
+                             "(--limit) or allow it (--max-minutes).")
+        print(f"estimate: {said}", file=sys.stderr)
         ranked = importance(tr, rank_on, a.frequencies, progress)
         said = "python -m s2s.heads " + " ".join(argv)
         out = dict(ranked.to_json(), command=said) if command == "importance" else dict(
-            prune_curves(tr, pairs, ranked, a.steps, a.seed, a.scope or SCOPES, progress),
+            prune_curves(tr, pairs, ranked, a.steps, a.seed, scopes, progress),
             command=said, importance_seconds=round(ranked.seconds["total"], 2),
             importance_on=(f"{a.rank_pairs}: its first {ranked.pairs} usable pairs" if a.rank_pairs else
                            f"the same {ranked.pairs} pairs (the pruned pairs themselves)"),

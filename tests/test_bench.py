@@ -212,3 +212,31 @@ def test_train_step_bench_sets_the_inner_dropout_and_profiles_it():
     got = json.loads(out.stdout)
     for setting in ("fp32_malloc_default", "fp32_malloc_kept", "bf16_malloc_default", "bf16_malloc_kept"):
         assert 0 < got[setting]["bernoulli_share"] < 1
+
+
+def test_bench_times_a_models_heads_alone(hub_models, tmp_path):
+    """--heads-only: importance_vs_forced (importance over the same pairs' forced passes one at a
+    time, in this run) and prune_s for --model, a hub Transformer; its own output cap said."""
+    import json
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("the cat sat on the mat .\tle chat est assis sur le tapis .\n"
+                     "hello world !\tbonjour le monde !\nthe house is red .\tla maison est rouge .\n")
+    p = subprocess.run([sys.executable, "-m", "s2s.bench", "--model", str(hub_models["marian"]), "--heads-only",
+                        "--held-out", str(pairs), "--prune-pairs", "2", "--importance-pairs", "3", "--runs", "1",
+                        "--json"], cwd=ROOT, capture_output=True, text=True, timeout=1800)    # minutes under load
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["importance_pairs"] == 3 and out["forced_s"] > 0 and out["importance_s"] > 0
+    # importance_s is printed to 0.01 s, forced_s to 0.001 s: their ratio within that rounding
+    low = (out["importance_s"] - 0.005) / (out["forced_s"] + 0.0005)
+    high = (out["importance_s"] + 0.005) / max(out["forced_s"] - 0.0005, 1e-9)
+    assert low - 0.01 <= out["importance_vs_forced"] <= high + 0.01
+    assert out["prune_pairs"] == 2 and out["prune_s"] > 0 and out["prune_decodings"] > 1
+    assert out["own_cap"] == 0 and out["mask_vs_greedy"] > 0
+    p = subprocess.run([sys.executable, "-m", "s2s.bench", "--model", str(tmp_path / "missing"), "--heads-only"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1

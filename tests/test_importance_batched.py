@@ -126,3 +126,21 @@ def test_importance_stops_between_batches(models):
     assert len(HI.length_batches([([1] * n, [1]) for n in (5, 1, 3, 2)], 2)) == 2
     assert HI.length_batches([([1] * n, [1]) for n in (5, 1, 3, 2)], 2) == [[1, 3], [2, 0]]
 
+
+
+def test_a_long_run_or_a_large_model_gets_one_line_before_it_starts(models, hub_models, tmp_path, capsys):
+    tr = models["marian"]
+    est = HI.estimate_seconds(tr, PAIRS, decodings=5, batch_size=4)
+    assert est["importance"] > 0 and est["pruning"] > 0
+    assert est["total"] == pytest.approx(est["importance"] + est["pruning"]) and est["measuring"] > 0
+    assert HI.estimate_seconds(tr, PAIRS)["pruning"] == 0.0
+    line = HI.memory_line(2_000_000_000, available=8 * 2**30)
+    assert line is not None and "2,000 M parameters" in line and "22.4 GB" in line and "8.0 GB free" in line
+    assert HI.memory_line(1_000_000, available=8 * 2**30) is None
+    assert [HI.duration(s) for s in (40, 600, 4 * 3600)] == ["40 s", "10 min", "4.0 hours"]
+    from s2s.heads import main
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("".join(f"{e}\t{f}\n" for e, f in PAIRS))
+    rc = main(["prune", "--model", str(hub_models["marian"]), "--pairs", str(pairs), "--max-minutes", "0.00001"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "would take about" in err[0] and "decodings" in err[0]

@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +17,13 @@ from s2s.hub_config import own_output_cap
 
 TEXT = "the cat sat on the mat ."
 CAP = 5
+SHIPPED = Path(__file__).resolve().parent.parent / "checkpoints" / "en-fr-transformer"
+ENDS = "She has a big black dog."          # the shipped Transformer ends its translation itself
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return load_translator(SHIPPED)
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +72,7 @@ def test_every_search_stops_at_the_models_own_cap(capped):
     assert len(b.target_ids) <= CAP and b.target_ids == D.decode(tr, TEXT, D.DecodeSettings("beam", width=3)).target_ids
 
 
-def test_a_cut_output_says_so_and_an_ended_one_does_not(capped, tiny_transformer):
+def test_a_cut_output_says_so_and_an_ended_one_does_not(capped, shipped):
     _, tr, _ = capped
     d = D.greedy(tr, TEXT)
     # Marian's forced_eos writes </s> at the limit: the model's own choice there was another piece
@@ -76,10 +84,10 @@ def test_a_cut_output_says_so_and_an_ended_one_does_not(capped, tiny_transformer
     forced = D.forced(tr, TEXT, reference_ids=d.target_ids)
     assert not forced.cut and forced.to_json()["cut"] is False
     # a trained model that ends its output itself: not cut
-    ours = load_translator(tiny_transformer)
-    own = D.greedy(ours, "a b c")
+    ours = shipped
+    own = D.greedy(ours, ENDS)
     assert own.target_tokens[-1] == "</s>" and not own.cut and own.to_json()["cut"] is False
-    short = D.greedy(ours, "a b c", max_len=2)
+    short = D.greedy(ours, ENDS, max_len=2)
     assert short.target_tokens[-1] != "</s>" and short.cut
     joined = D.join_decodings([own, short])
     assert joined.cut and not D.join_decodings([own, own]).cut
@@ -102,7 +110,7 @@ def test_settings_as_the_translate_command_takes_them():
         "--sample --temperature 0.5 --top-k 10 --seed 2 --max-len 9")
 
 
-def test_the_command_and_the_page_name_one_limit_and_one_flag(capped, tiny_transformer):
+def test_the_command_and_the_page_name_one_limit_and_one_flag(capped, shipped):
     """The page's knockout names `python -m s2s.translate` + command_options() as its equal: that
     command decodes what decode() decodes with the page's settings, and says "cut" as it does."""
     folder, tr, _ = capped
@@ -113,14 +121,14 @@ def test_the_command_and_the_page_name_one_limit_and_one_flag(capped, tiny_trans
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["target_tokens"] == page.target_tokens and out["cut"] is True and page.cut
-    ours = load_translator(tiny_transformer)
-    for s in (D.DecodeSettings("greedy", max_len=120), D.DecodeSettings("greedy", max_len=2)):
-        r = subprocess.run([sys.executable, "-m", "s2s.translate", "--model", str(tiny_transformer), "--json",
-                            *s.command_options().split(), "--", "a b c"], capture_output=True, text=True, timeout=300)
-        assert json.loads(r.stdout)["cut"] is D.decode(ours, "a b c", s).cut
+    ours = shipped
+    for s in (D.DecodeSettings("greedy", max_len=2),):
+        r = subprocess.run([sys.executable, "-m", "s2s.translate", "--model", str(SHIPPED), "--json",
+                            *s.command_options().split(), "--", ENDS], capture_output=True, text=True, timeout=300)
+        assert json.loads(r.stdout)["cut"] is D.decode(ours, ENDS, s).cut
 
 
-def test_the_pages_cut_note_reads_the_same_flag(capped, tiny_transformer):
+def test_the_pages_cut_note_reads_the_same_flag(capped, shipped):
     from ui.decoded import cut_note
     _, tr, _ = capped
     d = D.decode(tr, TEXT, D.DecodeSettings("greedy", max_len=120))
@@ -130,6 +138,6 @@ def test_the_pages_cut_note_reads_the_same_flag(capped, tiny_transformer):
     assert cut_note(tr, short, TEXT, 3) == "cut at 3 pieces, the max length, its </s> forced there"
     joined = D.join_decodings([d, d])
     assert cut_note(tr, joined, TEXT, 120, by_sentence=True) == "a sentence was cut at its length limit"
-    ours = load_translator(tiny_transformer)
-    own = D.greedy(ours, "a b c", max_len=120)
-    assert not own.cut and cut_note(ours, own, "a b c", 120) == ""
+    ours = shipped
+    own = D.greedy(ours, ENDS, max_len=120)
+    assert not own.cut and cut_note(ours, own, ENDS, 120) == ""
