@@ -122,3 +122,25 @@ def test_prune_runs_beside_the_page_stops_keeping_its_points_and_resumes_from_an
 def ui_model(marian: str):
     import ui.models
     return ui.models.get_model(marian)
+
+
+def test_a_run_that_would_take_too_long_stops_after_its_first_decoding_and_says_so(gated, monkeypatch):
+    """The estimate before the run goes on: after the first decoding (timed), a run whose rest would
+    take more than TOO_LONG stops, keeping it, with a line giving the estimate; told to go on, it
+    finishes."""
+    import ui.jobs
+    import ui.pruning
+    from s2s.checkpoint import load_translator
+    marian, gate = gated
+    monkeypatch.setattr(ui.pruning, "TOO_LONG", -1.0)          # any estimate is too long
+    gate.release(10_000)
+    tr = load_translator(marian, device="cpu")
+    key = ui.pruning.pruning_key(marian)
+    job = ui.jobs.jobs().start(key, ui.pruning.pruning_work(tr, 3, None))
+    assert job.wait(WAIT)
+    snap = job.snapshot()
+    assert snap.status == "stopped" and snap.done == 1 and snap.partial["decoded"] == 1
+    assert snap.note.startswith("Pruning this model would take") and f"({snap.total - 1} decodings left at" in snap.note
+    job.kept["go_on"] = True
+    assert ui.jobs.jobs().start(key, ui.pruning.pruning_work(tr, 3, None)) is job and job.wait(WAIT)
+    assert job.snapshot().status == "done" and job.snapshot().result["complete"]

@@ -247,12 +247,15 @@ def pruning_panel(tr: Translator, model: str, height: int = 260, share: float = 
             st.warning(f"Pruning failed: {snap.error}")
         elif snap.note:
             st.warning(snap.note)
-        if snap.partial and snap.partial.get("bleu") is not None:
-            chart(snap.partial, height, share, model)
         label = ("Go on anyway" if snap.note and snap.status == "stopped" else
                  "Try again" if snap.status == "failed" else "Go on pruning")
-        pressed = st.button(label, key="pruning_run", type="primary",
-                            help="Continue from the decodings kept (one run per model on this server)")
+        said, press = st.columns([3, 2], vertical_alignment="center")
+        said.caption(f"{snap.done} of {snap.total} decodings done and kept." if snap.stage == "decoding"
+                     else "Stopped while ranking the heads: nothing kept yet.")
+        pressed = press.button(label, key="pruning_run", type="primary", width="stretch",
+                               help="Continue from the decodings kept (one run per model on this server)")
+        if not pressed and snap.partial and snap.partial.get("bleu") is not None:
+            chart(snap.partial, height, share, model)
     if not pressed:
         return
     if snap is not None and snap.note:          # asked to go on past the estimate
