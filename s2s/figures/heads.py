@@ -46,8 +46,9 @@ def head_matrix(values: np.ndarray, name: str, value_range: tuple[float, float] 
     label = html.escape(name, quote=False)
     # no toolbar over it (the page draws it without): the top margin holds the one line above the columns
     # (the header numbers may rise a little above their row when rows are shorter than a label: the
-    # line above them is lifted half a size clear)
-    margin = dict(l=4, r=4, t=round(2.1 * font_px + 6) + (round(1.6 * font_px) if title else 0), b=4)
+    # line above them is lifted half a size clear, and the last layer's number has room below)
+    margin = dict(l=4, r=4, t=round(2.1 * font_px + 6) + (round(1.6 * font_px) if title else 0),
+                  b=round(0.3 * font_px) + 4)
     cell_w = (width - margin["l"] - margin["r"]) / (H + 1)
     row = max(14.0, min(44.0, (height - margin["t"] - margin["b"]) / (L + 1)))
     # rows too short for a label each: every k-th layer named (k, 2k, ..., clear of the corner's text)
