@@ -46,11 +46,13 @@ def head_matrix(values: np.ndarray, name: str, value_range: tuple[float, float] 
     label = html.escape(name, quote=False)
     # no toolbar over it (the page draws it without): the top margin holds the one line above the columns
     # (the header numbers may rise a little above their row when rows are shorter than a label: the
-    # line above them is lifted half a size clear)
-    margin = dict(l=4, r=4, t=round(2.1 * font_px + 6) + (round(1.6 * font_px) if title else 0), b=4)
+    # line above them is lifted half a size clear, and the last layer's number has room below)
+    margin = dict(l=4, r=4, t=round(2.1 * font_px + 6) + (round(1.6 * font_px) if title else 0),
+                  b=round(0.3 * font_px) + 4)
     cell_w = (width - margin["l"] - margin["r"]) / (H + 1)
     row = max(14.0, min(44.0, (height - margin["t"] - margin["b"]) / (L + 1)))
-    every = math.ceil(1.3 * font_px / row)          # rows too short for a label each: every k-th layer named
+    # rows too short for a label each: every k-th layer named (k, 2k, ..., clear of the corner's text)
+    every = math.ceil(1.3 * font_px / row)
     fits = cell_w >= 0.62 * font_px * 3 + 4 and row >= 1.3 * font_px       # ".42" at font_px
     text = [[("" if np.isnan(x) else f"{x:.2f}".replace("0.", ".", 1) if abs(x) < 1 else f"{x:.1f}")
              for x in r] for r in v]
@@ -65,7 +67,7 @@ def head_matrix(values: np.ndarray, name: str, value_range: tuple[float, float] 
     cells = go.Scatter(x=hh.ravel(), y=ll.ravel(), customdata=np.array(hover).ravel(),
                        hovertemplate="%{customdata}<extra></extra>", **unseen)
     head_font = dict(size=font_px, color="#2F2D2B")
-    rows = go.Scatter(x=[-1] * L, y=list(range(L)), text=[str(l + 1) if l % every == 0 else "" for l in range(L)],
+    rows = go.Scatter(x=[-1] * L, y=list(range(L)), text=[str(l + 1) if (l + 1) % every == 0 else "" for l in range(L)],
                       customdata=[str(l + 1) for l in range(L)], mode="text",
                       textfont=head_font, showlegend=False,
                       hovertemplate=f"layer %{{customdata}}: its {H} heads<extra></extra>")
