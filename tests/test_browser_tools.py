@@ -95,7 +95,7 @@ def test_the_browser_bench_times_the_panels_alone(hub_models):
     tests/hub_models.py, its Heads tab opened too); nothing fails."""
     out = subprocess.run([sys.executable, str(ROOT / "tools" / "bench_browser.py"), "--runs", "1", "--presses", "1",
                           "--panels-only", "--hub", str(hub_models["marian"])],
-                         capture_output=True, text=True, timeout=1200, cwd=ROOT)
+                         capture_output=True, text=True, timeout=2400, cwd=ROOT)
     assert out.returncode == 0, out.stderr[-2000:]
     got = json.loads(out.stdout)
     assert got["failed"] == [] and got["exceptions"] == 0
