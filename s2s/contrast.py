@@ -65,27 +65,36 @@ def foil_id(tr: Translator, text: str, what: str = "foil") -> int:
     raise InputError(f"The {what} {piece!r} is not a piece of {tr.name}'s vocabulary.")
 
 
-def contrast_difference(model, x: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, step: int,
-                        foil: int | None) -> torch.Tensor:
-    """(R,): D = log p(y_step | y_<step, x_r) - log p(foil | y_<step, x_r) for source embeddings
-    x (R, S, E) of the source ids src (R, S) (or (1, S)), the forced output tgt (T,), step
-    counted from 0 (foil None: log p(y_step | y_<step, x_r) alone). A Transformer (ours or a hub
-    model's): one teacher-forced pass up to `step`, its output head run there only (logits_at);
-    a recurrent model: its steps up to `step`, once for y and once for the foil (row_log_probs)."""
+def log_probs_at(model, x: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, step: int,
+                 pieces: Sequence[int]) -> torch.Tensor:
+    """(R, P): log p(piece | y_<step, x_r) for each of `pieces` at `step` (from 0) of the forced output
+    tgt (T,), source embeddings x (R, S, E) of the ids src (R, S) (or (1, S)). The pieces share
+    the prefix y_<step, so they share one distribution: a Transformer (ours or a hub model's)
+    reads them all from one teacher-forced pass up to `step`, its output head run there only
+    (logits_at); a recurrent model decodes its steps once per piece (row_log_probs)."""
     R = x.size(0)
     src = src.expand(R, -1)
     last = torch.full((R,), step, dtype=torch.long, device=x.device)
     if isinstance(model, Seq2Seq):
-        target = row_log_probs(model, x, src, tgt, last)
-        if foil is None:
-            return target
-        with_foil = tgt.clone()
-        with_foil[step] = foil
-        return target - row_log_probs(model, x, src, with_foil, last)
+        rows = []
+        for piece in pieces:
+            with_piece = tgt.clone()
+            with_piece[step] = piece
+            rows.append(row_log_probs(model, x, src, with_piece, last))
+        return torch.stack(rows, 1)
     tgt_in = decoder_input(model, tgt)[:, :step + 1].expand(R, -1)
     logits = model.logits_at(src, torch.full((R,), src.size(1), device=x.device), tgt_in, last, embedded=x)
     logp = F.log_softmax(logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits, dim=-1)
-    return logp[:, tgt[step]] if foil is None else logp[:, tgt[step]] - logp[:, foil]
+    return logp[:, torch.as_tensor(list(pieces), device=x.device)]
+
+
+def contrast_difference(model, x: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, step: int,
+                        foil: int | None) -> torch.Tensor:
+    """(R,): D = log p(y_step | y_<step, x_r) - log p(foil | y_<step, x_r) for source embeddings
+    x (R, S, E) of the source ids src (R, S) (or (1, S)), the forced output tgt (T,), step
+    counted from 0 (foil None: log p(y_step | y_<step, x_r) alone), read by log_probs_at."""
+    lp = log_probs_at(model, x, src, tgt, step, [int(tgt[step])] + ([foil] if foil is not None else []))
+    return lp[:, 0] if foil is None else lp[:, 0] - lp[:, 1]
 
 
 def _embeddings(model, src: torch.Tensor) -> torch.Tensor:
@@ -190,11 +199,8 @@ def explain_contrast(tr: Translator, text: str, step: int, foil: str, reference:
     model = tr.model
     src = torch.tensor([src_list], device=tr.device)
     tgt = torch.tensor(tgt_list, device=tr.device)
-    with torch.no_grad():
-        both = tgt.clone()
-        both[j] = f
-        target_lp = float(row_log_probs(model, model.embed(src), src, tgt, torch.tensor([j], device=tr.device))[0])
-        foil_lp = float(row_log_probs(model, model.embed(src), src, both, torch.tensor([j], device=tr.device))[0])
+    with torch.no_grad():       # both from one distribution: one pass (log_probs_at)
+        target_lp, foil_lp = log_probs_at(model, model.embed(src), src, tgt, j, [tgt_list[j], f])[0].double().tolist()
     seconds = {"decode": time.perf_counter() - t0}
     t = time.perf_counter()
     scores, error = _attribute(model, src, tgt, j, f, method, ig_steps)

@@ -88,16 +88,20 @@ def test_the_browser_bench_runs_every_action_on_todays_pages_and_reports_a_broke
     assert all(v > 0 for v in got["ms_p50"].values())
 
 
-def test_the_browser_bench_times_the_panels_alone():
+def test_the_browser_bench_times_the_panels_alone(hub_models):
     """tools/bench_browser.py --panels-only: per run only the cold start and the last views'
     panels (the lens's step, a knockout click, a foil picked, an edit compared), to compare
-    checkouts on them; nothing fails."""
+    checkouts on them, and with --hub the same on a Hugging Face model (the tiny Marian of
+    tests/hub_models.py, its Heads tab opened too); nothing fails."""
     out = subprocess.run([sys.executable, str(ROOT / "tools" / "bench_browser.py"), "--runs", "1", "--presses", "1",
-                          "--panels-only"], capture_output=True, text=True, timeout=900, cwd=ROOT)
+                          "--panels-only", "--hub", str(hub_models["marian"])],
+                         capture_output=True, text=True, timeout=2400, cwd=ROOT)
     assert out.returncode == 0, out.stderr[-2000:]
     got = json.loads(out.stdout)
     assert got["failed"] == [] and got["exceptions"] == 0
     assert set(got["ms_p50"]) == {"cold_start", "cold_start_heatmap", "lens_step_en-fr-additive",
                                   "lens_step_en-fr-transformer", "heads_knockout_click", "contrast_foil_pick",
-                                  "patch_compare_en-fr-additive", "patch_compare_en-fr-transformer"}
+                                  "patch_compare_en-fr-additive", "patch_compare_en-fr-transformer",
+                                  "hub_heads_tab", "hub_knockout_click", "hub_lens_step", "hub_contrast_foil",
+                                  "hub_patch_compare"}
     assert all(v > 0 for v in got["ms_p50"].values())

@@ -58,6 +58,18 @@ on the page is drawn):
                                the Translate page opened in a new browser tab with that model chosen
                                (?model=DIR&text=...), until its heatmap is drawn: a hub model's first
                                use, which cost 17.4 s when the first page to ask loaded it
+    hub_heads_tab              with --hub DIR: the Translate page on that model (HUB_TEXT, its output
+                               capped at HUB_MAXLEN pieces: ?maxlen=), the Heads tab clicked, until its
+                               grid (HEADS_TAB_DRAWS) is drawn and the page settled
+    hub_knockout_click         with --hub DIR: the Heads tab in knock-out mode (a link with mask=, one
+                               encoder head out), then a click on another small map (knockout_target:
+                               the one place that knows where a head's click lands), `presses` times,
+                               until the answer beside the grid changes and the page settled
+    hub_lens_step              with --hub DIR: Step by step's slider one step on, as lens_step_<model>
+    hub_contrast_foil          with --hub DIR: Step by step's contrast panel opened at step 1 (not timed),
+                               then another foil picked from its list, as contrast_foil_pick
+    hub_patch_compare          with --hub DIR: Compare an edit, as patch_compare_<model>: an edit of as
+                               many source pieces as HUB_TEXT (the model's own tokenizer counts them)
 
 `--presses` new sentences (or seeds) per run for the repeated actions; the other actions
 happen once per run. Prints the median and the worst time of each action in ms, and
@@ -68,7 +80,8 @@ never drawn) is named in `failed` with its error and the others go on. With seve
 checkouts the runs alternate between them (fresh servers of each, in turn, so a machine's drift
 hits all alike), each checkout gets its own summary, and `ratio` gives each action's median in the
 last checkout over the first's. On a machine busy with other work (a training run) the timings
-measure that contention, not the app.
+measure that contention, not the app. The hub model's targets: its Heads tab <= 2 s, a
+knock-out click <= 1.5 s, a foil <= 1.5 s, an edit compared (with what carries the change) <= 3 s.
 """
 from __future__ import annotations
 
@@ -91,7 +104,8 @@ from s2s.checkpoint import attention_checkpoints, checkpoint_root, list_checkpoi
 
 TARGET_MS = {"cold_start": 5000, "cold_start_heatmap": 5000,     # every other action: DEFAULT_TARGET_MS
              "explain_link_en-fr-additive": 3000, "explain_link_en-fr-transformer": 3000, "explain_link_hub": 10000,
-             "new_tab_start_page": 3000, "hub_first_use": 5000}
+             "new_tab_start_page": 3000, "hub_first_use": 5000,
+             "hub_heads_tab": 2000, "hub_knockout_click": 1500, "hub_contrast_foil": 1500, "hub_patch_compare": 3000}
 START_LINK_TARGET_MS = 1500                                     # every start_link_<label>
 TIMEOUT_MS = 120_000          # the longest any one action may take before it counts as failed
 IDLE_S = 3.0                  # a server warmed up: this long with its CPU under IDLE_SHARE (ui.warm steps aside
@@ -282,7 +296,7 @@ def one_run(b, url: str, t_spawn: float, presses: int, offset: int, models: list
     if panels_only:
         errors = len(exceptions(page))
         page.close()
-        panel_actions(b, url, record, presses)
+        panel_actions(b, url, record, presses, hub)
         return errors
     for _ in range(presses):
         record("translate_greedy", lambda: translate(page, *next(sentence)))
@@ -332,18 +346,21 @@ def one_run(b, url: str, t_spawn: float, presses: int, offset: int, models: list
             record("cells_sample", sample)
         errors += len(exceptions(page))
     page.close()
-    panel_actions(b, url, record, presses)
+    panel_actions(b, url, record, presses, hub)
     explain_links(b, url, models, hub, sentence, record, pid)
     return errors
 
 
-def panel_actions(b, url: str, record, presses: int) -> None:
+def panel_actions(b, url: str, record, presses: int, hub: str | None = None) -> None:
     """The last views' panels, each on its own page: the lens's step, a knockout click, a foil
-    picked, an edit compared (alone with --panels-only, to compare checkouts on them)."""
+    picked, an edit compared (alone with --panels-only, to compare checkouts on them); with `hub`,
+    the same on that Hugging Face model (hub_actions)."""
     lens_steps(b, url, record, presses)
     knockout_clicks(b, url, record, presses)
     foil_picks(b, url, record, presses)
     patch_compares(b, url, record, presses)
+    if hub:
+        hub_actions(b, url, hub, record, presses)
 
 
 LENS_MODELS = ["en-fr-additive", "en-fr-transformer"]     # a recurrent decoder's one layer, a Transformer's three
@@ -448,6 +465,129 @@ def knockout_clicks(b, url: str, record, presses: int) -> None:
     page.close()
 
 
+# ------------------------------------------------------------------ the same panels on a hub model (--hub DIR)
+HUB_TEXT = "the cat sat on the mat ."
+HUB_EDITS = ["the cat sat in the mat .", "the dog sat on the mat .", "the cat sat on the red mat .",
+             "the cat ran on the mat .", "a cat sat on the mat .", "the cat sat on a mat .", "the cat sat at the mat ."]
+HUB_MAXLEN = 24               # a random stand-in never writes </s>: its output capped at a real sentence's length
+HEADS_TAB_DRAWS = "heads_grid"      # what the Heads tab draws once open (its st-key-)
+HUB_READY_MS = 600_000              # a hub page's first load: its model's first decoding, on a busy machine
+FOIL_OPTIONS = """() => [...document.querySelectorAll('[role="option"]')].map(e => e.textContent)"""
+
+
+def hub_link(hub: str, **fields) -> str:
+    """The Translate page on the hub model with HUB_TEXT, greedy, capped at HUB_MAXLEN pieces."""
+    from urllib.parse import urlencode
+    return "/translate?" + urlencode({"model": hub, "text": HUB_TEXT, "method": "greedy", "maxlen": HUB_MAXLEN,
+                                      **fields})
+
+
+def hub_heads(hub: str) -> tuple[int, int]:
+    """(encoder layers, heads) of the hub model in folder `hub`, from its config.json."""
+    from s2s.hub_config import describe_config
+    c = describe_config(json.loads((Path(hub) / "config.json").read_text()))
+    return c.encoder_layers, c.heads
+
+
+def hub_edits(hub: str, n: int) -> list[str]:
+    """Up to `n` of HUB_EDITS that the model's own tokenizer cuts into as many source pieces as
+    HUB_TEXT (patching needs the same number)."""
+    from transformers import AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(hub)
+    length = len(tok(HUB_TEXT).input_ids)
+    return [e for e in HUB_EDITS if len(tok(e).input_ids) == length][:n]
+
+
+MAP_BOX = """([layer, head, heads]) => {        // one small map's box in the knock-out grid
+  const n = layer * heads + head + 1, sub = n === 1 ? 'xy' : `x${n}y${n}`;
+  const r = document.querySelector(`.st-key-knockout_grid .draglayer .${sub} .nsewdrag`).getBoundingClientRect();
+  return [r.left, r.top, r.width, r.height]; }"""
+
+
+def knockout_target(page, layer: int, head: int, heads: int) -> tuple[float, float]:
+    """Where a click knocks head `head` of `layer` (from 0; `heads` per layer) out in the Heads tab's
+    knock-out mode: today a quarter of the way into its small map in the grid, halfway down (at
+    opus-mt's 8 heads a click on the right ~60 % of a map met an axis's drag handle and did
+    nothing, issue #67). The one place to change when the grid's click target changes."""
+    left, top, width, height = page.evaluate(MAP_BOX, [layer, head, heads])
+    return left + 0.25 * width, top + 0.5 * height
+
+
+def hub_actions(b, url: str, hub: str, record, presses: int) -> None:
+    """On the hub model in folder `hub` (listed by the operator): its Heads tab opened, knock-out
+    clicks, the lens's step, a foil picked and an edit compared, each on a page of its own. A page
+    that never gets ready (its first load waits up to HUB_READY_MS: the model's first decoding)
+    fails its action alone."""
+    layers, heads = hub_heads(hub)
+
+    def ready(page, link: str, key: str | None = None) -> None:
+        goto(page, url + link)
+        if key:
+            page.wait_for_function(DRAWN, arg=key, timeout=HUB_READY_MS)
+        page.wait_for_function(SETTLED, timeout=HUB_READY_MS)
+
+    def heads_tab(page) -> None:         # the Heads tab, from Step by step
+        ready(page, hub_link(hub), "heatmap")
+        record("hub_heads_tab", lambda: timed(page, lambda: page.get_by_role("tab", name="Heads").click(), DRAWN,
+                                              HEADS_TAB_DRAWS))
+
+    def knockout(page) -> None:          # knock-out mode: a link with one encoder head out, then clicks
+        ready(page, hub_link(hub, tab="Heads", heads="encoder", mask="encoder:1.1"), "knockout_grid")
+        for k in range(min(presses, layers * heads - 1)):
+            def click(layer: int = (k + 1) // heads % layers, head: int = (k + 1) % heads) -> float:
+                done, arg = changed(page, KNOCKOUT_ANSWER)
+                x, y = knockout_target(page, layer, head, heads)
+                return timed(page, lambda: page.mouse.click(x, y), done, arg)
+            record("hub_knockout_click", click)
+
+    def lens(page) -> None:              # the lens, a step on at a time
+        ready(page, hub_link(hub, tab="Step by step", lens="on"), "lens_top")
+        for _ in range(presses):
+            def step_on() -> float:
+                done, arg = changed(page, CHART_DATA, "lens_top")
+                slider = page.locator(".st-key-step input[type='range']")
+                return timed(page, lambda: slider.press("ArrowRight"), done, arg)
+            record("hub_lens_step", step_on)
+
+    def foils(page) -> None:             # the contrast panel opened at step 1 (not timed), then other foils
+        ready(page, hub_link(hub, tab="Step by step"))
+        page.locator(".st-key-contrast_panel summary").click()
+        page.wait_for_function(f"() => ({FOIL_LINE})() !== null", timeout=HUB_READY_MS)
+        page.wait_for_function(SETTLED, timeout=HUB_READY_MS)
+        page.locator(".st-key-foil input").click()
+        page.wait_for_selector('[role="option"]', timeout=TIMEOUT_MS)
+        others = page.evaluate(FOIL_OPTIONS)[1:]      # (the first: the runner-up, shown already)
+        page.keyboard.press("Escape")
+        for foil in others[:presses]:
+            def pick(foil: str = foil) -> float:
+                item = open_option(page, "foil", foil)
+                done, arg = changed(page, FOIL_LINE)
+                return timed(page, item.click, done, arg)
+            record("hub_contrast_foil", pick)
+
+    def compares(page) -> None:          # Compare an edit, with what carries the change
+        ready(page, hub_link(hub, tab="Compare an edit"))
+        page.wait_for_selector(".st-key-edit input", timeout=TIMEOUT_MS)
+        for edit in hub_edits(hub, presses):
+            def compare(edit: str = edit) -> float:
+                page.locator(".st-key-edit input").fill(edit)
+                done, arg = changed(page, PATCH_MAP)
+                return timed(page, lambda: page.get_by_role("button", name="Compare", exact=True).click(), done, arg)
+            record("hub_patch_compare", compare)
+
+    for name, section in [("hub_heads_tab", heads_tab), ("hub_knockout_click", knockout), ("hub_lens_step", lens),
+                          ("hub_contrast_foil", foils), ("hub_patch_compare", compares)]:
+        page = b.new_page(viewport=VIEWPORT)
+        try:
+            section(page)
+        except Exception as e:          # the page never got ready: this action fails, the next goes on
+            def failed(e: Exception = e) -> float:
+                raise e
+            record(name, failed)
+        finally:
+            page.close()
+
+
 def new_tab(b, url: str) -> float:
     """ms to open the start page in a new browser tab until it has settled: what any link opened
     in a new tab costs before its page does anything (the app's scripts loaded and run afresh)."""
@@ -547,7 +687,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="per run only the cold start, the explain links and the start page's links")
     p.add_argument("--panels-only", action="store_true",
                    help="per run only the cold start and the last views' panels (lens_step_<model>, "
-                        "heads_knockout_click, contrast_foil_pick, patch_compare_<model>)")
+                        "heads_knockout_click, contrast_foil_pick, patch_compare_<model>; with --hub, the hub_* "
+                        "actions too)")
     p.add_argument("--link", metavar="TEXT",
                    help="only the Start links whose label contains TEXT (e.g. Heads), per run on a fresh server "
                         "once its warm-up is over (its CPU idle), as the outline's later links find it; no other "
