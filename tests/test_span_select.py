@@ -195,11 +195,11 @@ def test_the_closest_cells_match_only_stretches_as_long_as_they_are_on_in_the_se
     2-3 character bits ("uss", "ffa"), which said nothing. Its matches are now the stretches where
     that cell is on for at least half as many positions in a row as it is on in the selection;
     where there are none, there are none (the page and the command say so)."""
-    T, span = 300, (100, 180)
+    T, span = 400, (100, 180)
     text = "".join(chr(97 + i % 26) for i in range(T))
     h = np.full((T, 1, 2), -0.5, dtype=np.float32)
     h[100:180:2, 0, 0] = 0.9                  # on at every other position: 50 % of the 80
-    for s, e in [(5, 8), (20, 40), (50, 54), (200, 260)]:       # 3, 20, 4 and 60 long
+    for s, e in [(5, 8), (10, 14), (300, 320), (330, 390)]:     # 3, 4, 20 and 60 long, off around the span
         h[s:e, 0, 0] = 0.9
     assert select_span(h, *span, 0.3) == []
     closest = closest_cells(h, *span, 0.3)
@@ -207,9 +207,8 @@ def test_the_closest_cells_match_only_stretches_as_long_as_they_are_on_in_the_se
     assert shortest_match(closest[:1], 80) == 20                # half of its 40 positions on
     assert shortest_match([SpanCell(0, 0, 1, 1.0, -1.0)], 80) == cells.SPAN_MIN_MATCH     # on throughout: LSTMVis's
     got = [(m.start, m.end) for m in span_matches(h, closest[:1], text, 0.3, exclude=span)]
-    assert got == [(200, 260), (20, 40)]          # the closest to 80 long first; not the 3- and 4-long bits
-    h[200:260, 0, 0] = -0.5
-    h[20:40, 0, 0] = -0.5
+    assert got == [(330, 390), (300, 320)]        # the closest to 80 long first; not the 3- and 4-long bits
+    h[300:390, 0, 0] = -0.5
     assert span_matches(h, closest[:1], text, 0.3, exclude=span) == []
 
 
