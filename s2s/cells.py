@@ -277,6 +277,7 @@ def encoder_trace(tr: Translator, source_ids: list[int]) -> tuple[LayerTrace, La
 SPAN_THRESHOLD = 0.3       # LSTMVis's default activation threshold (data_handler.get_states)
 SPAN_MIN_MATCH = 2         # LSTMVis's cut_off: a match is at least this many positions long
 SPAN_AROUND = 5            # positions either side a selected cell's ranking looks at (select_span)
+SPAN_COMPARABLE = 0.5      # a closest cell's match is on for at least this share of the selection's length
 HELD_OUT_CHARS = 100_000   # held-out characters searched for matches (the page, the bench)
 DATA_ROOT = Path(__file__).resolve().parents[2] / "shared" / "data"   # where training read its text
 EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
@@ -523,7 +524,10 @@ def span_matches(states: np.ndarray | list[Trace], cells: list[SpanCell] | list[
     the ones left differ only in length, so they are ranked by how close their length is to the
     selection's, `length` (by default the excluded span's; then by position), the longest-phrase
     criterion LSTMVis applies last, aimed at the selection: pass it when searching another text, so
-    that both lists order alike. `cells` may be SpanCoverage units (closest_cells). Vectorised: one
+    that both lists order alike. `cells` may be SpanCoverage units (closest_cells): a long selection
+    has no cell on throughout, and the closest one is on in scattered bits everywhere, so its matches
+    are only stretches as long as shortest_match says (half as long as it is on in the selection), not LSTMVis's
+    two positions ("uss", "ffa" for a 300-character quotation said nothing). Vectorised: one
     comparison of the (T, k) selected columns, one all(), and the
     run boundaries from np.diff.
 
@@ -542,14 +546,24 @@ def span_matches(states: np.ndarray | list[Trace], cells: list[SpanCell] | list[
     on = ((a[:, layers, units].astype(np.float32) * signs) >= threshold).all(1)     # (T,)
     edges = np.flatnonzero(np.diff(np.concatenate([[0], on.view(np.int8), [0]])))
     starts, ends = edges[0::2], edges[1::2]
-    keep = (ends - starts) >= SPAN_MIN_MATCH
+    want = length if length is not None else (exclude[1] - exclude[0]) if exclude is not None else 0
+    keep = (ends - starts) >= shortest_match(cells, want)
     if exclude is not None:
         keep &= (ends <= exclude[0]) | (starts >= exclude[1])
     starts, ends = starts[keep], ends[keep]
-    want = length if length is not None else (exclude[1] - exclude[0]) if exclude is not None else 0
     order = np.lexsort((starts, np.abs((ends - starts) - want)))[:top]
     join = "".join if isinstance(text, str) else " ".join
     return [SpanMatch(int(s), int(e), join(text[s:e])) for s, e in zip(starts[order], ends[order])]
+
+
+def shortest_match(cells: list[SpanCell] | list[SpanCoverage], length: int) -> int:
+    """The fewest positions a match of `cells` spans, for a selection `length` long: LSTMVis's
+    SPAN_MIN_MATCH for cells on throughout the selection; for the closest cells (SpanCoverage, where
+    none is), SPAN_COMPARABLE of the positions of the selection where they are on (covers × length,
+    the least of them): a stretch comparable to what they do in the selection."""
+    if cells and isinstance(cells[0], SpanCoverage):
+        return max(SPAN_MIN_MATCH, int(np.ceil(SPAN_COMPARABLE * min(c.covers for c in cells) * length)))
+    return SPAN_MIN_MATCH
 
 
 def in_context(text: str | list[str], start: int, end: int, width: int = 30) -> tuple[str, str, str]:
@@ -592,6 +606,7 @@ def print_span(text: str, states: np.ndarray, span: tuple[int, int], a: argparse
                           "closest": [{"layer": c.layer, "cell": c.cell, "sign": c.sign, "covers": round(c.covers, 4),
                                        "around": round(c.around, 4)} for c in closest],
                           "matched_by": "cells" if cells else "closest" if closest else "none",
+                          "shortest_match": shortest_match(matched, span[1] - span[0]),
                           "matches": [{"start": m.start, "end": m.end, "text": m.text} for m in matches]}))
         return 0
     print(f"selection {span[0]}:{span[1]}: {text[span[0]:span[1]]!r}")
@@ -603,7 +618,10 @@ def print_span(text: str, states: np.ndarray, span: tuple[int, int], a: argparse
     for c in cells:
         print(f"  {c.label()}: at least {c.inside:+.3f} inside, at most {c.outside:+.3f} around")
     if not cells and closest:
-        print(f"matches of {closest[0].label()}:")
+        longest = shortest_match(closest, span[1] - span[0])
+        print(f"matches of {closest[0].label()}, on for at least {longest} positions (half as many as in the "
+              "selection):" if matches else f"{closest[0].label()} is on for {longest} positions in a row (half as "
+                                            "many as in the selection) nowhere else in the text")
     for m in matches:
         print(f"  match {m.start}:{m.end}: {m.text!r}")
     return 0

@@ -150,3 +150,10 @@ HEAD_KINDS = {
 }
 # what the Heads grid shows of cross-attention: each head's weights, or its norm view (s2s.contributions)
 HEADS_VIEWS = {"weights": "weights", "norm": "norm"}   # short: the choice sits in a narrow box
+
+
+def word_log_prob(token_log_probs: Sequence[float], pieces: Sequence[int]) -> float:
+    """A word's log p from its pieces' (the chain rule: p(word) = Π_k p(piece_k | the pieces before)),
+    so log p(word) = Σ_k log p(piece_k); `pieces` are the word's piece indices (word_spans). A
+    word of one piece has that piece's log p; the pages' word views all read it from here."""
+    return float(sum(token_log_probs[j] for j in pieces))

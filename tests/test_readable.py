@@ -208,6 +208,31 @@ def test_a_title_starts_below_the_toolbars_row(projector):
     assert roomy.layout.height == before and roomy.layout.margin.t == 150
 
 
+@pytest.mark.parametrize("projector", [False, True])
+def test_a_titles_every_line_and_a_panels_title_start_below_the_toolbars_row(projector):
+    """Issue #69 item 2: on hover the toolbar covered the pruning chart's key, a two-line title
+    (plotly lifts a top-anchored title's first line by about a line per extra line), and the
+    contrast chart's panel title "why ▁La, not ▁Le" (make_subplots' titles: annotations on the
+    plot's top edge). The title is placed a line lower per extra line, the margin holds every
+    line, and a panel title where the toolbar reaches gets the toolbar's row above it."""
+    two = F.figure([], title=dict(text="first<br>second"), height=260, margin=dict(l=10, r=10, t=20, b=10))
+    F.for_screen(two, projector, width=320)
+    px = two.layout.title.font.size
+    lift = 1.3 * px
+    assert two.layout.title.y * two.layout.height == pytest.approx(two.layout.height - F.TOOLBAR_PX - lift)
+    assert two.layout.margin.t >= F.TOOLBAR_PX + lift + 2 * 1.4 * px
+    bars = F.contrast_figure(["▁a", "▁b"], [0.1, -0.2], [0.1, 0.2], [0.5, 0.5], "▁La", "▁Le", "grad")
+    bars.layout.margin.t = 20            # as the chart was: its panel titles at 20-40 px, under the toolbar
+    F.for_screen(bars, projector, width=786)
+    note_px = max(a.font.size for a in bars.layout.annotations)
+    assert bars.layout.margin.t >= F.TOOLBAR_PX + 1.4 * note_px
+    left_only = F.figure([], height=200, margin=dict(l=10, r=10, t=20, b=10),
+                         annotations=[dict(text="left", x=0, xref="paper", y=1, yref="paper", yanchor="bottom",
+                                           xanchor="left", showarrow=False)])
+    F.for_screen(left_only, projector, width=786)
+    assert left_only.layout.margin.t == 20 and left_only.layout.height == 200      # far from the toolbar: as it was
+
+
 def test_a_projector_table_shows_numbers_in_the_format_asked_for():
     """ui.show.table with the Projector on (a static st.table): a column given a printf format
     shows every value in it (-2.650, where repr would show -2.65 beside -2.058); the others as

@@ -15,6 +15,7 @@ from s2s.cells import (
     long_states,
     memory_from_hidden,
     select_span,
+    shortest_match,
     span_matches,
     span_states,
 )
@@ -187,6 +188,28 @@ def test_the_closest_cells_of_a_long_span_say_how_much_of_it_each_covers():
     # on around 0:20 only after it)
     at_start = closest_cells(h, 0, 20, 0.3)
     assert at_start[0].cell == 1 and at_start[0].around == 1 and all(c.cell != 3 for c in at_start)
+
+
+def test_the_closest_cells_match_only_stretches_as_long_as_they_are_on_in_the_selection():
+    """Issue #69 item 7: a long span no cell is on throughout was matched by its closest cell's
+    2-3 character bits ("uss", "ffa"), which said nothing. Its matches are now the stretches where
+    that cell is on for at least half as many positions in a row as it is on in the selection;
+    where there are none, there are none (the page and the command say so)."""
+    T, span = 400, (100, 180)
+    text = "".join(chr(97 + i % 26) for i in range(T))
+    h = np.full((T, 1, 2), -0.5, dtype=np.float32)
+    h[100:180:2, 0, 0] = 0.9                  # on at every other position: 50 % of the 80
+    for s, e in [(5, 8), (10, 14), (300, 320), (330, 390)]:     # 3, 4, 20 and 60 long, off around the span
+        h[s:e, 0, 0] = 0.9
+    assert select_span(h, *span, 0.3) == []
+    closest = closest_cells(h, *span, 0.3)
+    assert (closest[0].cell, closest[0].covers) == (0, 0.5)
+    assert shortest_match(closest[:1], 80) == 20                # half of its 40 positions on
+    assert shortest_match([SpanCell(0, 0, 1, 1.0, -1.0)], 80) == cells.SPAN_MIN_MATCH     # on throughout: LSTMVis's
+    got = [(m.start, m.end) for m in span_matches(h, closest[:1], text, 0.3, exclude=span)]
+    assert got == [(330, 390), (300, 320)]        # the closest to 80 long first; not the 3- and 4-long bits
+    h[300:390, 0, 0] = -0.5
+    assert span_matches(h, closest[:1], text, 0.3, exclude=span) == []
 
 
 def test_both_match_lists_rank_by_the_selections_length():
@@ -371,3 +394,17 @@ def test_the_first_quotation_whole_lists_the_quote_cell_among_the_first_three(si
         assert out["matched_by"] == "closest"
         quote = next(c for c in out["closest"] if (c["layer"], c["cell"], c["sign"]) == (1, 103, -1))
         assert 0.15 < quote["covers"] <= 1 and quote["around"] == 0
+
+
+def test_the_default_selection_is_long_enough_for_the_sliders_handles_to_stand_apart():
+    """Issue #69 item 9: the span slider opened with its handles 5 px apart (the first ten of
+    1,264 characters). The default is now the first quotation or line of at least a 30th of the
+    text: the War and Peace example's first quotation whole (as the Start link selects), the
+    kernel example's first line."""
+    from ui.span_select import default_span
+    for name, want in [("war_and_peace_heldout.txt", (0, 308)), ("kernel_heldout.c", None)]:
+        text = (cells.EXAMPLES_DIR / name).read_text(encoding="utf-8")
+        start, end = default_span(text)
+        assert end - start >= len(text) / 30 and (start == 0 or text[start - 1] == "\n" or text[start] == '"')
+        assert want is None or (start, end) == want
+    assert default_span("ab") == (0, 2) and default_span("x" * 100) == (0, 100)

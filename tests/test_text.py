@@ -20,3 +20,14 @@ def test_check_range():
     assert check_range("Beam width", 4, 1, 16) == 4
     with pytest.raises(InputError, match="Beam width must be between 1 and 16"):
         check_range("Beam width", 0, 1, 16)
+
+
+def test_a_words_log_p_is_the_sum_of_its_pieces():
+    """Issue #69 item 6: one function for a word's log p (s2s.piece_words.word_log_prob), the
+    chain rule over its pieces: 'hier.' of ▁hier (p 0.93) and . (p 0.895) has p 0.832."""
+    import math
+
+    from s2s.piece_words import word_log_prob
+    lps = [math.log(0.5), math.log(0.93), math.log(0.895)]
+    assert math.exp(word_log_prob(lps, [1, 2])) == pytest.approx(0.93 * 0.895)
+    assert word_log_prob(lps, [0]) == pytest.approx(math.log(0.5)) and word_log_prob(lps, []) == 0.0

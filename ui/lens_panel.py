@@ -145,5 +145,6 @@ def lens_panel(tr: Translator, d: Decoding, first: int, model: str, text: str) -
         if other is not None:
             line += (f" Watched {ui.show.code_span(other)}: rank " + " → ".join(f"{r:,}" for r in other_ranks)
                      + (" by layer." if len(other_ranks) > 1 else "."))
-        st.caption(line + " Each cell: a piece and its p; bold: the chosen piece"
+        st.caption(line + " Each cell: a piece and its own p (a piece's, where the step line above gives a "
+                   "word's, its pieces' p multiplied); bold: the chosen piece"
                    + ("; italics: the watched one." if other else "."))

@@ -35,6 +35,7 @@ from s2s.cells import (
     long_states,
     matched_cells,
     select_span,
+    shortest_match,
     span_matches,
 )
 from s2s.figures import span_heatmap
@@ -89,11 +90,16 @@ def warm_held_out(model: str, signal: str) -> bool:
 
 
 def default_span(text: str) -> tuple[int, int]:
-    """The first short quotation from its opening quote up to its closing one (excluded), else
-    the first ten characters: something to look at before anything is chosen."""
+    """Something to look at before anything is chosen: the first quotation whole, its quotes
+    included (it may run over lines; up to 400 characters), or line, whichever comes first, at
+    least a 30th of the text long, so that the slider opens with its two handles apart (the first
+    ten characters of a 1,264-character passage put them 5 px apart). Else the first characters."""
     import re
-    m = re.search(r'"[^"\n]{3,40}"', text)
-    return (m.start(), m.end() - 1) if m else (0, min(10, len(text)))
+    shortest = max(3, len(text) // 30)
+    for m in re.finditer(r'"[^"]{1,400}"|[^\n]+', text):
+        if m.end() - m.start() >= shortest:
+            return m.start(), m.end()
+    return 0, min(len(text), max(shortest, 10))
 
 
 def controls(prefix: str, tokens: str | list[str], signals: dict[str, str], memory: str) -> tuple:
@@ -208,6 +214,9 @@ def show(prefix: str, tokens: str | list[str], states: np.ndarray, span: tuple[i
     # the matches: every matched cell on together (span_matches), in this text and in the held-out one, both
     # ranked by closeness to the selection's length
     matched = matched_cells(cells, closest)
+    # the closest cell's matches: as long as it is on in the selection, or nearly (not 2-character bits)
+    shortest = shortest_match(matched, end - start)
+    long_enough = "" if cells else f" for at least {shortest} positions in a row (half as many as in the selection)"
     corpora = [Corpus(tokens, states, "this text", lambda s, e: jump_to(prefix, s, e))]
     if held_out is not None:
         corpora.append(held_out)
@@ -216,7 +225,7 @@ def show(prefix: str, tokens: str | list[str], states: np.ndarray, span: tuple[i
                                exclude=span if ci == 0 else None, length=end - start)
         count = f"{len(matches):,} stretch{'es' if len(matches) != 1 else ''}" if matches else "no stretch"
         who = (f"all {len(matched)} cells are" if len(matched) > 1 else f"{name(matched[0])} is")
-        st.markdown(f"**Matches in {corpus.label}:** {count} where {who} on"
+        st.markdown(f"**Matches in {corpus.label}:** {count} where {who} on{long_enough}"
                     + (f" (the {MAX_MATCHES} closest in length to the selection first)"
                        if len(matches) > MAX_MATCHES else "") + ".")
         with st.container(key=f"{prefix}_matches_{ci}"):

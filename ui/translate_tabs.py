@@ -40,7 +40,7 @@ from s2s.decode import (
     source_coverage,
 )
 from s2s.evaluate import bleu_breakdown
-from s2s.piece_words import HEAD_KINDS, HEADS_VIEWS, argmax_alignment, mean_entropy, merge_to_words
+from s2s.piece_words import HEAD_KINDS, HEADS_VIEWS, argmax_alignment, mean_entropy, merge_to_words, word_log_prob
 from s2s.text import MAX_CHARS, InputError
 
 SCALING_DIMS = [4, 16, 64, 256, 1024]     # query/key sizes for the "why sqrt(d)" view
@@ -142,11 +142,13 @@ def step_by_step(tr: Translator, d: Decoding, words: bool, model: str, text: str
     def draw(t: int, live: str = "") -> None:
         """Step t's line, the output so far (in words or pieces) and its two charts."""
         chosen, idx = spans[t]
-        p = float(np.exp(sum(d.token_log_probs[j] for j in idx)))
-        pieces = ("" if len(idx) == 1
-                  else " (pieces " + " ".join(ui.show.code_span(d.target_tokens[j]) for j in idx) + ")")
-        line.markdown(f"Step **{t + 1}** of {n} {unit}s: the decoder chose {ui.show.code_span(chosen)}{pieces} "
-                      f"(p = {p:.3f})")
+        p = float(np.exp(word_log_prob(d.token_log_probs, idx)))
+        # which p it is: a piece's, or a word's, the product of its pieces' (each shown: the lens
+        # below gives a piece's p, issue #69 item 6)
+        whose = (f"p = {p:.3f}, the {unit}'s" if len(idx) == 1 else
+                 f"p = {p:.3f}, the word's: its pieces' " + " × ".join(
+                     f"{ui.show.code_span(d.target_tokens[j])} {np.exp(d.token_log_probs[j]):.3f}" for j in idx))
+        line.markdown(f"Step **{t + 1}** of {n} {unit}s: the decoder chose {ui.show.code_span(chosen)} ({whose})")
         so_far.markdown("**So far:** " + " ".join(ui.show.code_span(w) for w, _ in spans[:t + 1]))
         attn_title.markdown("**Attention over the source** (α at this step" + (", averaged over the word's pieces)"
                                                                              if len(idx) > 1 else ")"))
@@ -278,7 +280,7 @@ def forced_decoding(tr: Translator, d: Decoding, words: bool, model: str, text: 
         longest = max((len(w) for w in src), default=4)
         height = 170 + round(0.62 * px * longest * 0.87 + 25) + round(1.4 * px * max(len(spans), 4))
         margin = dict(t=110, b=50)
-        lp = [float(sum(f.token_log_probs[j] for j in idx)) for _, idx in spans]
+        lp = [word_log_prob(f.token_log_probs, idx) for _, idx in spans]
         ranks = ["/".join(f"#{f.token_ranks[j]}" for j in idx) for _, idx in spans]
         bars = figures.token_bars([w for w, _ in spans], lp, "log p", highlight=int(np.argmin(lp)),
                                   texts=[f"{v:.2f} {r}" for v, r in zip(lp, ranks)], height=height)

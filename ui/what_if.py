@@ -32,7 +32,7 @@ import ui.show
 from s2s import figures
 from s2s.checkpoint import Translator
 from s2s.decode import DecodeSettings, Decoding, target_prefix_ids
-from s2s.piece_words import SPECIALS, changed_words, is_special, word_spans
+from s2s.piece_words import SPECIALS, changed_words, is_special, word_log_prob, word_spans
 from s2s.text import InputError
 
 CHANGED = "#fde68a"      # a changed word's background (amber 200): marks, never a scale
@@ -167,7 +167,7 @@ def two_outputs(first: Decoding, second: Decoding, labels: tuple[str, str], word
         kept = [([j for j, c in enumerate(cols[i]) if c], [j for j, c in enumerate(rows_changed[i]) if c])
                 for i in range(2)]
     spans = [ui.decoded.output_steps(d.target_tokens, words) for d in (first, second)]
-    lps = [[float(sum(d.token_log_probs[j] for j in idx)) for _, idx in s] for d, s in zip((first, second), spans)]
+    lps = [[word_log_prob(d.token_log_probs, idx) for _, idx in s] for d, s in zip((first, second), spans)]
     low = min(min(v, default=0.0) for v in lps)
     rows = max(len(s) for s in spans)
     on = ui.show.projector()

@@ -55,7 +55,9 @@ def contrast_figure(source_tokens: Sequence[str], contrast: Sequence[float], pla
                          title=dict(text="nats"), row=1, col=col + k)
     fig.update_yaxes(tickmode="array", tickvals=rows, ticktext=ys, autorange="reversed",
                      tickfont=dict(size=LABEL_PX), row=1, col=1)
+    # the top margin: the toolbar's row (shown on hover) above the panels' titles, at the Projector's
+    # size too, so that for_screen need not make the chart taller than the step's first screen allows
     fig.update_layout(plot_bgcolor="white", showlegend=False, bargap=0.25,
-                      height=max(260, 110 + 26 * len(ys)), margin=dict(l=10, r=10, t=40, b=10))
+                      height=max(260, 110 + 26 * len(ys)), margin=dict(l=10, r=10, t=60, b=10))
     fig.update_annotations(font=dict(size=15))
     return fig

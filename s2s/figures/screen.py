@@ -83,6 +83,28 @@ def _top_labels_px(axis, px: int, width: float, left: float, plot_w: float) -> t
     return tall, under
 
 
+def _top_notes_px(lay, px: int, width: float, left: float, plot_w: float) -> float:
+    """How tall the annotations that stand on the plot's top edge (yref paper or an axis's
+    domain, y >= 1, anchored at their bottom: make_subplots' titles) rise above it where the
+    toolbar reaches (MODEBAR_PX from the right edge of a chart `width` wide, its plot `plot_w`
+    wide from `left`); 0 where none does. A note as for_screen reckons a label: 0.62 font sizes
+    a character, 1.4 a line."""
+    toolbar, tall = width - MODEBAR_PX, 0.0
+    for note in lay.annotations:
+        if note.text is None or note.y is None or float(note.y) < 1 or note.yanchor not in ("bottom", None) \
+                or not str(note.yref or "paper").startswith(("paper", "y")) or note.xref not in ("paper", None) \
+                and not str(note.xref).endswith("domain"):
+            continue
+        size = note.font.size or px
+        lines = str(note.text).split("<br>")
+        run = 0.62 * size * max(len(html.unescape(line)) for line in lines)
+        x = left + plot_w * float(note.x if note.x is not None else 0.5)
+        reach = x + {"left": run, "right": 0.0}.get(note.xanchor, run / 2)
+        if reach >= toolbar:
+            tall = max(tall, 1.4 * size * len(lines) + 4 + (note.yshift or 0))     # (4: plotly's gap under it)
+    return tall
+
+
 def for_screen(fig: go.Figure, projector: bool = False, width: int = 760, grow: bool | None = None) -> go.Figure:
     """The figure as a class reads it: every label at least `label_px(projector)` (the
     projector scales the sizes a figure chose by 18/14 too) and in BODY_TEXT, and the
@@ -211,14 +233,25 @@ def for_screen(fig: go.Figure, projector: bool = False, width: int = 760, grow: 
     top = margin.t if margin.t is not None else 100
     left = width - (margin.r if margin.r is not None else 80) - beside - plot_w
     labels_top, under = _top_labels_px(lay.xaxis, lay.xaxis.tickfont.size or x_px, width, left, plot_w)  # (sized)
-    title_px = round(1.4 * (lay.title.font.size or small)) if lay.title.text else 0
+    # a title of several lines ("<br>", the pruning chart's key): plotly lifts its first line by
+    # about a line per extra line when anchored at its top, up under the toolbar (issue #69 item 2);
+    # it is placed that much lower, and the margin holds every line
+    title_font = lay.title.font.size or small
+    lift = 1.3 * title_font * str(lay.title.text or "").count("<br>")
+    title_px = math.ceil(1.4 * title_font * (1 + str(lay.title.text or "").count("<br>")) + lift) \
+        if lay.title.text else 0
+    # ... and, in a figure without a title (one keeps what stands under it below the toolbar's row),
+    # texts standing on the plot's top edge where the toolbar reaches: subplot titles ("why ▁La,
+    # not ▁Le" of the contrast bars), any annotation above the plot
+    if not lay.title.text:
+        under = max(under, _top_notes_px(lay, small, width, left, plot_w))
     if title_px or under:
         need = TOOLBAR_PX + title_px + math.ceil(under)
         if max(top, labels_top) < need:
             lay.height = math.ceil((lay.height or 450) + need - max(top, labels_top))
             lay.margin.t = top = need
     if lay.title.text:
-        lay.title.update(yref="container", y=1 - TOOLBAR_PX / (lay.height or 450), yanchor="top")
+        lay.title.update(yref="container", y=1 - (TOOLBAR_PX + lift) / (lay.height or 450), yanchor="top")
     # a value axis's labels are centred on their ticks: the one at the top end (the "0" of log p)
     # stands half its height above the plot, and plotly drops a label the figure's edge would cut
     for name in names:
