@@ -22,6 +22,10 @@ A positive a_i pushes toward y_T, a negative one toward the foil. The foil is on
 target vocabulary (a word of several pieces is refused in one line). Without a foil (foil None)
 the same code attributes log p(y_T) alone, the plain attribution at that step by the same method
 (`step_attribution`): what the contrast is read against, on the same scale.
+
+With `head_mask` both read the model with those heads knocked out (s2s.hooks.knocked_out): the
+greedy output explained is the knocked-out model's, and D, its gradients and its integral are
+taken under the mask (python -m s2s.explain --contrast-step T --foil PIECE --mask-heads ...).
 """
 from __future__ import annotations
 
@@ -35,7 +39,7 @@ import torch.nn.functional as F
 
 from .attributions import IG_SPLITS, IG_STEPS, IG_TOLERANCE, row_log_probs, source_ids, target_ids, unk_id
 from .checkpoint import Translator
-from .hooks import decoder_input
+from .hooks import HeadMask, decoder_input, format_head_mask, knocked_out, read_head_mask
 from .model import Seq2Seq
 from .text import InputError, check_range
 from .tokenizer import HubTokenizer
@@ -170,6 +174,8 @@ class Contrast:
     log_prob_foil: float
     completeness_error: float | None = None
     seconds: dict[str, float] = field(default_factory=dict)
+    head_mask: str = ""
+    """the heads knocked out while it was read, as --mask-heads writes them ("": none)"""
 
     def to_json(self) -> dict:
         toward = [t for t, v in zip(self.source_tokens, self.scores) if v > 0]
@@ -181,15 +187,26 @@ class Contrast:
                 "difference": self.log_prob_target - self.log_prob_foil,
                 "toward_target": toward, "toward_foil": away,
                 "completeness_error": self.completeness_error,
-                "seconds": {k: round(v, 4) for k, v in self.seconds.items()}}
+                "seconds": {k: round(v, 4) for k, v in self.seconds.items()},
+                **({"head_mask": self.head_mask} if self.head_mask else {})}
 
 
 def explain_contrast(tr: Translator, text: str, step: int, foil: str, reference: str | None = None,
                      method: str = "grad-x-input", ig_steps: int = IG_STEPS,
-                     target: Sequence[int] | None = None) -> Contrast:
+                     target: Sequence[int] | None = None, head_mask: HeadMask | str = ()) -> Contrast:
     """The contrastive attribution of the greedy translation of `text` (or `reference`, or the
     piece ids `target`: a page's own decoding, whatever its search), forced, at `step` (counted
-    from 1) against `foil` (one piece), by `method` (METHODS' names)."""
+    from 1) against `foil` (one piece), by `method` (METHODS' names); with the heads of
+    `head_mask` knocked out throughout (s2s.hooks.knocked_out)."""
+    mask = read_head_mask(head_mask)
+    with knocked_out(tr.model, mask):             # a bad mask: one line, before anything is computed
+        c = _contrast(tr, text, step, foil, reference, method, ig_steps, target)
+    c.head_mask = format_head_mask(mask)
+    return c
+
+
+def _contrast(tr: Translator, text: str, step: int, foil: str, reference: str | None, method: str, ig_steps: int,
+              target: Sequence[int] | None) -> Contrast:
     t0 = time.perf_counter()
     src_list, tgt_list, frm = _pieces(tr, text, step, method, ig_steps, reference, target)
     j = int(step) - 1
@@ -212,15 +229,17 @@ def explain_contrast(tr: Translator, text: str, step: int, foil: str, reference:
 
 def step_attribution(tr: Translator, text: str, step: int, reference: str | None = None,
                      method: str = "grad-x-input", ig_steps: int = IG_STEPS,
-                     target: Sequence[int] | None = None) -> tuple[np.ndarray, float | None]:
+                     target: Sequence[int] | None = None, head_mask: HeadMask | str = ()
+                     ) -> tuple[np.ndarray, float | None]:
     """The plain attribution of log p(y_T) alone at `step` (counted from 1) to the source pieces,
-    by the same method and code as explain_contrast with the foil's term dropped (the output as
-    there), and integrated gradients' completeness error (else None): what a contrast is read
-    against. Equal to the row T of s2s.attributions' method (tests/test_contrast.py)."""
-    src_list, tgt_list, _ = _pieces(tr, text, step, method, ig_steps, reference, target)
-    src = torch.tensor([src_list], device=tr.device)
-    tgt = torch.tensor(tgt_list, device=tr.device)
-    return _attribute(tr.model, src, tgt, int(step) - 1, None, method, ig_steps)
+    by the same method and code as explain_contrast with the foil's term dropped (the output and
+    the head mask as there), and integrated gradients' completeness error (else None): what a
+    contrast is read against. Equal to the row T of s2s.attributions' method (tests/test_contrast.py)."""
+    with knocked_out(tr.model, head_mask):
+        src_list, tgt_list, _ = _pieces(tr, text, step, method, ig_steps, reference, target)
+        src = torch.tensor([src_list], device=tr.device)
+        tgt = torch.tensor(tgt_list, device=tr.device)
+        return _attribute(tr.model, src, tgt, int(step) - 1, None, method, ig_steps)
 
 
 def _pieces(tr: Translator, text: str, step: int, method: str, ig_steps: int, reference: str | None,

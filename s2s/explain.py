@@ -11,6 +11,7 @@ over both, and their summary over a test set (summarize).
     python -m s2s.explain --model DIR --counterfactual 2 --kind adversarial -- "I went to the lecture."
     python -m s2s.explain --model DIR --test examples/test_long.tsv --limit 200 --max-words 30 --json
     python -m s2s.explain --model DIR --contrast-step 5 --foil ▁heureuse --method ig --json -- "The girl is happy."
+    python -m s2s.explain --model DIR --contrast-step 5 --foil ▁heureuse --mask-heads cross:2.* -- "The girl is happy."
 
 --json prints source_tokens, target_tokens, attention (len(target_tokens) rows of
 len(source_tokens) weights), attributions (per method, rows of the same shape), kendall_tau
@@ -19,11 +20,13 @@ token_log_probs, the integration settings and completeness error, and with --cou
 a counterfactual object. --contrast-step T --foil PIECE (s2s/contrast.py) prints instead the
 attribution of log p(y_T) - log p(foil) at step T (from 1) to the source pieces: scores (one per
 source piece), target, foil, their log-probs, the pieces pushing toward each, by --method
-grad-x-input (default), ig or loo. --test prints, over the first --limit pairs of a TSV (English, French)
-whose English has at most --max-words words, each forced with its French: the quantiles of
-tau per method, the argmax agreement shares, the share of steps whose argmax survives a
-random permutation of alpha_j, and the integration's completeness; a pair longer than a hub
-model's positions is left out, counted in `skipped`.
+grad-x-input (default), ig or loo; with --mask-heads KIND:LAYER.HEAD[,...], of the model with
+those heads knocked out (s2s.hooks.knocked_out), and head_mask says which. --test prints,
+over the first --limit pairs of a TSV (English, French) whose English has at most --max-words
+words, each forced with its French: the quantiles of tau per method, the argmax agreement
+shares, the share of steps whose argmax survives a random permutation of alpha_j, and the
+integration's completeness; a pair longer than a hub model's positions is left out, counted in
+`skipped`.
 
 Bad input (a missing model, a model without attention, empty or too long text) gives one
 line on stderr starting with "error:" and exit status 2.
@@ -45,6 +48,7 @@ from .checkpoint import CheckpointError, Translator, load_translator
 from .contributions import ALIGN_METHODS, ATTRIBUTIONS, NOT_APPLICABLE, ROLLOUT_SHARE, applies, explain_contributions
 from .counterfactual import EPSILON, KINDS, counterfactual, permutation_survival, trace
 from .decode import positions
+from .hooks import MASK_HELP, parse_head_mask
 from .hub import MODEL_HELP
 from .hub_config import beyond_positions
 from .model import Seq2Seq
@@ -201,6 +205,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="contrastive attribution at this output step (counted from 1): why y_T and not --foil; "
                         "--method grad-x-input (default), ig or loo")
     p.add_argument("--foil", metavar="PIECE", help="with --contrast-step: the alternative, one piece of the vocabulary")
+    p.add_argument("--mask-heads", metavar="KIND:LAYER.HEAD", default="",
+                   help="with --contrast-step: read the model with these heads knocked out: " + MASK_HELP)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("text", nargs="*", help="the English text (after --, if it starts with a dash)")
     a = p.parse_args(argv)
@@ -208,6 +214,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error("--contrast-step T and --foil PIECE go together")
     if a.contrast_step is not None and (a.test is not None or a.table is not None or a.counterfactual is not None):
         p.error("--contrast-step explains one text: not with --test, --table or --counterfactual")
+    if a.mask_heads and a.contrast_step is None:
+        p.error("--mask-heads is read with --contrast-step T --foil PIECE (the contrast)")
     if a.table is not None:
         if a.test is None:
             p.error("--table needs --test FILE")
@@ -332,13 +340,16 @@ def _print_contrast(tr: Translator, text: str, a: argparse.Namespace) -> int:
     if len(methods) > 1 or methods[0] not in CONTRAST_METHODS:
         raise InputError(f"--contrast-step takes one --method of {', '.join(CONTRAST_METHODS)}, "
                          f"not {', '.join(methods)}.")
-    c = explain_contrast(tr, text, a.contrast_step, a.foil, a.reference, methods[0], a.ig_steps)
+    c = explain_contrast(tr, text, a.contrast_step, a.foil, a.reference, methods[0], a.ig_steps,
+                         head_mask=parse_head_mask(a.mask_heads))
     out = c.to_json()
     if a.json:
         print(json.dumps(out, ensure_ascii=False, allow_nan=False))
         return 0
     print(f"step {c.step}: {c.target!r} (log p {c.log_prob_target:.3f}) and not {c.foil!r} "
           f"(log p {c.log_prob_foil:.3f}), {c.method}")
+    if c.head_mask:
+        print(f"heads knocked out: {c.head_mask}")
     for tok, v in zip(c.source_tokens, c.scores):
         side = f"toward {c.target!r}" if v > 0 else f"toward {c.foil!r}" if v < 0 else ""
         print(f"{tok[:14]:>14}  {v:+.4f}  {side}")

@@ -3,7 +3,9 @@
 Every instrument that looks inside a Transformer goes through here: the contributions (norm,
 ALTI+, value zeroing: s2s.contributions), the neuron view (s2s.heads), knocking heads out and
 ranking them (s2s.heads importance and prune, and every search of s2s.decode through
-`DecodeSettings.head_mask`). A family is taught here once:
+`DecodeSettings.head_mask`; the lens and the contrast through their `head_mask`), and the hub
+adapter's pass that runs the output head at one position only (s2s.hub_model logits_at). A
+family is taught here once:
 
     sites(model)         each attention block's modules, layer by layer, for the three kinds
                          (encoder self-attention, decoder self-attention, cross-attention):
@@ -428,6 +430,11 @@ def normal_head_mask(mask: Sequence[Sequence]) -> HeadMask:
     return tuple(sorted(entries, key=lambda e: (order.get(e[0], 9), e[1], -1 if e[2] is None else e[2])))
 
 
+def read_head_mask(mask: HeadMask | str | None) -> HeadMask:
+    """A mask as an instrument takes it, written ("cross:2.3,encoder:1.*") or as tuples -> HeadMask."""
+    return parse_head_mask(mask) if isinstance(mask, str) or mask is None else normal_head_mask(mask)
+
+
 def format_head_mask(mask: HeadMask) -> str:
     """The mask as the command line writes it (from 1)."""
     return ",".join(f"{k}:{l + 1}.{'*' if h is None else h + 1}" for k, l, h in mask)
@@ -505,10 +512,13 @@ def pointer_heads(model, knocked: Mapping[str, Sequence[tuple[int, int]]]) -> li
 
 
 @contextmanager
-def knocked_out(model, mask: HeadMask) -> Iterator[None]:
+def knocked_out(model, mask: HeadMask | str) -> Iterator[None]:
     """Run the body with the heads of `mask` knocked out (xi_h = 0 multiplying the head's slice
     of the attention output before W_O, and a copying Transformer's pointer reading only the
-    heads still in: pointer_heads); an empty mask attaches nothing (exactly plain)."""
+    heads still in: pointer_heads); an empty mask attaches nothing (exactly plain). `mask` as
+    parse_head_mask reads it ("cross:2.3,encoder:1.*") or its tuples; InputError, one line, before
+    the body runs, for a malformed one or a head the model lacks."""
+    mask = read_head_mask(mask)
     if not mask:
         yield
         return

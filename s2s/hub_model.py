@@ -8,7 +8,6 @@ returns the step's logits with every layer and head of its attention.
 """
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 
 import torch
@@ -16,6 +15,7 @@ from torch import nn
 from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 from transformers.modeling_outputs import BaseModelOutput
 
+from .hooks import attached
 from .hub_config import HubConfig, beyond_positions
 from .interface import Constraints, Memory, State, Step
 from .text import InputError
@@ -176,14 +176,13 @@ class HubSeq2Seq(nn.Module):
         (B, V), as forward(...)[0][b, positions[b]]. A hook on the decoder keeps only that
         position's final hidden state, so the model's own head (its lm_head, Marian's
         final_logits_bias, T5's rescaling) runs once per row rather than at every position:
-        for a 60k vocabulary that head is most of the cost (s2s.attributions scores one step per row)."""
+        for a 60k vocabulary that head is most of the cost (s2s.attributions scores one step per row).
+        The hook is attached through s2s.hooks (this thread's pass only: the model is shared), so
+        it composes with the editors attached there (a head mask: s2s.hooks.knocked_out)."""
         self.check_positions(src.size(1), int(positions.max()) + 1)
         rows = torch.arange(src.size(0), device=src.device)
-        me = threading.get_ident()      # the model is shared: another thread's pass goes through untouched
 
-        def keep_positions(module, args, output):
-            if threading.get_ident() != me:
-                return None
+        def keep_positions(module, args, output):     # an editor of s2s.hooks: this thread's pass only
             if isinstance(output, tuple):
                 return (output[0][rows, positions][:, None],) + output[1:]
             output.last_hidden_state = output.last_hidden_state[rows, positions][:, None]
@@ -191,12 +190,9 @@ class HubSeq2Seq(nn.Module):
 
         mask = torch.arange(src.size(1), device=src.device)[None, :] < src_len.to(src.device)[:, None]
         ids = dict(input_ids=src) if embedded is None else dict(inputs_embeds=embedded)
-        handle = self.hf.get_decoder().register_forward_hook(keep_positions)
-        try:
+        with attached([(self.hf.get_decoder(), "forward", keep_positions)]):
             out = self.hf(**ids, attention_mask=mask.long(), decoder_input_ids=tgt_in[:, :int(positions.max()) + 1],
                           return_dict=True)
-        finally:
-            handle.remove()
         return self.pieces_only(out.logits[:, 0])
 
     def embed(self, src: torch.Tensor) -> torch.Tensor:

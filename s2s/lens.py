@@ -14,12 +14,18 @@ cell): one row, the model's own.
 
     python -m s2s.lens --model checkpoints/en-fr-transformer --json -- "The cat is black."
     python -m s2s.lens --model DIR --reference "Le chat est noir." --json -- "The cat is black."
+    python -m s2s.lens --model checkpoints/en-fr-transformer --mask-heads cross:2.* --json -- "The cat is black."
+
+With --mask-heads (head_mask) the lens reads the model with those heads knocked out
+(s2s.hooks.knocked_out, as s2s.translate --mask-heads decodes): the greedy translation read is
+the knocked-out model's, and every layer's row is read under the mask.
 
 --json prints source_tokens, target_tokens, forced_from, layers (their names), log_probs (one row
 per decoder layer, one value per output piece), top (per layer, per step, the TOP likeliest
 pieces as [piece, log p]), ranks (per layer, per step, the chosen piece's rank, 1 the likeliest),
 enters_top (per step, the first layer, from 1, from which on the chosen piece stays in the
-top TOP; null if it is not in the last layer's) and note (a recurrent model: it has one layer).
+top TOP; null if it is not in the last layer's), note (a recurrent model: it has one layer) and,
+with --mask-heads, head_mask (the heads knocked out, as the option writes them).
 Bad input gives one line on stderr starting with "error:" and exit status 2.
 """
 from __future__ import annotations
@@ -34,7 +40,20 @@ import torch.nn.functional as F
 
 from .attributions import MAX_TARGET_PIECES, source_ids, target_ids
 from .checkpoint import CheckpointError, Translator, load_translator
-from .hooks import decoder_input, first, is_recurrent, layer_modules, output_head, recorded
+from .hooks import (
+    MASK_HELP,
+    HeadMask,
+    decoder_input,
+    first,
+    format_head_mask,
+    is_recurrent,
+    knocked_out,
+    layer_modules,
+    output_head,
+    parse_head_mask,
+    read_head_mask,
+    recorded,
+)
 from .hub import MODEL_HELP
 from .text import InputError, OneLineErrorParser, text_argument
 from .transformer import Transformer
@@ -57,6 +76,8 @@ class Lens:
     top: list[list[list[tuple[str, float]]]]
     ranks: list[list[int]]
     note: str | None = None
+    head_mask: str = ""
+    """the heads knocked out while it was read, as --mask-heads writes them ("": none)"""
 
     def enters_top(self, k: int = TOP) -> list[int | None]:
         """Per step, the first layer (from 1) from which on the chosen piece stays within the
@@ -74,7 +95,8 @@ class Lens:
     def to_json(self) -> dict:
         return {"source_tokens": self.source_tokens, "target_tokens": self.target_tokens,
                 "forced_from": self.forced_from, "layers": self.layers, "log_probs": self.log_probs,
-                "top": self.top, "ranks": self.ranks, "enters_top": self.enters_top(), "note": self.note}
+                "top": self.top, "ranks": self.ranks, "enters_top": self.enters_top(), "note": self.note,
+                **({"head_mask": self.head_mask} if self.head_mask else {})}
 
 
 def layer_log_probs(model, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
@@ -126,13 +148,16 @@ def _forced_ids(tr: Translator, text: str, reference: str | None,
 
 @torch.inference_mode()
 def lens(tr: Translator, text: str, reference: str | None = None, top: int = TOP,
-         target: Sequence[int] | None = None) -> Lens:
+         target: Sequence[int] | None = None, head_mask: HeadMask | str = ()) -> Lens:
     """The logit lens on the greedy translation of `text` (or `reference`, or the output piece
-    ids `target`: a steered or sampled one, read as it is), forced."""
-    src_list, tgt_list, frm = _forced_ids(tr, text, reference, target)
-    src = torch.tensor([src_list], device=tr.device)
-    tgt = torch.tensor(tgt_list, device=tr.device)
-    logp = layer_log_probs(tr.model, src, tgt)                              # (L, T, V)
+    ids `target`: a steered or sampled one, read as it is), forced; with the heads of `head_mask`
+    knocked out (s2s.hooks.knocked_out) for the greedy decoding and every layer's reading."""
+    mask = read_head_mask(head_mask)
+    with knocked_out(tr.model, mask):             # a bad mask: one line, before anything is computed
+        src_list, tgt_list, frm = _forced_ids(tr, text, reference, target)
+        src = torch.tensor([src_list], device=tr.device)
+        tgt = torch.tensor(tgt_list, device=tr.device)
+        logp = layer_log_probs(tr.model, src, tgt)                          # (L, T, V)
     L, T, _ = logp.shape
     chosen = logp[:, torch.arange(T, device=tgt.device), tgt]              # (L, T)
     ranks = (logp > chosen[..., None]).sum(-1) + 1
@@ -143,20 +168,23 @@ def lens(tr: Translator, text: str, reference: str | None = None, top: int = TOP
     recurrent = is_recurrent(tr.model)
     names = ["decoder (one layer)"] if recurrent else [f"decoder layer {l + 1}" for l in range(L)]
     return Lens(tr.tokenizer.pieces(src_list), tr.tokenizer.pieces(tgt_list), list(tgt_list), frm, names,
-                chosen.double().tolist(), tops, ranks.tolist(), ONE_LAYER if recurrent else None)
+                chosen.double().tolist(), tops, ranks.tolist(), ONE_LAYER if recurrent else None,
+                format_head_mask(mask))
 
 
 @torch.inference_mode()
-def watched(tr: Translator, text: str, target: Sequence[int], step: int, piece: int) -> list[tuple[float, int]]:
+def watched(tr: Translator, text: str, target: Sequence[int], step: int, piece: int,
+            head_mask: HeadMask | str = ()) -> list[tuple[float, int]]:
     """Another piece watched beside the chosen one: at `step` (from 0) of the output piece ids
     `target` forced for `text`, its (log p, rank) at every decoder layer, as `lens` reads the
-    chosen piece's (rank 1: the likeliest; ties counted in its favour)."""
-    src_list, tgt_list, _ = _forced_ids(tr, text, None, target)
-    if not 0 <= step < len(tgt_list):
-        raise InputError(f"Step {step + 1} is out of range: the output has {len(tgt_list)} pieces.")
-    src = torch.tensor([src_list], device=tr.device)
-    tgt = torch.tensor(tgt_list, device=tr.device)
-    logp = layer_log_probs(tr.model, src, tgt)[:, step]                      # (L, V)
+    chosen piece's (rank 1: the likeliest; ties counted in its favour), under `head_mask` as there."""
+    with knocked_out(tr.model, head_mask):
+        src_list, tgt_list, _ = _forced_ids(tr, text, None, target)
+        if not 0 <= step < len(tgt_list):
+            raise InputError(f"Step {step + 1} is out of range: the output has {len(tgt_list)} pieces.")
+        src = torch.tensor([src_list], device=tr.device)
+        tgt = torch.tensor(tgt_list, device=tr.device)
+        logp = layer_log_probs(tr.model, src, tgt)[:, step]                  # (L, V)
     if not 0 <= piece < logp.size(-1):
         raise InputError(f"Piece id {piece} is not in {tr.name}'s vocabulary.")
     mine = logp[:, piece]
@@ -169,14 +197,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--model", required=True, help="a translation model: " + MODEL_HELP)
     p.add_argument("--reference", metavar="FRENCH", help="read this French translation (default: the greedy one)")
     p.add_argument("--top", type=int, default=TOP, help=f"each layer's likeliest pieces per step (default {TOP})")
+    p.add_argument("--mask-heads", metavar="KIND:LAYER.HEAD", default="",
+                   help="read the model with these heads knocked out: " + MASK_HELP)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("text", nargs="*", help="the English text (after --, if it starts with a dash)")
     a = p.parse_args(argv)
     try:
         if not 1 <= a.top <= 50:
             raise InputError(f"--top must be between 1 and 50, not {a.top}.")
+        mask = parse_head_mask(a.mask_heads)
         tr = load_translator(a.model)
-        out = lens(tr, text_argument(a.text), a.reference, a.top)
+        out = lens(tr, text_argument(a.text), a.reference, a.top, head_mask=mask)
     except (CheckpointError, InputError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -185,6 +216,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if out.note:
         print(out.note)
+    if out.head_mask:
+        print(f"heads knocked out: {out.head_mask}")
     enters = out.enters_top()
     for j, y in enumerate(out.target_tokens):
         ranks = " ".join(f"{out.ranks[l][j]:>5}" for l in range(len(out.layers)))

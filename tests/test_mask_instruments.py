@@ -1,0 +1,166 @@
+"""The lens and the contrast of a knocked-out model (head_mask, --mask-heads: s2s.hooks.knocked_out),
+held against an independent construction written here: the same instrument on a copy of the
+model whose knocked-out heads' columns of W_O (their slice of its input) are zeroed in the
+weights, found by the modules' own names. A tiny hub Marian (tests/hub_models.py, random biases,
+sharpened attention so that a head weighs) and the shipped Transformer, on heads its pointer
+does not read (the lens reads each layer's pointer from that layer's heads: no cross-attention
+head for it; the contrast reads the last layer's). Every comparison also asserts that the mask
+changed something."""
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from biased_models import randomise, shipped
+
+from s2s.checkpoint import load_translator
+from s2s.contrast import explain_contrast, step_attribution
+from s2s.hooks import parse_head_mask
+from s2s.lens import lens, watched
+
+HUB_TEXT = "the cat sat on the mat ."
+EN_FR_TEXT = "The little girl is happy because her mother is here."
+LENS_MASKS = {"marian": "cross:1.2,encoder:1.3,decoder:2.1", "shipped": "encoder:2.4,decoder:1.2,decoder:3.1"}
+CONTRAST_MASKS = {"marian": "cross:2.2,encoder:1.3", "shipped": "cross:2.*,encoder:2.4"}
+# the Marian in float64 (an untrained model's near-uniform outputs move little: float32 would blur
+# them), the shipped one in its own float32
+TOL = {"marian": 1e-7, "shipped": 1e-4}
+
+
+@pytest.fixture(scope="module")
+def models(hub_models):
+    marian = load_translator(hub_models["marian"], device="cpu")
+    marian.model.to(torch.float64)
+    randomise(marian.model, 3)
+    with torch.no_grad():          # peaked attention whose output weighs in the residual stream
+        for name, m in marian.model.named_modules():
+            if isinstance(m, torch.nn.Linear) and name.split(".")[-1] in ("q_proj", "k_proj", "v_proj", "out_proj"):
+                m.weight.mul_(4.0)
+    marian.model.eval()
+    return {"marian": marian, "shipped": shipped()}
+
+
+def output_projection(model, kind: str, layer: int) -> torch.nn.Linear:
+    """A layer's W_O of one kind, by the modules' own names (not through s2s.hooks)."""
+    if hasattr(model, "hf"):
+        m = model.hf.model
+        layers = m.encoder.layers if kind == "encoder" else m.decoder.layers
+        return layers[layer].encoder_attn.out_proj if kind == "cross" else layers[layer].self_attn.out_proj
+    layers = model.encoder if kind == "encoder" else model.decoder
+    return layers[layer].cross_attn.w_o if kind == "cross" else layers[layer].self_attn.w_o
+
+
+def heads_of(model) -> tuple[int, int]:
+    """(layers, heads) of every kind (the same in these models)."""
+    if hasattr(model, "hf"):
+        return model.hf.config.decoder_layers, model.hf.config.decoder_attention_heads
+    return model.cfg.decoder_layers, model.cfg.heads
+
+
+def zeroed_copy(tr, mask: str):
+    """A copy of the translator whose knocked-out heads' W_O input columns are 0."""
+    out = copy.deepcopy(tr)
+    _, H = heads_of(out.model)
+    with torch.no_grad():
+        for kind, layer, head in parse_head_mask(mask):
+            w = output_projection(out.model, kind, layer).weight
+            d_k = w.shape[1] // H
+            for h in range(H) if head is None else [head]:
+                w[:, h * d_k:(h + 1) * d_k] = 0
+    return out
+
+
+def text_of(name: str) -> str:
+    return HUB_TEXT if name == "marian" else EN_FR_TEXT
+
+
+@pytest.mark.parametrize("name", ["marian", "shipped"])
+def test_the_lens_of_a_knocked_out_model_is_the_lens_of_the_zeroed_copy(models, name):
+    tr, mask, tol = models[name], LENS_MASKS[name], TOL[name]
+    masked = lens(tr, text_of(name), head_mask=mask)
+    reference = lens(zeroed_copy(tr, mask), text_of(name))
+    assert masked.target_ids == reference.target_ids          # the greedy output read is the knocked-out model's
+    np.testing.assert_allclose(masked.log_probs, reference.log_probs, atol=tol, rtol=0)
+    assert masked.ranks == reference.ranks
+    assert masked.head_mask == mask and masked.to_json()["head_mask"] == mask
+    plain = lens(tr, text_of(name), target=masked.target_ids)
+    assert "head_mask" not in plain.to_json()
+    assert np.abs(np.array(plain.log_probs) - np.array(masked.log_probs)).max() > 1e-3
+    # another piece watched, under the same mask
+    piece = next(i for i in range(5, 50) if i not in masked.target_ids[:2])
+    got = watched(tr, text_of(name), masked.target_ids, 1, piece, head_mask=mask)
+    want = watched(zeroed_copy(tr, mask), text_of(name), masked.target_ids, 1, piece)
+    np.testing.assert_allclose([v for v, _ in got], [v for v, _ in want], atol=tol, rtol=0)
+    assert [r for _, r in got] == [r for _, r in want]
+
+
+@pytest.mark.parametrize("name", ["marian", "shipped"])
+@pytest.mark.parametrize("method", ["grad-x-input", "loo"])
+def test_the_contrast_of_a_knocked_out_model_is_the_contrast_of_the_zeroed_copy(models, name, method):
+    tr, mask, tol = models[name], CONTRAST_MASKS[name], TOL[name]
+    zeroed = zeroed_copy(tr, mask)
+    output = lens(zeroed, text_of(name)).target_ids               # the zeroed copy's greedy output
+    foil = tr.tokenizer.piece(next(i for i in range(5, 50) if i != output[1]))
+    masked = explain_contrast(tr, text_of(name), 2, foil, method=method, head_mask=mask)
+    reference = explain_contrast(zeroed, text_of(name), 2, foil, method=method)
+    assert masked.target_tokens == reference.target_tokens == tr.tokenizer.pieces(output)
+    np.testing.assert_allclose(masked.scores, reference.scores, atol=tol, rtol=0)
+    assert masked.log_prob_target == pytest.approx(reference.log_prob_target, abs=tol)
+    assert masked.log_prob_foil == pytest.approx(reference.log_prob_foil, abs=tol)
+    assert masked.to_json()["head_mask"] == mask
+    plain = explain_contrast(tr, text_of(name), 2, foil, method=method, target=output)
+    assert np.abs(plain.scores - masked.scores).max() > 0.05 * np.abs(masked.scores).max() > 0
+    assert "head_mask" not in plain.to_json()
+    scores, _ = step_attribution(tr, text_of(name), 2, method=method, target=output, head_mask=mask)
+    want, _ = step_attribution(zeroed, text_of(name), 2, method=method, target=output)
+    np.testing.assert_allclose(scores, want, atol=tol, rtol=0)
+
+
+def run_cli(*args):
+    env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
+    return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_the_commands_take_mask_heads(models):
+    tr = models["shipped"]
+    mask = LENS_MASKS["shipped"]
+    r = run_cli("s2s.lens", "--model", "en-fr-transformer", "--mask-heads", mask, "--json", "--", EN_FR_TEXT)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["head_mask"] == mask
+    np.testing.assert_allclose(out["log_probs"], lens(tr, EN_FR_TEXT, head_mask=mask).log_probs, atol=1e-5)
+    mask = CONTRAST_MASKS["shipped"]
+    r = run_cli("s2s.explain", "--model", "en-fr-transformer", "--contrast-step", "2", "--foil", "▁garçon",
+                "--mask-heads", mask, "--json", "--", EN_FR_TEXT)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    want = explain_contrast(tr, EN_FR_TEXT, 2, "▁garçon", head_mask=mask)
+    assert out["head_mask"] == mask and out["target_tokens"] == want.target_tokens
+    np.testing.assert_allclose(out["scores"], want.scores, atol=1e-5)
+
+
+@pytest.mark.parametrize("command", [
+    ["s2s.lens", "--mask-heads", "cross:4.1"], ["s2s.lens", "--mask-heads", "cross:1"],
+    ["s2s.explain", "--contrast-step", "2", "--foil", "▁garçon", "--mask-heads", "decoder:1.5"],
+    ["s2s.explain", "--contrast-step", "2", "--foil", "▁garçon", "--mask-heads", "self:1.1"],
+    ["s2s.explain", "--mask-heads", "cross:1.1"]])
+def test_a_bad_mask_is_one_line_and_nothing_is_computed(command):
+    r = run_cli(*command[:1], "--model", "en-fr-transformer", *command[1:], "--json", "--", EN_FR_TEXT)
+    assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert any(m in r.stderr for m in ("out of range", "Cannot read the head", "Unknown attention kind",
+                                        "--mask-heads is read with --contrast-step")), r.stderr
+
+
+def test_a_recurrent_model_is_told_its_knockout(untrained_translators):
+    from s2s.text import InputError
+    with pytest.raises(InputError, match="counterfactual attention"):
+        lens(untrained_translators["additive"], "a b c", head_mask="cross:1.1")
+    with pytest.raises(InputError, match="counterfactual attention"):
+        explain_contrast(untrained_translators["additive"], "a b c", 1, "a", head_mask="cross:1.1")
