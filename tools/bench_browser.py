@@ -498,19 +498,12 @@ def hub_edits(hub: str, n: int) -> list[str]:
     return [e for e in HUB_EDITS if len(tok(e).input_ids) == length][:n]
 
 
-MAP_BOX = """([layer, head, heads]) => {        // one small map's box in the knock-out grid
-  const n = layer * heads + head + 1, sub = n === 1 ? 'xy' : `x${n}y${n}`;
-  const r = document.querySelector(`.st-key-knockout_grid .draglayer .${sub} .nsewdrag`).getBoundingClientRect();
-  return [r.left, r.top, r.width, r.height]; }"""
-
-
 def knockout_target(page, layer: int, head: int, heads: int) -> tuple[float, float]:
     """Where a click knocks head `head` of `layer` (from 0; `heads` per layer) out in the Heads tab's
-    knock-out mode: today a quarter of the way into its small map in the grid, halfway down (at
-    opus-mt's 8 heads a click on the right ~60 % of a map met an axis's drag handle and did
-    nothing, issue #67). The one place to change when the grid's click target changes."""
-    left, top, width, height = page.evaluate(MAP_BOX, [layer, head, heads])
-    return left + 0.25 * width, top + 0.5 * height
+    knock-out mode: its cell of the layers x heads matrix (MAP_CENTRE; every cell answers over its
+    whole area, issue #67). The one place to change when the click target changes."""
+    x, y = page.evaluate(MAP_CENTRE, [layer, head, heads])
+    return x, y
 
 
 def hub_actions(b, url: str, hub: str, record, presses: int) -> None:
