@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from hub_models import EN, FR
 from s2s import head_importance as HI
 from s2s.checkpoint import load_translator
 from s2s.decode import usable_pairs
@@ -17,12 +18,6 @@ from s2s.hooks import KINDS, head_counts, scaled_heads
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "checkpoints" / "en-fr-transformer"
-EN = ["the cat sat on the mat .", "a dog runs in the park .", "attention is all you need .",
-      "neural networks learn useful representations from data .", "the house is red .",
-      "we train small models here .", "she reads a book every day .", "hello world !"]
-FR = ["le chat est assis sur le tapis .", "un chien court dans le parc .", "l'attention suffit .",
-      "les réseaux de neurones apprennent des représentations utiles .", "la maison est rouge .",
-      "nous entraînons de petits modèles ici .", "elle lit un livre chaque jour .", "bonjour le monde !"]
 PAIRS = list(zip(EN, FR))
 
 
