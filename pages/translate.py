@@ -129,7 +129,8 @@ heading.title("Translate & Align", help="Type an English sentence and watch an e
 ui.address.keep_across_pages("model", *DEFAULTS, "delay", "probe", "by_sentence",
                             "lens_watch")     # the lens panel's watched piece (ui/lens_panel.py)
 ui.address.keep_across_pages("heads_click")      # the Heads grid's click mode (ui/knockout.py)
-ui.address.keep_across_pages("contrast_open", "foil", "foil_method", "foil_step")     # ui/contrast_panel.py's WIDGETS
+ui.address.keep_across_pages("contrast_open", "foil", "foil_method", "foil_step",
+                             "foil_piece")     # ui/contrast_panel.py's WIDGETS
 arrival = ui.address.arrival_query("translate")
 for note in ui.address.state_from_query(arrival, DEFAULTS, RANGES, CHOICES):
     st.info(note)

@@ -168,3 +168,62 @@ def test_the_start_links_example_holds_on_the_shipped_model():
     c = explain_contrast(tr, "The little girl is happy because her mother is here.", 1, "▁Le")
     assert c.target == "▁La" and c.log_prob_target > c.log_prob_foil
     assert c.source_tokens[int(np.argmax(c.scores))] == "▁girl"
+
+
+def test_the_word_view_explains_the_piece_of_the_word_picked(monkeypatch):
+    """Issue #69 item 5: in the word view the reader picks which piece of the word is explained.
+    en-fr-additive writes "Il pense qu'elle est ici." (▁qu ' elle: step 3 of the words, pieces 3-5);
+    its first piece sets ▁qu against ▁que, its third elle against il, the address keeping the piece."""
+    from conftest import ROOT
+    from test_app import translate_page
+    if not (ROOT / "checkpoints" / "en-fr-additive").exists():
+        pytest.skip("the shipped checkpoints are not here")
+    monkeypatch.delenv("S2S_CHECKPOINTS", raising=False)
+    tr = load_translator(str(ROOT / "checkpoints" / "en-fr-additive"))
+    text = "He thinks that she is here."
+    d = decode(tr, text, DecodeSettings())
+    assert d.target_tokens[2:5] == ["▁qu", "'", "elle"]
+    at = translate_page(180, model="en-fr-additive", text=text, tab="Step by step", view="words", step="3")
+    assert not at.exception, at.exception
+    at.session_state["contrast_open"] = True
+    at.run()
+    assert not at.exception, at.exception
+
+    def line() -> str:
+        return next(m.value for m in at.markdown if "Pushing toward" in m.value)
+    box = at.selectbox(key="foil_piece")
+    assert list(box.options) == ["1 · ▁qu", "2 · '", "3 · elle"] and box.value == 1     # the first by default
+    assert at.selectbox(key="foil").value == "▁que"          # the first piece's runner-up
+    assert line().startswith("Explaining `▁qu`, the 1st piece of the word `qu'elle`: ")
+    assert np.allclose(bars(at)[-1], explain_contrast(tr, text, 3, "▁que", target=d.target_ids).scores, atol=1e-6)
+    assert "foil_piece" not in at.query_params
+    box.set_value(3).run()
+    assert not at.exception, at.exception
+    # that piece's step (5): its own top tokens to pick from, its runner-up first, its bars
+    foil = at.selectbox(key="foil")
+    assert foil.value == "il" and list(foil.options) == [t for t, _ in d.step_top[4] if t != "elle"]
+    assert line().startswith("Explaining `elle`, the 3rd piece of the word `qu'elle`: log p(`elle`)")
+    assert np.allclose(bars(at)[-1], explain_contrast(tr, text, 5, "il", target=d.target_ids).scores, atol=1e-6)
+    assert at.query_params["foil_piece"] == "3" and at.query_params["step"] == "3"
+    # the piece view as it was: one piece a step, nothing to pick, no such line
+    at.session_state["view"] = "pieces"
+    at.run()
+    at.slider(key="step").set_value(5).run()       # (a new view starts at step 1)
+    assert not at.exception, at.exception
+    assert not [b for b in at.selectbox if b.key == "foil_piece"] and not line().startswith("Explaining")
+    assert np.allclose(bars(at)[-1], explain_contrast(tr, text, 5, "il", target=d.target_ids).scores, atol=1e-6)
+    assert "foil_piece" not in at.query_params
+    # a link lands on its piece; another word starts at its first piece; a bad piece is one line
+    at = translate_page(180, model="en-fr-additive", text=text, tab="Step by step", view="words", step="3",
+                        foil="il", foil_piece="3")
+    assert not at.exception, at.exception
+    assert at.selectbox(key="foil_piece").value == 3 and line().startswith("Explaining `elle`, the 3rd")
+    at.slider(key="step").set_value(5).run()          # "ici.": ▁ici .
+    assert at.selectbox(key="foil_piece").value == 1 and line().startswith("Explaining `▁ici`, the 1st")
+    assert "foil_piece" not in at.query_params
+    at = translate_page(180, model="en-fr-additive", text=text, tab="Step by step", view="words", step="3",
+                        foil="il", foil_piece="x")
+    assert not at.exception, at.exception
+    notes = [i.value for i in at.info if "foil_piece" in i.value]
+    assert notes == ["Ignored the link's foil_piece=`x`: not a valid value."]
+    assert at.selectbox(key="foil_piece").value == 1

@@ -182,7 +182,7 @@ def step_by_step(tr: Translator, d: Decoding, words: bool, model: str, text: str
     if steer is not None:
         steer(tr, d, spans[t][1][0], t + 1)
     ui.lens_panel.lens_panel(tr, d, spans[t][1][0], model, text)      # each layer's guess at this step
-    ui.contrast_panel.contrast_panel(tr, d, spans[t][1][0], model, text)     # why this piece, not a foil
+    ui.contrast_panel.contrast_panel(tr, d, spans[t][1][0], model, text, spans[t])     # why this piece, not a foil
 
 
 def beam_tree(d: Decoding, method: str, model: str, text: str, greedy_d: Decoding | None = None) -> None:
