@@ -25,8 +25,8 @@ from s2s.export import (
 def escaped(text: str, size: str = "1.5rem", above: str = "") -> None:
     """Show user or model text large, always as text (HTML-escaped), never as markup; under the
     line of markdown `above` if given, in the same element (no gap between elements)."""
-    st.markdown(f"{above}\n<div class='s2s-text' style='font-size:{size};line-height:1.35'>{html.escape(text)}</div>",
-                unsafe_allow_html=True)
+    line = f"<div class='s2s-text' style='font-size:{size};line-height:1.35'>{html.escape(text)}</div>"
+    st.markdown(f"{above}\n{line}" if above else line, unsafe_allow_html=True)
 
 
 def point(name: str):
