@@ -10,7 +10,7 @@ scroll into view settled, it checks:
 2. every visible `point_…` container (the chart, table or line the Start topic promises) is wholly
    inside [H, 720], and there is at least one (with the Projector on, a map that grew to label all
    its rows may run past the bottom, starting in the screen's top half; not the Heads grid and the
-   enlarged head beside it, WHOLE_ON_PROJECTOR);
+   enlarged head beside it, nor Compare attention's maps and √d view, WHOLE_ON_PROJECTOR);
 3. every chart label (Plotly ticks, colorbar ticks, legend, annotations, titles; Vega axis labels,
    axis titles, legends, titles) is at least 14 px (18 px with the projector on) and no lighter
    than the page's body text;
@@ -54,8 +54,9 @@ OVERLAP_PX = 1            # two texts overlap when they share more than this man
 SLACK_PX = 0.5            # sub-pixel layout: a box 0.3 px under the header still counts as inside
 LONG_POINTS = {"point_colored"}  # point_ containers longer than a screen (a passage): in sight from the top half down
 # point_ containers wholly on the first screen with the Projector on too (no map there grows past it): the
-# Heads grid beside the enlarged head (issue #54: every layer of the grid labelled at 18 px ended at 953 px)
-WHOLE_ON_PROJECTOR = {"point_heads"}
+# Heads grid beside the enlarged head (issue #54: every layer of the grid labelled at 18 px ended at 953 px);
+# Compare attention's small multiples and √d view (issue #69: 785 px, the second row and the √d axis cut)
+WHOLE_ON_PROJECTOR = {"point_heads", "point_compare"}
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import html
 
 import numpy as np
 
-from s2s.figures import TOOLBAR_PX, clickable_cells, for_screen, matrix_heatmap, token_bars
+from s2s.figures import TOOLBAR_PX, clickable_cells, for_screen, label_px, matrix_heatmap, token_bars
 from s2s.figures.screen import MODEBAR_PX
 
 MAIN_PX = {False: 820, True: 1120}       # ui.show.MAIN_PX: the main column at 1280 x 720
@@ -93,3 +93,24 @@ def test_toolbar_row_clear_of_top_labels():
     for_screen(wide, False, MAIN_PX[False])
     assert wide.layout.height == height and wide.layout.margin.t == 110
     assert MODEBAR_PX < MAIN_PX[False] / 2      # the toolbar reaches over the right part only
+
+
+def test_small_map_without_toolbar_keeps_its_rows():
+    """Issue #69: Compare attention's small maps are drawn without a toolbar (toolbar=False) and
+    with the rows the page sized for their labels (grow=False): no toolbar's row above their column
+    labels, and no taller rows with the Projector on (the second row of maps and the √d axis ran
+    past a projector's first screen), yet every row and column still labelled at 18 px."""
+    src, tgt = "She has a big black dog. </s>".split(), "Elle a un gros chien noir. </s>".split()
+    for projector, row_px in ((False, 20), (True, 25)):
+        for x_labels in (True, False):
+            fig = matrix_heatmap(src, tgt, np.random.default_rng(0).random((7, 7)), compact=True,
+                                 height=row_px * 7, label_size=label_px(projector), x_labels=x_labels)
+            height, top = fig.layout.height, fig.layout.margin.t
+            for_screen(fig, projector, MAIN_PX[projector] // 3, grow=False, toolbar=False)
+            assert (fig.layout.height, fig.layout.margin.t) == (height, top)
+            assert fig.layout.yaxis.tickfont.size == label_px(projector) and len(fig.layout.yaxis.ticktext) == 7
+            assert len(fig.layout.xaxis.ticktext) == 7
+            kept = matrix_heatmap(src, tgt, np.zeros((7, 7)), compact=True, height=row_px * 7,
+                                  label_size=label_px(projector), x_labels=x_labels)
+            for_screen(kept, projector, MAIN_PX[projector] // 3)      # with its toolbar: a row above the labels
+            assert kept.layout.height >= height + (TOOLBAR_PX if x_labels else 0)

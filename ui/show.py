@@ -22,10 +22,11 @@ from s2s.export import (
 )
 
 
-def escaped(text: str, size: str = "1.5rem") -> None:
-    """Show user or model text large, always as text (HTML-escaped), never as markup."""
-    st.markdown(f"<div class='s2s-text' style='font-size:{size};line-height:1.35'>{html.escape(text)}</div>",
-                unsafe_allow_html=True)
+def escaped(text: str, size: str = "1.5rem", above: str = "") -> None:
+    """Show user or model text large, always as text (HTML-escaped), never as markup; under the
+    line of markdown `above` if given, in the same element (no gap between elements)."""
+    line = f"<div class='s2s-text' style='font-size:{size};line-height:1.35'>{html.escape(text)}</div>"
+    st.markdown(f"{above}\n{line}" if above else line, unsafe_allow_html=True)
 
 
 def point(name: str):
@@ -95,13 +96,13 @@ def projector() -> bool:
     return bool(st.session_state.get("projector", False))
 
 
-def screen_figure(fig, share: float = 1.0):
-    """`fig` as a class reads it (s2s.figures.for_screen) in a chart `share` of the main
-    column's width wide, for a caller that must see its final size before drawing it
-    (plotly_chart(..., ready=True))."""
+def screen_figure(fig, share: float = 1.0, **screen):
+    """`fig` as a class reads it (s2s.figures.for_screen, `screen` its other arguments: grow,
+    toolbar) in a chart `share` of the main column's width wide, for a caller that must see its
+    final size before drawing it (plotly_chart(..., ready=True))."""
     from s2s.figures import for_screen
     on = projector()
-    return for_screen(fig, on, int(share * MAIN_PX[on]))
+    return for_screen(fig, on, int(share * MAIN_PX[on]), **screen)
 
 
 def same_rows(*figs) -> None:

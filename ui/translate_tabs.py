@@ -62,12 +62,20 @@ def heatmap(d: Decoding, words: bool, key: str, model: str, text: str, height: i
             color: str | None = None, share: float = 1.0, x_labels: bool = True) -> None:
     """d's attention heatmap; `color` shades it from white to a model's own colour instead, as a
     compact small multiple (no axis titles nor colour bar) `share` of the main column wide, its
-    source tokens unlabelled unless `x_labels` (the map above has the same)."""
+    source tokens unlabelled unless `x_labels` (the map above has the same).
+
+    A small multiple's rows are as tall as `height` says (the caller sized them for its labels)
+    and it has no toolbar: kept clear of its top labels, the toolbar's row took 28 px of each
+    first row of Compare attention, which then ran past a projector's first screen (issue #69)."""
     src, tgt, a = ui.decoded.view_of(d, words)
-    fig = (figures.attention_heatmap(src, tgt, a, height=height) if color is None else
-           figures.matrix_heatmap(src, tgt, a, colorscale=[[0, "#ffffff"], [1, color]], height=height, compact=True,
-                                  label_size=figures.label_px(ui.show.projector()), x_labels=x_labels))
-    ui.show.plotly_chart(fig, share=share, key=key, config=ui.show.camera(key, model, text[:40]))
+    if color is None:
+        ui.show.plotly_chart(figures.attention_heatmap(src, tgt, a, height=height), share=share, key=key,
+                             config=ui.show.camera(key, model, text[:40]))
+        return
+    fig = figures.matrix_heatmap(src, tgt, a, colorscale=[[0, "#ffffff"], [1, color]], height=height, compact=True,
+                                 label_size=figures.label_px(ui.show.projector()), x_labels=x_labels)
+    ui.show.plotly_chart(ui.show.screen_figure(fig, share, grow=False, toolbar=False), share=share, ready=True,
+                         key=key, config={"displayModeBar": False})
 
 
 def io_line(english: str, french: str, french_label: str = "") -> None:
@@ -365,9 +373,9 @@ def compare_attention(words: bool, model: str, text: str, greedy: DecodeSettings
                     st.warning(f"{other}: {e}")
                     continue
                 color = colors[other]       # a constant from s2s.figures, never user text
-                st.markdown(f"<span style='color:{color};font-size:1.4em;line-height:1'>■</span> "
-                            f"**{label}** · entropy {mean_entropy(od.attention):.2f}", unsafe_allow_html=True)
-                ui.show.escaped(od.translation, size="1.05rem")
+                ui.show.escaped(od.translation, size="1.05rem",      # under its model's name, in one element
+                                above=f"<span style='color:{color};font-size:1.4em;line-height:1'>■</span> "
+                                      f"**{label}** · entropy {mean_entropy(od.attention):.2f}")
                 src, tgt, a = ui.decoded.view_of(od, words)
                 # rows as tall as an 18 px label needs on the projector (its box is 1.42 sizes tall)
                 heatmap(od, words, f"cmp_{family if family != 'transformer' else other}", model, text,

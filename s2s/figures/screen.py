@@ -105,7 +105,8 @@ def _top_notes_px(lay, px: int, width: float, left: float, plot_w: float) -> flo
     return tall
 
 
-def for_screen(fig: go.Figure, projector: bool = False, width: int = 760, grow: bool | None = None) -> go.Figure:
+def for_screen(fig: go.Figure, projector: bool = False, width: int = 760, grow: bool | None = None,
+               toolbar: bool = True) -> go.Figure:
     """The figure as a class reads it: every label at least `label_px(projector)` (the
     projector scales the sizes a figure chose by 18/14 too) and in BODY_TEXT, and the
     token labels of a crowded axis thinned to every k-th so that neighbours never overlap
@@ -127,7 +128,8 @@ def for_screen(fig: go.Figure, projector: bool = False, width: int = 760, grow: 
     A toolbar shows on hover in a chart's top right corner, TOOLBAR_PX tall: the top margin
     keeps it clear of the title and of column labels drawn on top. A value axis's end label
     (the "0" atop a bar chart of log p) gets the room above the plot that its own size needs.
-    Changes `fig` in place and returns it."""
+    `toolbar` False: the chart is drawn without one (config displayModeBar False), so no row is
+    kept for it. Changes `fig` in place and returns it."""
     grow = projector if grow is None else grow
     small, scale = label_px(projector), (PROJECTOR_LABEL_PX / LABEL_PX if projector else 1.0)
 
@@ -245,13 +247,14 @@ def for_screen(fig: go.Figure, projector: bool = False, width: int = 760, grow: 
     # not ▁Le" of the contrast bars), any annotation above the plot
     if not lay.title.text:
         under = max(under, _top_notes_px(lay, small, width, left, plot_w))
+    bar, under = (TOOLBAR_PX, under) if toolbar else (0, 0.0)    # (without one, automargin holds the labels)
     if title_px or under:
-        need = TOOLBAR_PX + title_px + math.ceil(under)
+        need = bar + title_px + math.ceil(under)
         if max(top, labels_top) < need:
             lay.height = math.ceil((lay.height or 450) + need - max(top, labels_top))
             lay.margin.t = top = need
     if lay.title.text:
-        lay.title.update(yref="container", y=1 - (TOOLBAR_PX + lift) / (lay.height or 450), yanchor="top")
+        lay.title.update(yref="container", y=1 - (bar + lift) / (lay.height or 450), yanchor="top")
     # a value axis's labels are centred on their ticks: the one at the top end (the "0" of log p)
     # stands half its height above the plot, and plotly drops a label the figure's edge would cut
     for name in names:
