@@ -120,12 +120,12 @@ def test_translate_file_json_lines(tiny_additive, tmp_path):
     assert p.returncode == 0, p.stderr
     rows = [json.loads(line) for line in p.stdout.splitlines()]
     assert len(rows) == len(LINES)
-    fields = {"translation", "source_tokens", "target_tokens", "attention", "log_prob", "token_log_probs"}
+    fields = {"translation", "source_tokens", "target_tokens", "attention", "log_prob", "token_log_probs", "cut"}
     for line, row in zip(LINES, rows):
         assert set(row) == fields
         if not line.strip():
             assert row == {"translation": "", "source_tokens": [], "target_tokens": [], "attention": None,
-                           "log_prob": 0.0, "token_log_probs": []}
+                           "log_prob": 0.0, "token_log_probs": [], "cut": False}
             continue
         single = beam_search(tr, line, width=3, n_best=1).to_json()
         assert row["translation"] == single["translation"] and row["target_tokens"] == single["target_tokens"]
@@ -133,6 +133,7 @@ def test_translate_file_json_lines(tiny_additive, tmp_path):
         assert row["log_prob"] == pytest.approx(single["log_prob"], abs=1e-4)
         assert np.allclose(row["attention"], single["attention"], atol=1e-5)
         assert len(row["token_log_probs"]) == len(row["target_tokens"])
+        assert row["cut"] == single["cut"]
 
 
 def test_translate_file_none_model_has_null_attention(tiny_none, tmp_path):

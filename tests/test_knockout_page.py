@@ -13,7 +13,7 @@ import pytest
 from s2s.checkpoint import load_translator
 from s2s.decode import DecodeSettings, decode
 from s2s.hooks import parse_head_mask
-from test_app import ROOT, _widget, chart, open_tab, submit, texts, translate_page
+from test_app import ROOT, _widget, array, chart, open_tab, submit, texts, translate_page
 
 TEXT = "a b c d e"
 EXAMPLE = "She has a big black dog."
@@ -160,7 +160,7 @@ def test_the_shipped_transformer_shows_its_importance_and_the_start_links_head(m
     grid = chart(at, "knockout_grid")
     norm = result["importance_normalised"]["encoder"]
     assert at.session_state["heads_metric"] == "importance"         # measured: the matrix's number first
-    assert np.allclose(np.array(grid["data"][0]["z"], dtype=float), norm)
+    assert np.allclose(array(grid["data"][0]["z"]).astype(float), norm)
     assert [t for row in grid["data"][0]["text"] for t in row] == [f"{v:.2f}".replace("0.", ".", 1)
                                                                    for row in norm for v in row]
     assert "Michel et al." in texts(at) and "200 held-out pairs" in texts(at)
@@ -204,8 +204,10 @@ def test_a_hub_models_heads_knock_out_and_its_importance_is_measured_on_demand(z
 
     from test_head_mask import HUB_TEXT, sharpened
     folder = tmp_path / "marian"
-    shutil.copytree(hub_models["marian"], folder)
-    sharpened(load_translator(folder, device="cpu"), 2).model.hf.save_pretrained(folder)
+    # the tokenizer's files copied, the sharpened weights written beside them: never saved over the
+    # file they were read from (safetensors maps it; rewriting it under the live model corrupts both)
+    shutil.copytree(hub_models["marian"], folder, ignore=shutil.ignore_patterns("*.safetensors"))
+    sharpened(load_translator(hub_models["marian"], device="cpu"), 2).model.hf.save_pretrained(folder)
     monkeypatch.setenv("S2S_CHECKPOINTS", str(zoo))
     monkeypatch.setenv("S2S_HUB_MODELS", str(folder))
     tr = load_translator(folder)
@@ -226,4 +228,4 @@ def test_a_hub_models_heads_knock_out_and_its_importance_is_measured_on_demand(z
     assert any("importance" in o for o in _widget(at, "heads_metric").options) and "Michel et al." in texts(at)
     _widget(at, "heads_metric").set_value("importance").run()
     assert not at.exception, at.exception
-    assert np.array(chart(at, "knockout_grid")["data"][0]["z"], dtype=float).shape == (2, 4)   # the kind shown
+    assert array(chart(at, "knockout_grid")["data"][0]["z"]).shape == (2, 4)   # the kind shown

@@ -318,5 +318,6 @@ def answer(d: Decoding, other: Decoding, mask: HeadMask, n: int, of: int) -> Non
 def pruning_slot(tr: Translator, model: str) -> None:
     """BLEU as heads are pruned (ui.pruning), beside the grid: its heads ranked by the importance
     measured here already, if it was (a hub model's 50 pairs: not measured again for 20)."""
-    ui.pruning.pruning_panel(tr, model, height=PRUNING_HEIGHT, share=0.4,
+    # the Projector's larger type runs the lines above the chart longer: 12 px less keeps it on the screen
+    ui.pruning.pruning_panel(tr, model, height=PRUNING_HEIGHT - (12 if ui.show.projector() else 0), share=0.4,
                              measured=ui.pruning.measured_importance(model))
