@@ -22,11 +22,20 @@ there too (the encoder still reads the edited one).
 Patching every position of the last encoder layer gives the clean log p; patching nothing, the
 corrupted one (tests/test_patch.py holds both, and one cell against a hooked transformers run).
 
+With `head_mask` (--mask-heads) both runs and every patched one read the model with those heads
+knocked out (s2s.hooks.knocked_out): a knocked-out head's slice is 0 in the clean run too, so
+patching it restores nothing (tests/test_mask_instruments.py holds the patch against a copy of
+the model whose knocked-out heads' W_O input columns are zeroed).
+
     python -m s2s.patch --model checkpoints/en-fr-transformer --edited "The boy is happy." -- "The girl is happy."
+
+    python -m s2s.patch --model checkpoints/en-fr-transformer --mask-heads encoder:2.1 \
+        --edited "The boy is happy." -- "The girl is happy."
 
 --json prints source_tokens, edited_tokens, target_tokens, forced_from, layers, patched (layers x
 source positions), clean_log_prob, corrupt_log_prob, patched_heads (decoder layers x heads; null
-for a recurrent model) and restored (the share, layers x positions; null where clean = corrupt).
+for a recurrent model) and restored (the share, layers x positions; null where clean = corrupt);
+with --mask-heads, head_mask (the heads knocked out, as the option writes them).
 Bad input (an edit of another length, an empty edit) gives one line on stderr starting with
 "error:" and exit status 2.
 """
@@ -44,7 +53,21 @@ from torch import nn
 
 from .attributions import MAX_TARGET_PIECES, source_ids, target_ids
 from .checkpoint import CheckpointError, Translator, load_translator
-from .hooks import attached, decoder_input, first, is_recurrent, layer_modules, recorded, sites
+from .hooks import (
+    MASK_HELP,
+    HeadMask,
+    attached,
+    decoder_input,
+    first,
+    format_head_mask,
+    is_recurrent,
+    knocked_out,
+    layer_modules,
+    parse_head_mask,
+    read_head_mask,
+    recorded,
+    sites,
+)
 from .hub import MODEL_HELP
 from .piece_words import word_spans
 from .text import InputError, OneLineErrorParser, clean_text, text_argument
@@ -254,6 +277,7 @@ class Patching:
     corrupt_log_prob: float
     patched_heads: list[list[float]] | None     # (decoder layers, heads)
     seconds: dict[str, float] = field(default_factory=dict)
+    head_mask: str = ""                         # the heads knocked out throughout, as --mask-heads writes them
 
     def restored(self) -> list[list[float]] | None:
         """(patched - corrupt) / (clean - corrupt), layers x positions; None where clean = corrupt."""
@@ -267,7 +291,8 @@ class Patching:
                 "target_tokens": self.target_tokens, "forced_from": self.forced_from, "layers": self.layers,
                 "patched": self.patched, "clean_log_prob": self.clean_log_prob,
                 "corrupt_log_prob": self.corrupt_log_prob, "patched_heads": self.patched_heads,
-                "restored": self.restored(), "seconds": {k: round(v, 4) for k, v in self.seconds.items()}}
+                "restored": self.restored(), "seconds": {k: round(v, 4) for k, v in self.seconds.items()},
+                **({"head_mask": self.head_mask} if self.head_mask else {})}
 
 
 def shares_by_word(source_tokens: Sequence[str], edited_tokens: Sequence[str], shares: Sequence[Sequence[float]]
@@ -285,10 +310,20 @@ def shares_by_word(source_tokens: Sequence[str], edited_tokens: Sequence[str], s
 
 
 def patch(tr: Translator, text: str, edited: str, reference: str | None = None, heads: bool = True,
-          output_ids: Sequence[int] | None = None) -> Patching:
+          output_ids: Sequence[int] | None = None, head_mask: HeadMask | str = ()) -> Patching:
     """Activation patching from `text` (clean) into `edited` (corrupted), the metric the forced
     log p of `text`'s greedy translation (or `reference`, or `output_ids`: the pieces of an output
-    decoded already, a page's own, which spares the greedy decoding)."""
+    decoded already, a page's own, which spares the greedy decoding); with the heads of `head_mask`
+    knocked out in every run (s2s.hooks.knocked_out; the greedy translation decoded so too)."""
+    mask = read_head_mask(head_mask)
+    with knocked_out(tr.model, mask):     # a head the model lacks: InputError before any work
+        out = _patch(tr, text, edited, reference, heads, output_ids)
+    out.head_mask = format_head_mask(mask)
+    return out
+
+
+def _patch(tr: Translator, text: str, edited: str, reference: str | None, heads: bool,
+           output_ids: Sequence[int] | None) -> Patching:
     t0 = time.perf_counter()
     clean_text(edited, what="edit")
     src_list, edit_list = source_ids(tr, text), source_ids(tr, edited)
@@ -334,18 +369,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="the edited sentence (the corrupted run), as many source pieces as the original")
     p.add_argument("--reference", metavar="FRENCH",
                    help="the metric's French (default: the original's greedy translation)")
+    p.add_argument("--mask-heads", metavar="KIND:LAYER.HEAD", default="",
+                   help="read the model with these heads knocked out in every run: " + MASK_HELP)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("text", nargs="*", help="the original English text (after --, if it starts with a dash)")
     a = p.parse_args(argv)
     try:
+        mask = parse_head_mask(a.mask_heads)
         tr = load_translator(a.model)
-        out = patch(tr, text_argument(a.text), a.edited, a.reference)
+        out = patch(tr, text_argument(a.text), a.edited, a.reference, head_mask=mask)
     except (CheckpointError, InputError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     if a.json:
         print(json.dumps(out.to_json(), ensure_ascii=False, allow_nan=False))
         return 0
+    if out.head_mask:
+        print(f"heads knocked out: {out.head_mask}")
     print(f"log p of {' '.join(out.target_tokens)!r}: clean {out.clean_log_prob:.3f}, "
           f"corrupted {out.corrupt_log_prob:.3f}")
     share = out.restored()

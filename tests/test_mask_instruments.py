@@ -33,21 +33,37 @@ CONTRAST_MASKS = {"marian": "cross:2.2,encoder:1.3", "shipped": "cross:2.*,encod
 TOL = {"marian": 1e-7, "shipped": 1e-4}
 
 
+def sharp_hub(path, seed: int):
+    """A hub model in float64, randomised, its attention peaked so that its output weighs in the
+    residual stream (q, k, v and output projections x 4)."""
+    tr = load_translator(path, device="cpu")
+    tr.model.to(torch.float64)
+    randomise(tr.model, seed)
+    with torch.no_grad():
+        for name, m in tr.model.named_modules():
+            if isinstance(m, torch.nn.Linear) and name.split(".")[-1] in ("q_proj", "k_proj", "v_proj", "out_proj",
+                                                                          "q", "k", "v", "o"):
+                m.weight.mul_(4.0)
+    tr.model.eval()
+    return tr
+
+
 @pytest.fixture(scope="module")
 def models(hub_models):
-    marian = load_translator(hub_models["marian"], device="cpu")
-    marian.model.to(torch.float64)
-    randomise(marian.model, 3)
-    with torch.no_grad():          # peaked attention whose output weighs in the residual stream
-        for name, m in marian.model.named_modules():
-            if isinstance(m, torch.nn.Linear) and name.split(".")[-1] in ("q_proj", "k_proj", "v_proj", "out_proj"):
-                m.weight.mul_(4.0)
-    marian.model.eval()
-    return {"marian": marian, "shipped": shipped()}
+    return {"marian": sharp_hub(hub_models["marian"], 3), "shipped": shipped()}
+
+
+@pytest.fixture(scope="module")
+def more_hub(hub_models):
+    """T5 and M2M100, as the Marian is made."""
+    return {name: sharp_hub(hub_models[name], 4 + i) for i, name in enumerate(("t5", "m2m100"))}
 
 
 def output_projection(model, kind: str, layer: int) -> torch.nn.Linear:
     """A layer's W_O of one kind, by the modules' own names (not through s2s.hooks)."""
+    if hasattr(model, "hf") and model.hf.config.model_type == "t5":
+        blocks = model.hf.encoder.block if kind == "encoder" else model.hf.decoder.block
+        return blocks[layer].layer[1].EncDecAttention.o if kind == "cross" else blocks[layer].layer[0].SelfAttention.o
     if hasattr(model, "hf"):
         m = model.hf.model
         layers = m.encoder.layers if kind == "encoder" else m.decoder.layers
@@ -59,7 +75,9 @@ def output_projection(model, kind: str, layer: int) -> torch.nn.Linear:
 def heads_of(model) -> tuple[int, int]:
     """(layers, heads) of every kind (the same in these models)."""
     if hasattr(model, "hf"):
-        return model.hf.config.decoder_layers, model.hf.config.decoder_attention_heads
+        c = model.hf.config
+        return (c.num_decoder_layers, c.num_heads) if c.model_type == "t5" else (c.decoder_layers,
+                                                                                  c.decoder_attention_heads)
     return model.cfg.decoder_layers, model.cfg.heads
 
 
@@ -77,7 +95,7 @@ def zeroed_copy(tr, mask: str):
 
 
 def text_of(name: str) -> str:
-    return HUB_TEXT if name == "marian" else EN_FR_TEXT
+    return EN_FR_TEXT if name == "shipped" else HUB_TEXT
 
 
 @pytest.mark.parametrize("name", ["marian", "shipped"])
@@ -122,6 +140,54 @@ def test_the_contrast_of_a_knocked_out_model_is_the_contrast_of_the_zeroed_copy(
     np.testing.assert_allclose(scores, want, atol=tol, rtol=0)
 
 
+# the patch: one word swapped for one of as many pieces; on the shipped model, heads its pointer
+# (the last layer's cross-attention) does not read
+PATCH_MASKS = {"marian": "cross:2.2,encoder:1.3,decoder:1.1", "t5": "cross:2.2,encoder:1.3,decoder:1.1",
+               "m2m100": "cross:2.2,encoder:1.3,decoder:1.1", "shipped": "cross:2.*,encoder:2.4,decoder:1.2"}
+
+
+def an_edit(tr, text: str) -> str:
+    """`text` with one word swapped for another of as many source pieces (patching needs as many)."""
+    from s2s.attributions import source_ids
+    words, n = text.split(), len(source_ids(tr, text))
+    for i in range(len(words)):
+        for other in ("dog", "boy", "man", "hat", "mat", "sun", "cat", "red", "big", "the", "sad"):
+            edit = " ".join(words[:i] + [other] + words[i + 1:])
+            if edit != text and len(source_ids(tr, edit)) == n:
+                return edit
+    raise AssertionError(f"no edit of {text!r} keeps its {n} pieces")
+
+
+@pytest.mark.parametrize("name", ["marian", "t5", "m2m100", "shipped"])
+def test_the_patch_of_a_knocked_out_model_is_the_patch_of_the_zeroed_copy(models, more_hub, name):
+    from s2s.patch import patch
+    tr, mask = {**models, **more_hub}[name], PATCH_MASKS[name]
+    tol = TOL.get(name, TOL["marian"])
+    text = text_of(name) if name == "shipped" else "the cat sat on the mat ."
+    edit = "The little boy is happy because her mother is here." if name == "shipped" else an_edit(tr, text)
+    zeroed = zeroed_copy(tr, mask)
+    masked = patch(tr, text, edit, head_mask=mask)
+    reference = patch(zeroed, text, edit)
+    assert masked.target_tokens == reference.target_tokens       # the greedy output forced: the knocked-out one's
+    assert masked.clean_log_prob == pytest.approx(reference.clean_log_prob, abs=tol)
+    assert masked.corrupt_log_prob == pytest.approx(reference.corrupt_log_prob, abs=tol)
+    np.testing.assert_allclose(masked.patched, reference.patched, atol=tol, rtol=0)
+    np.testing.assert_allclose(masked.patched_heads, reference.patched_heads, atol=tol, rtol=0)
+    assert masked.to_json()["head_mask"] == mask
+    # a knocked-out cross-attention head, patched, restores nothing: it carries nothing
+    layer, head = next((l, h) for k, l, h in parse_head_mask(mask) if k == "cross")
+    for h in range(heads_of(tr.model)[1]) if head is None else [head]:
+        assert masked.patched_heads[layer][h] == pytest.approx(masked.corrupt_log_prob, abs=tol)
+    # and the mask changed something: the plain model on the same output differs
+    from s2s.decode import DecodeSettings, decode
+    output = decode(tr, text, DecodeSettings("greedy", head_mask=mask)).target_ids
+    assert tr.tokenizer.pieces(list(output)) == masked.target_tokens
+    plain = patch(tr, text, edit, output_ids=output)
+    assert "head_mask" not in plain.to_json()
+    assert abs(plain.clean_log_prob - masked.clean_log_prob) > 1e-6 or \
+        np.abs(np.array(plain.patched) - np.array(masked.patched)).max() > 1e-6
+
+
 def run_cli(*args):
     env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
     return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, env=env, timeout=300)
@@ -143,13 +209,25 @@ def test_the_commands_take_mask_heads(models):
     want = explain_contrast(tr, EN_FR_TEXT, 2, "▁garçon", head_mask=mask)
     assert out["head_mask"] == mask and out["target_tokens"] == want.target_tokens
     np.testing.assert_allclose(out["scores"], want.scores, atol=1e-5)
+    mask = PATCH_MASKS["shipped"]
+    edit = "The little boy is happy because her mother is here."
+    r = run_cli("s2s.patch", "--model", "en-fr-transformer", "--edited", edit, "--mask-heads", mask, "--json", "--",
+                EN_FR_TEXT)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    from s2s.patch import patch
+    want = patch(tr, EN_FR_TEXT, edit, head_mask=mask)
+    assert out["head_mask"] == mask and out["target_tokens"] == want.target_tokens
+    np.testing.assert_allclose(out["patched"], want.patched, atol=1e-4)
 
 
 @pytest.mark.parametrize("command", [
     ["s2s.lens", "--mask-heads", "cross:4.1"], ["s2s.lens", "--mask-heads", "cross:1"],
     ["s2s.explain", "--contrast-step", "2", "--foil", "▁garçon", "--mask-heads", "decoder:1.5"],
     ["s2s.explain", "--contrast-step", "2", "--foil", "▁garçon", "--mask-heads", "self:1.1"],
-    ["s2s.explain", "--mask-heads", "cross:1.1"]])
+    ["s2s.explain", "--mask-heads", "cross:1.1"],
+    ["s2s.patch", "--edited", "The little boy is happy because her mother is here.", "--mask-heads", "cross:1.9"],
+    ["s2s.patch", "--edited", "The little boy is happy because her mother is here.", "--mask-heads", "x"]])
 def test_a_bad_mask_is_one_line_and_nothing_is_computed(command):
     r = run_cli(*command[:1], "--model", "en-fr-transformer", *command[1:], "--json", "--", EN_FR_TEXT)
     assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr

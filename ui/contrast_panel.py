@@ -16,12 +16,14 @@ import numpy as np
 import streamlit as st
 
 import ui.address
+import ui.intervention
 import ui.models
 import ui.show
 from s2s import figures
 from s2s.checkpoint import Translator
 from s2s.contrast import Contrast, explain_contrast, step_attribution
 from s2s.decode import Decoding
+from s2s.hooks import format_head_mask
 from s2s.text import InputError
 
 METHODS = {"grad-x-input": "gradient × input", "ig": "integrated gradients", "loo": "leave-one-out"}
@@ -89,15 +91,19 @@ def landing(query: dict) -> str | None:
 
 # ------------------------------------------------------------------ measured once per server
 @st.cache_data(max_entries=512, show_spinner=False)
-def contrast_cached(path: str, text: str, target: tuple[int, ...], step: int, foil: str, method: str) -> Contrast:
-    """One contrast, per (model, text, output, step, foil, method)."""
-    return explain_contrast(ui.models.load_path(path), text, step, foil, method=method, target=list(target))
+def contrast_cached(path: str, text: str, target: tuple[int, ...], step: int, foil: str, method: str,
+                    mask: str = "") -> Contrast:
+    """One contrast, per (model, text, output, step, foil, method, heads knocked out)."""
+    return explain_contrast(ui.models.load_path(path), text, step, foil, method=method, target=list(target),
+                            head_mask=mask)
 
 
 @st.cache_data(max_entries=512, show_spinner=False)
-def plain_cached(path: str, text: str, target: tuple[int, ...], step: int, method: str) -> np.ndarray:
-    """The plain attribution of log p(y_step) by the same method, per (model, text, output, step, method)."""
-    return step_attribution(ui.models.load_path(path), text, step, method=method, target=list(target))[0]
+def plain_cached(path: str, text: str, target: tuple[int, ...], step: int, method: str, mask: str = "") -> np.ndarray:
+    """The plain attribution of log p(y_step) by the same method, per (model, text, output, step,
+    method, heads knocked out)."""
+    return step_attribution(ui.models.load_path(path), text, step, method=method, target=list(target),
+                            head_mask=mask)[0]
 
 
 # ------------------------------------------------------------------ the panel
@@ -185,10 +191,13 @@ def panel(tr: Translator, d: Decoding, j: int | None, model: str, text: str,
         st.caption("Pick or type a foil: the word the model did not choose at this step.")
         return
     path, target = ui.models.model_path(model), tuple(int(i) for i in d.target_ids)
+    mask = ui.intervention.active(tr)
+    ui.intervention.note(mask)
+    mask = format_head_mask(mask)
     try:
         with st.spinner(f"Attributing by {METHODS[method]}…"):
-            c = contrast_cached(path, text, target, j + 1, foil, method)
-            plain = plain_cached(path, text, target, j + 1, method)
+            c = contrast_cached(path, text, target, j + 1, foil, method, mask)
+            plain = plain_cached(path, text, target, j + 1, method, mask)
     except InputError as e:
         st.info(str(e))
         return

@@ -23,6 +23,7 @@ import streamlit as st
 import ui.address
 import ui.decoded
 import ui.head_overview
+import ui.intervention
 import ui.models
 import ui.pruning
 import ui.show
@@ -36,14 +37,12 @@ from s2s.hooks import (
     format_head_mask,
     head_counts,
     normal_head_mask,
-    parse_head_mask,
-    resolve_head_mask,
 )
 from s2s.piece_words import HEAD_KINDS, changed_words
 from s2s.text import InputError
 
-MASK = "heads_mask"          # session state: the mask as text ("cross:2.1,encoder:1.*"), the address's mask=
-CLICK = "heads_click"        # the widget: what a click on the matrix does
+MASK, CLICK = ui.intervention.MASK, ui.intervention.CLICK      # the mask (text), what a click does
+current, knocking = ui.intervention.current, ui.intervention.knocking
 CLICKS = {"enlarge": "Click: enlarge", "knock": "Click: knock out"}
 IMPORTANCE_FILE = Path(__file__).resolve().parents[1] / "results" / "head_importance.json"
 PRUNING_HEIGHT = 260         # beside the matrix, under the knocked-out translation: one 1280 x 720 screen
@@ -66,23 +65,6 @@ def address() -> dict:
 
 
 # ------------------------------------------------------------------ the mask
-def current(tr: Translator, warn: bool = True) -> HeadMask:
-    """The session's mask, checked against `tr`; a malformed or out-of-range one is said in one
-    line (`warn`) and knocks nothing out."""
-    raw = st.session_state.get(MASK) or ""
-    try:
-        mask = parse_head_mask(raw)
-        resolve_head_mask(tr.model, mask)
-        return mask
-    except InputError as e:
-        if warn:        # the parts the message quotes (repr) as code, never as markup
-            said = str(e)
-            for part in {p.strip() for p in raw.split(",")} | {p.strip().lower() for p in raw.split(",")}:
-                said = said.replace(repr(part), ui.show.code_span(part))
-            st.warning(f"Ignored the mask {ui.show.code_span(raw[:60])}: {said} No head is knocked out.")
-        return ()
-
-
 def heads_of(mask: HeadMask, counts: dict[str, tuple[int, int]]) -> set[tuple[str, int, int]]:
     """Every (kind, layer, head) the mask knocks out, a whole layer expanded."""
     out = set()
@@ -149,12 +131,6 @@ def clear() -> None:
 def _keep_click() -> None:
     if st.session_state.get(CLICK) is None:       # its selected option clicked again
         st.session_state[CLICK] = "enlarge"
-
-
-def knocking() -> bool:
-    """Whether a click on the matrix knocks its head out (the control's value, read before the
-    grid is laid out: each mode lays the tab out its own way)."""
-    return st.session_state.get(CLICK) == "knock"
 
 
 def click_mode() -> None:

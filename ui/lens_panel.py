@@ -11,12 +11,14 @@ from __future__ import annotations
 import streamlit as st
 
 import ui.address
+import ui.intervention
 import ui.models
 import ui.show
 from s2s import figures
 from s2s.checkpoint import Translator
 from s2s.contrast import foil_id
 from s2s.decode import Decoding
+from s2s.hooks import format_head_mask
 from s2s.lens import TOP, Lens, lens, watched
 from s2s.text import InputError
 
@@ -26,15 +28,17 @@ LANDING = ".st-key-point_lens"     # the panel as a Start topic's point: only wh
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def lens_cached(path: str, text: str, target: tuple[int, ...]) -> Lens:
-    """Every step's lens of this output (its piece ids) forced for `text`, once per server."""
-    return lens(ui.models.load_path(path), text, target=target)
+def lens_cached(path: str, text: str, target: tuple[int, ...], mask: str = "") -> Lens:
+    """Every step's lens of this output (its piece ids) forced for `text`, with the heads of
+    `mask` knocked out (ui.intervention), once per server."""
+    return lens(ui.models.load_path(path), text, target=target, head_mask=mask)
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
-def watched_cached(path: str, text: str, target: tuple[int, ...], step: int, piece: int) -> list[tuple[float, int]]:
-    """A watched piece's (log p, rank) at every decoder layer at `step` (from 0)."""
-    return watched(ui.models.load_path(path), text, target, step, piece)
+def watched_cached(path: str, text: str, target: tuple[int, ...], step: int, piece: int, mask: str = ""
+                   ) -> list[tuple[float, int]]:
+    """A watched piece's (log p, rank) at every decoder layer at `step` (from 0), under `mask`."""
+    return watched(ui.models.load_path(path), text, target, step, piece, head_mask=mask)
 
 
 def from_address(arrival: dict) -> bool:
@@ -93,8 +97,11 @@ def lens_panel(tr: Translator, d: Decoding, first: int, model: str, text: str) -
         st.markdown(f"**Each layer's guess** at step {first + 1}"
                     + (f", after {ui.show.code_span(before[-60:])}" if before else ", the first")
                     + " (the logit lens): every decoder layer read through the model's own output layer.")
+        mask = ui.intervention.active(tr)
+        ui.intervention.note(mask)
+        mask = format_head_mask(mask)
         try:
-            found = lens_cached(ui.models.model_path(model), text, tuple(d.target_ids))
+            found = lens_cached(ui.models.model_path(model), text, tuple(d.target_ids), mask)
         except InputError as err:
             st.caption(ui.show.literal_label(str(err)))
             return
@@ -117,7 +124,7 @@ def lens_panel(tr: Translator, d: Decoding, first: int, model: str, text: str) -
                 if piece == d.target_ids[j]:
                     raise InputError(f"{tr.tokenizer.piece(piece)!r} is the piece chosen at this step: "
                                      "watch another.")
-                pairs = watched_cached(ui.models.model_path(model), text, tuple(d.target_ids), j, piece)
+                pairs = watched_cached(ui.models.model_path(model), text, tuple(d.target_ids), j, piece, mask)
                 other = tr.tokenizer.piece(piece)
                 other_lps, other_ranks = [lp for lp, _ in pairs], [r for _, r in pairs]
             except InputError as err:

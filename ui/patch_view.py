@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import streamlit as st
 
+import ui.intervention
 import ui.models
 import ui.show
 from s2s import figures
 from s2s.decode import Decoding
+from s2s.hooks import format_head_mask
 from s2s.patch import Patching, patch, shares_by_word
 from s2s.text import InputError
 
@@ -18,10 +20,11 @@ KEY = "patch_map"       # the chart's key (tests find it by this)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def patch_cached(path: str, text: str, edit: str, output_ids: tuple[int, ...]) -> Patching:
-    """One patching, shared by every session: keyed by the model, the text, the edit and the
-    output whose log p is the metric (the page's translation of the text)."""
-    return patch(ui.models.load_path(path), text, edit, output_ids=list(output_ids))
+def patch_cached(path: str, text: str, edit: str, output_ids: tuple[int, ...], mask: str = "") -> Patching:
+    """One patching, shared by every session: keyed by the model, the text, the edit, the
+    output whose log p is the metric (the page's translation of the text) and the heads
+    knocked out in every run (ui.intervention)."""
+    return patch(ui.models.load_path(path), text, edit, output_ids=list(output_ids), head_mask=mask)
 
 
 def what_carries_the_change(d: Decoding, words: bool, model: str, text: str, edit: str) -> None:
@@ -29,9 +32,12 @@ def what_carries_the_change(d: Decoding, words: bool, model: str, text: str, edi
     carries the edit's change to the translation's log p, or one line saying why not."""
     st.markdown("**What carries the change?** Your text's states put one at a time into the edit's run "
                 "(activation patching).")
+    mask = ui.intervention.active(ui.models.get_model(model))
+    ui.intervention.note(mask)
     try:
         with st.spinner("Patching each state…"):
-            p = patch_cached(ui.models.model_path(model), text, edit, tuple(int(i) for i in d.target_ids))
+            p = patch_cached(ui.models.model_path(model), text, edit, tuple(int(i) for i in d.target_ids),
+                             format_head_mask(mask))
     except InputError as err:
         st.caption(f"Not patched: {err}")
         return
