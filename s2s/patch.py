@@ -286,6 +286,14 @@ class Patching:
             return None
         return [[(v - self.corrupt_log_prob) / gap for v in row] for row in self.patched]
 
+    def restored_heads(self) -> list[list[float]] | None:
+        """The same share for each cross-attention head (decoder layers x heads); None for a
+        recurrent model, or where clean = corrupt."""
+        gap = self.clean_log_prob - self.corrupt_log_prob
+        if self.patched_heads is None or abs(gap) < 1e-9:
+            return None
+        return [[(v - self.corrupt_log_prob) / gap for v in row] for row in self.patched_heads]
+
     def to_json(self) -> dict:
         return {"source_tokens": self.source_tokens, "edited_tokens": self.edited_tokens,
                 "target_tokens": self.target_tokens, "forced_from": self.forced_from, "layers": self.layers,
@@ -396,9 +404,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if share:
         print("(the share of the change each state restores: (patched - corrupt) / (clean - corrupt))")
     if out.patched_heads is not None:
-        gap = out.clean_log_prob - out.corrupt_log_prob
-        for l, row in enumerate(out.patched_heads, 1):
-            values = [(v - out.corrupt_log_prob) / gap for v in row] if share else row
+        for l, row in enumerate(out.restored_heads() or out.patched_heads, 1):
+            values = row
             print(f"cross-attention layer {l}, each head's output patched: " + " ".join(f"{v:.2f}" for v in values))
     return 0
 

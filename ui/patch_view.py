@@ -52,9 +52,7 @@ def what_carries_the_change(d: Decoding, words: bool, model: str, text: str, edi
     merged = len(originals) < len(p.source_tokens)      # some word of several pieces
     columns = [o if o == e else f"{o} → {e}" for o, e in zip(originals, edits)]
     changed = [i for i, (o, e) in enumerate(zip(originals, edits)) if o != e]
-    gap = p.clean_log_prob - p.corrupt_log_prob
-    by_head = None if p.patched_heads is None else [[(v - p.corrupt_log_prob) / gap for v in row]
-                                                  for row in p.patched_heads]
+    by_head = p.restored_heads()
     fig = figures.patching_figure(columns, p.layers, rows, by_head, changed=changed,
                                   column_title="source word (your text → the edit)" if words
                                   else "source piece (your text → the edit)")
