@@ -9,10 +9,11 @@
 
 --json prints one object: translation, source_tokens, target_tokens, attention
 (len(target_tokens) rows of len(source_tokens) weights, null without attention), log_prob,
-token_log_probs; with --target-prefix also prefix_length, the prefix's length in target
-pieces (the translation, its tokens and log-probs include the prefix's); with --mask-heads
-also head_mask, the heads knocked out as the command line writes them. Bad input gives a
-message on stderr and exit status 2.
+token_log_probs, cut (true where the output ran to the length limit: s2s.decode.length_limit,
+the same rule as the page's; without --json a note on stderr says so); with --target-prefix
+also prefix_length, the prefix's length in target pieces (the translation, its tokens and
+log-probs include the prefix's); with --mask-heads also head_mask, the heads knocked out as
+the command line writes them. Bad input gives a message on stderr and exit status 2.
 
 --mask-heads KIND:LAYER.HEAD[,...] knocks heads out for any decoding (greedy, --beam, --sample,
 --reference, --target-prefix, --input): head h's slice of the attention output is multiplied by
@@ -115,6 +116,9 @@ def main(argv=None) -> int:
         n = len(d.prefix_unknown)
         print(f"note: {n} character{'s' if n > 1 else ''} of the target prefix {'are' if n > 1 else 'is'} not in "
               f"this model's vocabulary and read as <unk>: {' '.join(d.prefix_unknown[:20])}", file=sys.stderr)
+    if d.cut and not a.json:     # the JSON says "cut": true; plain text would look finished
+        print(f"note: the translation was cut at the length limit ({len(d.target_tokens)} pieces, without </s>"
+              " from the model); --max-len sets the limit", file=sys.stderr)
     if a.json:
         out = d.to_json()
         if prefix is not None:

@@ -126,6 +126,12 @@ def test_the_command_and_the_page_name_one_limit_and_one_flag(capped, shipped):
         r = subprocess.run([sys.executable, "-m", "s2s.translate", "--model", str(SHIPPED), "--json",
                             *s.command_options().split(), "--", ENDS], capture_output=True, text=True, timeout=300)
         assert json.loads(r.stdout)["cut"] is D.decode(ours, ENDS, s).cut
+    # without --json: the translation on stdout, and a note on stderr that it was cut (none when it ended)
+    for s, cut in ((D.DecodeSettings("greedy", max_len=2), True), (D.DecodeSettings("greedy"), False)):
+        r = subprocess.run([sys.executable, "-m", "s2s.translate", "--model", str(SHIPPED),
+                            *s.command_options().split(), "--", ENDS], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0 and r.stdout.strip() == D.decode(ours, ENDS, s).translation
+        assert ("cut at the length limit" in r.stderr) is cut and (r.stderr == "") is not cut, r.stderr
 
 
 def test_the_pages_cut_note_reads_the_same_flag(capped, shipped):
