@@ -68,7 +68,22 @@ import torch.nn.functional as F
 from .attributions import target_ids as output_ids
 from .checkpoint import CheckpointError, Translator, load_translator
 from .decode import encode_source, greedy
-from .hooks import Site, decoder_input, decoder_start, first, forced_pass, head_counts, recorded, sites_by_kind
+from .hooks import (
+    MASK_HELP,
+    HeadMask,
+    Site,
+    decoder_input,
+    decoder_start,
+    first,
+    forced_pass,
+    format_head_mask,
+    head_counts,
+    knocked_out,
+    parse_head_mask,
+    read_head_mask,
+    recorded,
+    sites_by_kind,
+)
 from .hub import MODEL_HELP, add_model_options, model_options
 from .model import Seq2Seq
 from .piece_words import HEAD_KINDS
@@ -119,6 +134,7 @@ class NeuronView:
     translation: str = ""
     forced_from: str = "greedy"
     seconds: float = 0.0
+    head_mask: str = ""           # the heads knocked out while it was read (--mask-heads), "" none
 
     @property
     def recurrent(self) -> bool:
@@ -134,6 +150,8 @@ class NeuronView:
                "scores": r(self.scores), "weights": r(self.weights), "labels": self.labels, "notes": self.notes}
         if self.hidden is not None:
             out["hidden"], out["v"] = r(self.hidden), r(self.v)
+        if self.head_mask:
+            out["head_mask"] = self.head_mask
         return out
 
 
@@ -316,11 +334,24 @@ def check_model(tr: Translator) -> None:
 
 
 def neuron_view(tr: Translator, text: str, kind: str = "cross", layer: int = 0, head: int = 0, query: int = 0,
-                reference: str | None = None, target_ids: Sequence[int] | None = None) -> NeuronView:
+                reference: str | None = None, target_ids: Sequence[int] | None = None,
+                head_mask: HeadMask | str = ()) -> NeuronView:
     """The neuron view of `tr` for `text`, forced along `target_ids`, or `reference`, or the model's
     own greedy translation: attention `kind` (cross, encoder, decoder), `layer`, `head` and query
     position `query`, all 0-based (a recurrent model: kind cross, layer and head 0, query an
-    output step). InputError, one line, for anything out of range."""
+    output step). With `head_mask` the whole pass (and the greedy translation) runs with those
+    heads knocked out (s2s.hooks.knocked_out): the head's own query and keys are still computed
+    (a knockout zeroes its output, not its weights), but whatever reads a knocked-out head's output
+    upstream of it changes. InputError, one line, for anything out of range."""
+    mask = read_head_mask(head_mask)
+    with knocked_out(tr.model, mask):
+        view = _neuron_view(tr, text, kind, layer, head, query, reference, target_ids)
+    view.head_mask = format_head_mask(mask)
+    return view
+
+
+def _neuron_view(tr: Translator, text: str, kind: str, layer: int, head: int, query: int, reference: str | None,
+                 target_ids: Sequence[int] | None) -> NeuronView:
     t0 = time.perf_counter()
     check_model(tr)
     if kind not in KINDS:
@@ -510,14 +541,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--query", type=int, default=1,
                    help="the query's position, from 1: an output piece (cross, decoder) or a source piece (encoder)")
     p.add_argument("--reference", metavar="FRENCH", help="force this translation (default: the model's greedy one)")
+    p.add_argument("--mask-heads", metavar="KIND:LAYER.HEAD", default="",
+                   help="read the model with these heads knocked out: " + MASK_HELP)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("text", nargs="*", help="the English text (after --, if it starts with a dash)")
     a = p.parse_args(argv)
     text = text_argument(a.text)
     try:
         clean_text(text)      # an empty text says so before a model is loaded
+        mask = parse_head_mask(a.mask_heads)
         tr = load_translator(a.model, **model_options(a))
-        v = neuron_view(tr, text, a.kind, a.layer - 1, a.head - 1, a.query - 1, a.reference)
+        v = neuron_view(tr, text, a.kind, a.layer - 1, a.head - 1, a.query - 1, a.reference, head_mask=mask)
     except (CheckpointError, InputError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

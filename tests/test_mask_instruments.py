@@ -140,6 +140,23 @@ def test_the_contrast_of_a_knocked_out_model_is_the_contrast_of_the_zeroed_copy(
     np.testing.assert_allclose(scores, want, atol=tol, rtol=0)
 
 
+@pytest.mark.parametrize("name", ["marian", "shipped"])
+def test_the_neuron_view_of_a_knocked_out_model_is_the_zeroed_copys(models, name):
+    """A cross-attention head downstream of the knocked-out ones: its keys read the encoder's
+    output, which the encoder's knocked-out head no longer feeds."""
+    from s2s.heads import neuron_view
+    tr, mask, tol = models[name], LENS_MASKS[name], TOL[name]
+    layer = heads_of(tr.model)[0] - 1
+    masked = neuron_view(tr, text_of(name), "cross", layer, 1, 1, head_mask=mask)
+    reference = neuron_view(zeroed_copy(tr, mask), text_of(name), "cross", layer, 1, 1)
+    assert masked.target_tokens == reference.target_tokens and masked.head_mask == mask
+    for field in ("query", "keys", "scores", "weights"):
+        np.testing.assert_allclose(getattr(masked, field), getattr(reference, field), atol=tol, rtol=0)
+    plain = neuron_view(tr, text_of(name), "cross", layer, 1, 1)     # the keys: the source's alone
+    assert "head_mask" not in plain.to_json() and masked.to_json()["head_mask"] == mask
+    assert np.abs(np.asarray(plain.keys) - np.asarray(masked.keys)).max() > 1e-4
+
+
 # the patch: one word swapped for one of as many pieces; on the shipped model, heads its pointer
 # (the last layer's cross-attention) does not read
 PATCH_MASKS = {"marian": "cross:2.2,encoder:1.3,decoder:1.1", "t5": "cross:2.2,encoder:1.3,decoder:1.1",
@@ -226,6 +243,7 @@ def test_the_commands_take_mask_heads(models):
     ["s2s.explain", "--contrast-step", "2", "--foil", "▁garçon", "--mask-heads", "decoder:1.5"],
     ["s2s.explain", "--contrast-step", "2", "--foil", "▁garçon", "--mask-heads", "self:1.1"],
     ["s2s.explain", "--mask-heads", "cross:1.1"],
+    ["s2s.heads", "--mask-heads", "encoder:1.9"],
     ["s2s.patch", "--edited", "The little boy is happy because her mother is here.", "--mask-heads", "cross:1.9"],
     ["s2s.patch", "--edited", "The little boy is happy because her mother is here.", "--mask-heads", "x"]])
 def test_a_bad_mask_is_one_line_and_nothing_is_computed(command):
