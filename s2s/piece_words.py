@@ -117,6 +117,18 @@ def mean_entropy(attention: np.ndarray) -> float:
     return float(entropy(attention).mean())
 
 
+def uniform_entropy(attention: np.ndarray) -> tuple[float, bool]:
+    """The mean entropy a uniform head would have over what each row may read, the baseline of
+    mean_entropy: (1/I) sum_i log |{j: alpha_ij > 0}|, in nats; and whether every row reads every
+    key (then it is log J). A masked key has weight exactly 0 (decoder self-attention's row i
+    reads i + 1 tokens, not all of them)."""
+    a = np.asarray(attention, dtype=float)
+    support = (a > 0).sum(axis=1)
+    if (support == a.shape[1]).all():
+        return float(np.log(a.shape[1])), True
+    return float(np.log(np.maximum(support, 1)).mean()), False
+
+
 def argmax_alignment(source_tokens: Sequence[str], target_tokens: Sequence[str], attention: np.ndarray
                      ) -> list[tuple[str, str, float]]:
     """For each target token, the source token it attends to most: (target, source, weight)."""

@@ -251,3 +251,18 @@ def test_usable_pairs_leaves_out_what_the_model_cannot_read_and_importance_count
     assert tgts == [list(tr.tokenizer.target_ids("d b f a c")), list(tr.tokenizer.target_ids("h i j"))]
     measured = importance(tr, pairs)
     assert (measured.pairs, measured.skipped) == (2, 3)
+
+
+def test_uniform_entropy_is_log_of_what_each_row_may_read():
+    """The baseline of a head's mean entropy: log J when every row reads every key; a causal
+    (decoder self-attention) row i reads i + 1 keys, so the mean of log(i + 1)."""
+    import math
+
+    from s2s.piece_words import mean_entropy, uniform_entropy
+    full = np.full((3, 4), 0.25)
+    assert uniform_entropy(full) == (pytest.approx(math.log(4)), True)
+    assert mean_entropy(full) == pytest.approx(math.log(4))
+    causal = np.tril(np.ones((3, 3))) / np.arange(1, 4)[:, None]
+    base, every = uniform_entropy(causal)
+    assert not every and base == pytest.approx((math.log(1) + math.log(2) + math.log(3)) / 3)
+    assert mean_entropy(causal) == pytest.approx(base, abs=1e-9)      # a uniform causal head is its own baseline

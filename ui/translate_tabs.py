@@ -40,7 +40,15 @@ from s2s.decode import (
     source_coverage,
 )
 from s2s.evaluate import bleu_breakdown
-from s2s.piece_words import HEAD_KINDS, HEADS_VIEWS, argmax_alignment, mean_entropy, merge_to_words, word_log_prob
+from s2s.piece_words import (
+    HEAD_KINDS,
+    HEADS_VIEWS,
+    argmax_alignment,
+    mean_entropy,
+    merge_to_words,
+    uniform_entropy,
+    word_log_prob,
+)
 from s2s.text import MAX_CHARS, InputError
 
 SCALING_DIMS = [4, 16, 64, 256, 1024]     # query/key sizes for the "why sqrt(d)" view
@@ -499,11 +507,9 @@ def heads(tr: Translator, d: Decoding, words: bool, model: str, text: str, setti
         figures.clickable_cells(fig)      # a click on a row picks the neuron view's query below
         ui.show.plotly_chart(fig, share=0.4, key="head_enlarged", on_select=ui.neuron_view.pick_row,
                              selection_mode="points", config=ui.show.camera("head_enlarged", model, text[:40]))
-        # uniform over what each row may read: a masked position has weight exactly 0
-        # (decoder self-attention's row j reads j + 1 tokens, not all of them)
-        support = (w[layer, head] > 0).sum(axis=1)
-        uniform = (f"uniform over {len(x)} tokens: {np.log(len(x)):.2f}" if (support == len(x)).all() else
-                   f"uniform over the tokens each row may read: {np.log(np.maximum(support, 1)).mean():.2f}")
+        base, every = uniform_entropy(w[layer, head])       # uniform over what each row may read
+        uniform = (f"uniform over {len(x)} tokens: {base:.2f}" if every else
+                   f"uniform over the tokens each row may read: {base:.2f}")
         big_note = (f"Mean entropy of this head: {mean_entropy(w[layer, head]):.2f} nats "
                     f"(0: each row on one token; {uniform}).")
     # the notes below the charts: the charts fill the first screen under the tab bar
