@@ -90,5 +90,7 @@ def test_a_mask_the_model_lacks_knocks_nothing_out_anywhere(zoo_page, tiny):
     at = zoo_page(model="en-fr-transformer", text=TEXT, tab="Step by step", view="pieces", step="3", mask="cross:9.1")
     assert not at.exception, at.exception
     assert not [c for c in at.caption if SAID in c.value]
+    ignored = [c.value for c in at.caption if c.value.startswith("Ignored the mask")]
+    assert len(ignored) == 1 and "out of range" in ignored[0] and "whole model is read" in ignored[0]
     want = lens(tr, TEXT, target=d.target_ids)
     assert rank_lines(at) == {d.target_tokens[2]: [want.ranks[l][2] for l in range(len(want.layers))]}

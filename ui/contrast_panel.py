@@ -192,7 +192,7 @@ def panel(tr: Translator, d: Decoding, j: int | None, model: str, text: str,
         return
     path, target = ui.models.model_path(model), tuple(int(i) for i in d.target_ids)
     mask = ui.intervention.active(tr)
-    ui.intervention.note(mask)
+    ui.intervention.note(mask, tr)
     mask = format_head_mask(mask)
     try:
         with st.spinner(f"Attributing by {METHODS[method]}…"):

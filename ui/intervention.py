@@ -54,8 +54,19 @@ def active(tr: Translator) -> HeadMask:
     return current(tr, warn=False)
 
 
-def note(mask: HeadMask) -> None:
-    """The line above a panel that reads the model with heads knocked out (nothing without)."""
+def note(mask: HeadMask, tr: Translator | None = None) -> None:
+    """The line above a panel that reads the model with heads knocked out (`mask`, from active);
+    with `tr`, a mask in force that does not fit it is said in one line too (the whole model is
+    read); nothing otherwise."""
     if mask:
         st.caption(f":material/block: Read with {ui.show.code_span(format_head_mask(mask))} knocked out, as the "
                    "Heads tab's knockout has it (back to *Click: enlarge* there to read the whole model).")
+        return
+    raw = (st.session_state.get(MASK) or "").strip()
+    if tr is None or not raw or not knocking() or is_recurrent(tr.model):
+        return
+    try:
+        resolve_head_mask(tr.model, parse_head_mask(raw))
+    except InputError as e:
+        st.caption(f"Ignored the mask {ui.show.code_span(raw[:60])}: {ui.show.literal_label(str(e))} "
+                   "The whole model is read.")

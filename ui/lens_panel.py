@@ -98,7 +98,7 @@ def lens_panel(tr: Translator, d: Decoding, first: int, model: str, text: str) -
                     + (f", after {ui.show.code_span(before[-60:])}" if before else ", the first")
                     + " (the logit lens): every decoder layer read through the model's own output layer.")
         mask = ui.intervention.active(tr)
-        ui.intervention.note(mask)
+        ui.intervention.note(mask, tr)
         mask = format_head_mask(mask)
         try:
             found = lens_cached(ui.models.model_path(model), text, tuple(d.target_ids), mask)

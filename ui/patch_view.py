@@ -32,8 +32,9 @@ def what_carries_the_change(d: Decoding, words: bool, model: str, text: str, edi
     carries the edit's change to the translation's log p, or one line saying why not."""
     st.markdown("**What carries the change?** Your text's states put one at a time into the edit's run "
                 "(activation patching).")
-    mask = ui.intervention.active(ui.models.get_model(model))
-    ui.intervention.note(mask)
+    tr = ui.models.get_model(model)
+    mask = ui.intervention.active(tr)
+    ui.intervention.note(mask, tr)
     try:
         with st.spinner("Patching each state…"):
             p = patch_cached(ui.models.model_path(model), text, edit, tuple(int(i) for i in d.target_ids),
