@@ -68,7 +68,19 @@ import torch.nn.functional as F
 from torch import nn
 
 from .checkpoint import Translator
-from .hooks import decoder_input, decoder_start, first, forced_pass, recorded, sites
+from .hooks import (
+    HeadMask,
+    decoder_input,
+    decoder_start,
+    first,
+    forced_pass,
+    format_head_mask,
+    knocked_out,
+    read_head_mask,
+    recorded,
+    resolve_head_mask,
+    sites,
+)
 from .model import Seq2Seq
 from .text import InputError
 
@@ -146,9 +158,24 @@ class Trace:
 
 
 @torch.no_grad()
-def trace(model, src: torch.Tensor, tgt: torch.Tensor) -> Trace:
+def trace(model, src: torch.Tensor, tgt: torch.Tensor, head_mask: HeadMask | str = ()) -> Trace:
     """Run one forced pass of (src (1, S), tgt (T,)) and read every attention block's parts
-    by forward hooks on its projections and norms (the model itself is unchanged)."""
+    by forward hooks on its projections and norms (the model itself is unchanged). With
+    `head_mask` the pass runs with those heads knocked out (s2s.hooks.knocked_out) and each
+    knocked-out head's values are read as 0: its f^h(x_j) = W_O^h v^h_j is then 0, as in a model
+    whose W_O columns of that head are zeroed (the hook zeroes the head's slice on its way into
+    W_O, which these contributions do not read: they read W_O from the weights)."""
+    mask = read_head_mask(head_mask)
+    with knocked_out(model, mask):
+        t = _trace(model, src, tgt)
+    for kind, heads in resolve_head_mask(model, mask).items():
+        blocks = {"encoder": t.encoder, "decoder": t.decoder, "cross": t.cross}[kind]
+        for layer, h in heads:
+            blocks[layer].values[h] = 0
+    return t
+
+
+def _trace(model, src: torch.Tensor, tgt: torch.Tensor) -> Trace:
     enc_sites, dec_sites, cross_sites = sites(model)
     all_sites = [("e", s) for s in enc_sites] + [("d", s) for s in dec_sites] + [("c", s) for s in cross_sites]
     modules = {(n, what): getattr(s, what) for n, (_, s) in enumerate(all_sites) for what in ("q", "v", "o", "norm")}
@@ -323,6 +350,7 @@ class Contributions:
     heads: dict[str, np.ndarray] = field(default_factory=dict)
     source_share: dict[str, np.ndarray] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
+    head_mask: str = ""             # the heads knocked out while it was read, as --mask-heads writes them
 
     @property
     def methods(self) -> tuple[str, ...]:
@@ -346,7 +374,8 @@ class Contributions:
                 "methods": {m: {"layers": r(v), **({"heads": r(self.heads[m])} if m in self.heads else {})}
                             for m, v in self.layers.items()},
                 "source_share": {m: r(v) for m, v in self.source_share.items()},
-                "seconds": {k: round(v, 4) for k, v in self.seconds.items()}}
+                "seconds": {k: round(v, 4) for k, v in self.seconds.items()},
+                **({"head_mask": self.head_mask} if self.head_mask else {})}
 
 
 def recurrent_contributions(model: Seq2Seq, src: torch.Tensor, tgt: torch.Tensor) -> dict[str, np.ndarray]:
@@ -368,10 +397,13 @@ def recurrent_contributions(model: Seq2Seq, src: torch.Tensor, tgt: torch.Tensor
     return {"weights": alpha.cpu().numpy()[None], "norm": normalised((alpha * size).cpu().numpy())[None]}
 
 
-def contributions(model, src: torch.Tensor, tgt: torch.Tensor, methods: Sequence[str] | None = None
-                  ) -> tuple[dict, dict, dict, dict]:
-    """(layers, heads, source_share, seconds) for source ids (1, S) and forced target ids (T,)."""
+def contributions(model, src: torch.Tensor, tgt: torch.Tensor, methods: Sequence[str] | None = None,
+                  head_mask: HeadMask | str = ()) -> tuple[dict, dict, dict, dict]:
+    """(layers, heads, source_share, seconds) for source ids (1, S) and forced target ids (T,),
+    with the heads of `head_mask` knocked out (trace): a knocked-out head moves nothing."""
     seconds: dict[str, float] = {}
+    if read_head_mask(head_mask):
+        resolve_head_mask(model, read_head_mask(head_mask))     # a recurrent model, a head it lacks: one line
     if isinstance(model, Seq2Seq):
         wanted = list(methods or RECURRENT_METHODS)
         for m in wanted:
@@ -383,7 +415,7 @@ def contributions(model, src: torch.Tensor, tgt: torch.Tensor, methods: Sequence
         return ({m: both[m] for m in wanted}, {m: both[m][:, None] for m in wanted}, {}, seconds)
     wanted = list(methods or METHODS)
     t0 = time.perf_counter()
-    t = trace(model, src, tgt)
+    t = trace(model, src, tgt, head_mask)
     seconds["trace"] = time.perf_counter() - t0
     np_ = (lambda x: x.detach().cpu().numpy().astype(float))
     layers, heads, share = {}, {}, {}
@@ -417,15 +449,26 @@ def contributions(model, src: torch.Tensor, tgt: torch.Tensor, methods: Sequence
             seconds[m] = time.perf_counter() - t0
     if "value_zeroing" in wanted:
         t0 = time.perf_counter()
-        layers["value_zeroing"] = normalised(np_(value_zeroing(model, t)))
+        with knocked_out(model, head_mask):     # the layer's rest recomputed as the masked pass ran it
+            layers["value_zeroing"] = normalised(np_(value_zeroing(model, t)))
         seconds["value_zeroing"] = time.perf_counter() - t0
     return layers, heads, share, seconds
 
 
 def explain_contributions(tr: Translator, text: str, reference: str | None = None,
-                          methods: Sequence[str] | None = None) -> Contributions:
+                          methods: Sequence[str] | None = None, head_mask: HeadMask | str = ()) -> Contributions:
     """Every contribution method that applies to `tr` (or `methods`) for the greedy
-    translation of `text` (or `reference`), forced, as attributions.explain forces it."""
+    translation of `text` (or `reference`), forced, as attributions.explain forces it; with the
+    heads of `head_mask` knocked out throughout (the greedy translation decoded so too)."""
+    mask = read_head_mask(head_mask)
+    with knocked_out(tr.model, mask):         # InputError, one line, before any work
+        out = _explain_contributions(tr, text, reference, methods, mask)
+    out.head_mask = format_head_mask(mask)
+    return out
+
+
+def _explain_contributions(tr: Translator, text: str, reference: str | None, methods: Sequence[str] | None,
+                           mask: HeadMask) -> Contributions:
     from .attributions import source_ids, target_ids
     from .decode import forced
     check_model(tr)
@@ -439,7 +482,7 @@ def explain_contributions(tr: Translator, text: str, reference: str | None = Non
     decode_s = time.perf_counter() - t0
     src = torch.tensor([src_list], device=tr.device)
     tgt = torch.tensor(tgt_list, device=tr.device)
-    layers, heads, share, seconds = contributions(tr.model, src, tgt, methods)
+    layers, heads, share, seconds = contributions(tr.model, src, tgt, methods, mask)
     seconds = {"decode": decode_s, **seconds}
     seconds["total"] = time.perf_counter() - t0
     return Contributions(d.source_tokens, d.target_tokens, list(tgt_list), d.translation, frm, layers, heads, share,

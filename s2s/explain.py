@@ -48,7 +48,7 @@ from .checkpoint import CheckpointError, Translator, load_translator
 from .contributions import ALIGN_METHODS, ATTRIBUTIONS, NOT_APPLICABLE, ROLLOUT_SHARE, applies, explain_contributions
 from .counterfactual import EPSILON, KINDS, counterfactual, permutation_survival, trace
 from .decode import positions
-from .hooks import MASK_HELP, parse_head_mask
+from .hooks import MASK_HELP, HeadMask, knocked_out, parse_head_mask, read_head_mask, resolve_head_mask
 from .hub import MODEL_HELP
 from .hub_config import beyond_positions
 from .model import Seq2Seq
@@ -206,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "--method grad-x-input (default), ig or loo")
     p.add_argument("--foil", metavar="PIECE", help="with --contrast-step: the alternative, one piece of the vocabulary")
     p.add_argument("--mask-heads", metavar="KIND:LAYER.HEAD", default="",
-                   help="with --contrast-step: read the model with these heads knocked out: " + MASK_HELP)
+                   help="with --contrast-step or --method: read the model with these heads knocked out: " + MASK_HELP)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("text", nargs="*", help="the English text (after --, if it starts with a dash)")
     a = p.parse_args(argv)
@@ -214,8 +214,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error("--contrast-step T and --foil PIECE go together")
     if a.contrast_step is not None and (a.test is not None or a.table is not None or a.counterfactual is not None):
         p.error("--contrast-step explains one text: not with --test, --table or --counterfactual")
-    if a.mask_heads and a.contrast_step is None:
-        p.error("--mask-heads is read with --contrast-step T --foil PIECE (the contrast)")
+    if a.mask_heads and (a.contrast_step is None and not a.method or a.test is not None):
+        p.error("--mask-heads is read with --contrast-step T --foil PIECE (the contrast) or --method (the matrices)")
     if a.table is not None:
         if a.test is None:
             p.error("--table needs --test FILE")
@@ -268,11 +268,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def method_json(tr: Translator, text: str, reference: str | None, names: Sequence[str], ig_steps: int = IG_STEPS
-                ) -> dict:
+def method_json(tr: Translator, text: str, reference: str | None, names: Sequence[str], ig_steps: int = IG_STEPS,
+                head_mask: HeadMask | str = ()) -> dict:
     """--method: every matrix of the named methods (ALIGN_METHODS' names) for the forced output,
     each named by method and layer (from 1), with the rows and columns as positions and tokens,
-    and the source share where the method has one. A method that does not apply is an InputError."""
+    and the source share where the method has one; with `head_mask` (--mask-heads) of the model
+    with those heads knocked out (the contributions through their own head_mask, the gradient
+    attributions under s2s.hooks.knocked_out). A method that does not apply is an InputError."""
+    mask = read_head_mask(head_mask)
+    resolve_head_mask(tr.model, mask)       # a head the model lacks (or a recurrent model): one line, no work
+    return _method_json(tr, text, reference, names, ig_steps, mask)
+
+
+def _method_json(tr: Translator, text: str, reference: str | None, names: Sequence[str], ig_steps: int,
+                 mask: HeadMask) -> dict:
     from .attributions import grad_x_input, integrated_gradients, leave_one_out, source_ids
     if "all" in names:           # every method that applies to this model
         names = [n for n in ALIGN_METHODS if applies(tr, ALIGN_METHODS[n])]
@@ -281,7 +290,8 @@ def method_json(tr: Translator, text: str, reference: str | None, names: Sequenc
         if not applies(tr, ALIGN_METHODS[n]):
             raise InputError(NOT_APPLICABLE.format(method=n))
     wanted = [ALIGN_METHODS[n] for n in names]
-    c = explain_contributions(tr, text, reference, methods=[m for m in wanted if m not in ATTRIBUTIONS] or ["weights"])
+    c = explain_contributions(tr, text, reference, methods=[m for m in wanted if m not in ATTRIBUTIONS] or ["weights"],
+                              head_mask=mask)
     out = c.to_json()
     del out["methods"], out["source_share"]
     r = (lambda m: np.round(np.asarray(m, dtype=float), 6).tolist())
@@ -291,9 +301,10 @@ def method_json(tr: Translator, text: str, reference: str | None, names: Sequenc
     for name, m in zip(names, wanted):
         if m in ATTRIBUTIONS:
             t0 = time.perf_counter()
-            raw = (grad_x_input(tr.model, src, tgt) if m == "grad_x_input" else
-                   integrated_gradients(tr.model, src, tgt, ig_steps)[0] if m == "integrated_gradients" else
-                   leave_one_out(tr.model, src, tgt))
+            with knocked_out(tr.model, mask):
+                raw = (grad_x_input(tr.model, src, tgt) if m == "grad_x_input" else
+                       integrated_gradients(tr.model, src, tgt, ig_steps)[0] if m == "integrated_gradients" else
+                       leave_one_out(tr.model, src, tgt))
             out["seconds"][m] = round(time.perf_counter() - t0, 4)
             out["matrices"].append({"method": name, "layer": None, "values": "raw a_ij (log p units)",
                                     "matrix": r(raw)})
@@ -312,7 +323,7 @@ def method_json(tr: Translator, text: str, reference: str | None, names: Sequenc
 
 def _print_methods(tr: Translator, text: str, a: argparse.Namespace) -> int:
     try:
-        out = method_json(tr, text, a.reference, a.method, a.ig_steps)
+        out = method_json(tr, text, a.reference, a.method, a.ig_steps, head_mask=parse_head_mask(a.mask_heads))
     except InputError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -157,6 +157,37 @@ def test_the_neuron_view_of_a_knocked_out_model_is_the_zeroed_copys(models, name
     assert np.abs(np.asarray(plain.keys) - np.asarray(masked.keys)).max() > 1e-4
 
 
+@pytest.mark.parametrize("name", ["marian", "shipped"])
+def test_the_contributions_of_a_knocked_out_model_are_the_zeroed_copys(models, name):
+    """Norm, ALTI+ (with its source share), rollout and value zeroing, each layer's and each
+    head's: a knocked-out head moves nothing, as in the copy whose W_O columns of it are 0."""
+    from s2s.contributions import explain_contributions
+    tr, mask, tol = models[name], LENS_MASKS[name], TOL[name]
+    masked = explain_contributions(tr, text_of(name), head_mask=mask)
+    reference = explain_contributions(zeroed_copy(tr, mask), text_of(name))
+    assert masked.target_tokens == reference.target_tokens and masked.head_mask == mask
+    assert masked.to_json()["head_mask"] == mask and set(masked.layers) == set(reference.layers) >= {
+        "norm", "alti", "value_zeroing"}
+    for m in masked.layers:
+        np.testing.assert_allclose(masked.layers[m], reference.layers[m], atol=max(tol, 1e-5), rtol=0, err_msg=m)
+    for m in masked.heads:
+        np.testing.assert_allclose(masked.heads[m], reference.heads[m], atol=max(tol, 1e-5), rtol=0, err_msg=m)
+    for m in masked.source_share:
+        np.testing.assert_allclose(masked.source_share[m], reference.source_share[m], atol=max(tol, 1e-5), rtol=0)
+    # the whole model on the same output: a knocked-out cross-attention head's norm is 0 only under the
+    # mask, and ALTI+ moves
+    from s2s.attributions import source_ids
+    from s2s.contributions import contributions
+    src = torch.tensor([source_ids(tr, text_of(name))])
+    tgt = torch.tensor(masked.target_ids)
+    layers, heads, _, _ = contributions(tr.model, src, tgt, ["norm", "alti"])
+    assert "head_mask" not in explain_contributions(tr, text_of(name), methods=["norm"]).to_json()
+    for kind, layer, head in parse_head_mask(mask):
+        if kind == "cross":
+            assert np.abs(masked.heads["norm"][layer, head]).max() == 0 < np.abs(heads["norm"][layer, head]).max()
+    assert np.abs(layers["alti"] - masked.layers["alti"]).max() > 1e-4
+
+
 # the patch: one word swapped for one of as many pieces; on the shipped model, heads its pointer
 # (the last layer's cross-attention) does not read
 PATCH_MASKS = {"marian": "cross:2.2,encoder:1.3,decoder:1.1", "t5": "cross:2.2,encoder:1.3,decoder:1.1",
@@ -226,6 +257,22 @@ def test_the_commands_take_mask_heads(models):
     want = explain_contrast(tr, EN_FR_TEXT, 2, "▁garçon", head_mask=mask)
     assert out["head_mask"] == mask and out["target_tokens"] == want.target_tokens
     np.testing.assert_allclose(out["scores"], want.scores, atol=1e-5)
+    mask = LENS_MASKS["shipped"]
+    r = run_cli("s2s.explain", "--model", "en-fr-transformer", "--method", "norm", "--method", "grad-x-input",
+                "--mask-heads", mask, "--json", "--", EN_FR_TEXT)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    from s2s.attributions import grad_x_input, source_ids
+    from s2s.contributions import explain_contributions
+    from s2s.hooks import knocked_out
+    want = explain_contributions(tr, EN_FR_TEXT, methods=["norm"], head_mask=mask)
+    assert out["head_mask"] == mask and out["target_tokens"] == want.target_tokens
+    norms = [m["matrix"] for m in out["matrices"] if m["method"] == "norm"]
+    np.testing.assert_allclose(norms, want.layers["norm"], atol=1e-5)
+    with knocked_out(tr.model, mask):
+        gxi = grad_x_input(tr.model, torch.tensor([source_ids(tr, EN_FR_TEXT)]), torch.tensor(want.target_ids))
+    np.testing.assert_allclose([m["matrix"] for m in out["matrices"] if m["method"] == "grad-x-input"][0], gxi,
+                               atol=1e-4)
     mask = PATCH_MASKS["shipped"]
     edit = "The little boy is happy because her mother is here."
     r = run_cli("s2s.patch", "--model", "en-fr-transformer", "--edited", edit, "--mask-heads", mask, "--json", "--",
@@ -244,6 +291,7 @@ def test_the_commands_take_mask_heads(models):
     ["s2s.explain", "--contrast-step", "2", "--foil", "▁garçon", "--mask-heads", "self:1.1"],
     ["s2s.explain", "--mask-heads", "cross:1.1"],
     ["s2s.heads", "--mask-heads", "encoder:1.9"],
+    ["s2s.explain", "--method", "norm", "--mask-heads", "cross:1.9"],
     ["s2s.patch", "--edited", "The little boy is happy because her mother is here.", "--mask-heads", "cross:1.9"],
     ["s2s.patch", "--edited", "The little boy is happy because her mother is here.", "--mask-heads", "x"]])
 def test_a_bad_mask_is_one_line_and_nothing_is_computed(command):
