@@ -402,8 +402,8 @@ def contributions(model, src: torch.Tensor, tgt: torch.Tensor, methods: Sequence
     """(layers, heads, source_share, seconds) for source ids (1, S) and forced target ids (T,),
     with the heads of `head_mask` knocked out (trace): a knocked-out head moves nothing."""
     seconds: dict[str, float] = {}
-    if read_head_mask(head_mask):
-        resolve_head_mask(model, read_head_mask(head_mask))     # a recurrent model, a head it lacks: one line
+    head_mask = read_head_mask(head_mask)
+    resolve_head_mask(model, head_mask)         # a recurrent model, a head it lacks: one line
     if isinstance(model, Seq2Seq):
         wanted = list(methods or RECURRENT_METHODS)
         for m in wanted:
@@ -449,8 +449,9 @@ def contributions(model, src: torch.Tensor, tgt: torch.Tensor, methods: Sequence
             seconds[m] = time.perf_counter() - t0
     if "value_zeroing" in wanted:
         t0 = time.perf_counter()
-        with knocked_out(model, head_mask):     # the layer's rest recomputed as the masked pass ran it
-            layers["value_zeroing"] = normalised(np_(value_zeroing(model, t)))
+        # (the layer's rest after its attention: no head in it, so no mask to hold; the trace's
+        # outputs and values are already the knocked-out pass's)
+        layers["value_zeroing"] = normalised(np_(value_zeroing(model, t)))
         seconds["value_zeroing"] = time.perf_counter() - t0
     return layers, heads, share, seconds
 
@@ -460,25 +461,19 @@ def explain_contributions(tr: Translator, text: str, reference: str | None = Non
     """Every contribution method that applies to `tr` (or `methods`) for the greedy
     translation of `text` (or `reference`), forced, as attributions.explain forces it; with the
     heads of `head_mask` knocked out throughout (the greedy translation decoded so too)."""
-    mask = read_head_mask(head_mask)
-    with knocked_out(tr.model, mask):         # InputError, one line, before any work
-        out = _explain_contributions(tr, text, reference, methods, mask)
-    out.head_mask = format_head_mask(mask)
-    return out
-
-
-def _explain_contributions(tr: Translator, text: str, reference: str | None, methods: Sequence[str] | None,
-                           mask: HeadMask) -> Contributions:
     from .attributions import source_ids, target_ids
     from .decode import forced
     check_model(tr)
+    mask = read_head_mask(head_mask)
+    resolve_head_mask(tr.model, mask)         # a head the model lacks: one line, before any work
     unknown = [m for m in (methods or ()) if m not in METHODS]
     if unknown:
         raise InputError(f"Unknown contribution method {unknown[0]!r}: use {', '.join(METHODS)}.")
     t0 = time.perf_counter()
     src_list = source_ids(tr, text)
-    tgt_list, frm = target_ids(tr, text, reference)
-    d = forced(tr, text, reference_ids=tgt_list)
+    with knocked_out(tr.model, mask):         # the output explained: the knocked-out model's own
+        tgt_list, frm = target_ids(tr, text, reference)
+        d = forced(tr, text, reference_ids=tgt_list)
     decode_s = time.perf_counter() - t0
     src = torch.tensor([src_list], device=tr.device)
     tgt = torch.tensor(tgt_list, device=tr.device)
@@ -486,7 +481,7 @@ def _explain_contributions(tr: Translator, text: str, reference: str | None, met
     seconds = {"decode": decode_s, **seconds}
     seconds["total"] = time.perf_counter() - t0
     return Contributions(d.source_tokens, d.target_tokens, list(tgt_list), d.translation, frm, layers, heads, share,
-                         seconds)
+                         seconds, format_head_mask(mask))
 
 
 # ---------------------------------------------------------------------------------------

@@ -516,12 +516,17 @@ def test_the_heads_view_enlarges_the_head_clicked(transformer_server, chrome, tm
     assert page.locator(title).text_content().endswith(f"layer {layers} · head 1")     # the last layer first
     # the grid's second map (layer 1, head 2), scrolled into view: click the middle of its plot area
     second = page.locator(".st-key-heads_grid .nsewdrag").nth(1)
-    # a reader's wheel first: the link's scroll to the tabs (ui.address.scroll_into_view) holds
-    # them in place for a few seconds unless the reader scrolls
-    page.mouse.move(640, 400)
-    page.mouse.wheel(0, 1)
-    second.evaluate("e => e.scrollIntoView({block: 'center'})")
-    page.wait_for_timeout(300)                      # the scroll done before the box is read
+    # scrolled to as a reader scrolls: the link's scroll to the tabs (ui.address.scroll_into_view)
+    # holds them in place for a few seconds unless a wheel event says the reader moved, so each
+    # poll sends one and scrolls again until the map's middle is on the screen
+    page.wait_for_function("""() => {
+        const e = document.querySelectorAll('.st-key-heads_grid .nsewdrag')[1];
+        if (!e) return false;
+        const r = e.getBoundingClientRect(), mid = r.top + r.height / 2;
+        if (mid >= 0 && mid <= window.innerHeight) return true;
+        document.dispatchEvent(new WheelEvent('wheel'));
+        e.scrollIntoView({block: 'center'});
+        return false; }""", polling=200, timeout=30_000)
     keep(page, tmp_path, "heads_1280x720.png")
     area = second.bounding_box()
     assert 0 <= area["y"] + area["height"] / 2 <= 720, area        # on the screen, where a mouse can click it

@@ -11,6 +11,7 @@ import ui.intervention
 import ui.models
 import ui.show
 from s2s import figures
+from s2s.checkpoint import Translator
 from s2s.decode import Decoding
 from s2s.hooks import format_head_mask
 from s2s.patch import Patching, patch, shares_by_word
@@ -27,12 +28,11 @@ def patch_cached(path: str, text: str, edit: str, output_ids: tuple[int, ...], m
     return patch(ui.models.load_path(path), text, edit, output_ids=list(output_ids), head_mask=mask)
 
 
-def what_carries_the_change(d: Decoding, words: bool, model: str, text: str, edit: str) -> None:
+def what_carries_the_change(tr: Translator, d: Decoding, words: bool, model: str, text: str, edit: str) -> None:
     """Under Compare an edit's two outputs: which encoder state (and which cross-attention head)
     carries the edit's change to the translation's log p, or one line saying why not."""
     st.markdown("**What carries the change?** Your text's states put one at a time into the edit's run "
                 "(activation patching).")
-    tr = ui.models.get_model(model)
     mask = ui.intervention.active(tr)
     ui.intervention.note(mask, tr)
     try:

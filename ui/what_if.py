@@ -365,7 +365,7 @@ def compare_edit(tr: Translator, d: Decoding, words: bool, model: str, text: str
     two_outputs(d, e, ("Your text", "Edited"), words, model, text, "edit", sources=(text, edit), second_text=edit)
     if d.attention is None:
         st.caption("This model has no attention: only the two translations compare.")
-    ui.patch_view.what_carries_the_change(d, words, model, text, edit)
+    ui.patch_view.what_carries_the_change(tr, d, words, model, text, edit)
 
 
 # ------------------------------------------------------------------ neighbours
