@@ -29,7 +29,8 @@ the same pairs, every query of every pair counted once:
                   least TO_EOS (90%) of the queries: a head that reads nothing (Clark et al. 2019
                   call it a no-op); decoder self-attention has no </s> among its keys
 
-Pruning: greedy decoding of held-out pairs (s2s.decode.greedy_batch) scored by sacrebleu's BLEU
+Pruning: greedy decoding of held-out pairs (s2s.decode.greedy_batch_masks: several masks side by
+side in one decoder batch, each row its own) scored by sacrebleu's BLEU
 as heads are knocked out (s2s.hooks.knocked_out: xi_h = 0) 10% at a time, of all heads and of
 each kind alone, in order of increasing importance and in a seeded random order.
 
@@ -58,7 +59,7 @@ import torch.nn.functional as F
 
 from .checkpoint import Translator
 from .data import Pair, read_pairs, split_pairs
-from .decode import DecodeSettings, encode_source, greedy_batch, pad_batch, usable_pairs
+from .decode import DecodeSettings, encode_source, greedy_batch, greedy_batch_masks, pad_batch, usable_pairs
 from .evaluate import bleu
 from .hooks import (
     KINDS,
@@ -80,6 +81,7 @@ RARE_OVER_CHANCE = 3.0
 MAX_OFFSET = 512           # relative offsets counted (a source has at most 200 pieces, a decoding 250)
 SCOPES = ("all", *KINDS)
 ORDERS = ("importance", "random")
+PRUNE_ROWS = 96           # rows of one pruning batch: several masks side by side (docs/speed.md)
 
 Progress = Callable[[float, str], None]      # (share done, what), as the attributions' progress
 
@@ -577,19 +579,24 @@ def prune_curves(tr: Translator, pairs: Sequence[Pair], ranked: HeadImportance, 
     heads first.
 
     Resumable and stoppable: `scores` (mask tuple -> BLEU) holds masks decoded already, which are
-    skipped, and is filled in place as each mask is decoded; `stop()` is asked between decodings,
+    skipped, and is filled in place as each mask is decoded; `stop()` is asked between decoder
+    batches (about PRUNE_ROWS rows: several masks side by side, greedy_batch_masks),
     and once it says True the result so far is returned (prune_result: `complete` False).
     `progress(share, "pruning")`: the share of the masks decoded, those kept included."""
     plan = prune_plan(tr, pairs, ranked, steps, seed, scopes)
     scores = {} if scores is None else scores
     t0 = time.perf_counter()
-    for mask in plan.masks:
-        if mask in scores:
-            continue
+    todo = [m for m in plan.masks if m not in scores]
+    # several masks side by side in one decoder batch of about PRUNE_ROWS rows (greedy_batch_masks):
+    # on a CPU the output layer's weights are read once a step for all of them
+    per = max(1, PRUNE_ROWS // len(plan.sources))
+    for start in range(0, len(todo), per):
         if stop is not None and stop():
             break
-        hyps = greedy_batch(tr, plan.sources, DecodeSettings("greedy", head_mask=tuple(mask)))
-        scores[mask] = bleu(hyps, plan.refs)
+        chunk = todo[start:start + per]
+        for mask, hyps in zip(chunk, greedy_batch_masks(tr, plan.sources, chunk, DecodeSettings("greedy"),
+                                                        rows=PRUNE_ROWS)):
+            scores[mask] = bleu(hyps, plan.refs)
         if progress is not None:
             progress(sum(m in scores for m in plan.masks) / len(plan.masks), "pruning")
     return prune_result(plan, scores, time.perf_counter() - t0)

@@ -31,6 +31,8 @@ family is taught here once:
                          are still computed and shown; its contribution is gone), and where
                          the model itself reads a head's weights (the copying Transformer's
                          pointer: pointer_heads) it reads only the heads still in
+    knocked_out_rows(...) the same with each row of a batch its own mask (pruning's decodings
+                         side by side)
 
 A head mask names heads as KIND:LAYER.HEAD, KIND one of cross, encoder, decoder, LAYER and HEAD
 counted from 1 as the pages and `python -m s2s.heads` count them, KIND:LAYER.* a whole layer,
@@ -509,6 +511,33 @@ def pointer_heads(model, knocked: Mapping[str, Sequence[tuple[int, int]]]) -> li
             return torch.zeros_like(output)
         return weights[:, kept[layer]].mean(1)
     return [(heads, "forward", hook)]
+
+
+@contextmanager
+def knocked_out_rows(model, masks: Sequence[HeadMask | str]) -> Iterator[None]:
+    """knocked_out with each row of the batch its own mask: row b reads the model with the heads
+    of masks[b] out (scaled_heads' per-row gates xi[b, l, h], 0 at row b's knocked-out heads), so
+    that several masks decode side by side in one batch (pruning: one pass over the output layer's
+    weights serves every mask). Every row's output is the one knocked_out(model, masks[b]) gives,
+    up to float noise. InputError, one line, before the body runs, for a mask knocked_out refuses,
+    and for a copying Transformer whose masks take out cross-attention heads (its pointer reads
+    the heads still in, one set for the batch: decode those masks one at a time)."""
+    masks = [read_head_mask(m) for m in masks]
+    if not any(masks):
+        yield
+        return
+    by_kind = None if is_recurrent(model) else sites_by_kind(model)
+    knocked = [resolve_head_mask(model, m, by_kind) for m in masks]
+    if any(pointer_heads(model, k) for k in knocked):
+        raise InputError("A copying Transformer's pointer reads its cross-attention heads: knock those "
+                         "out one mask at a time.")
+    counts = head_counts(model, by_kind)
+    device = next(model.parameters()).device
+    rows = [gates(counts, k, device) for k in knocked]
+    xi = {kind: torch.stack([g.get(kind, torch.ones(counts[kind], device=device)) for g in rows])
+          for kind in {kind for g in rows for kind in g}}
+    with scaled_heads(model, xi, by_kind):
+        yield
 
 
 @contextmanager

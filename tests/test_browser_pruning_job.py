@@ -20,13 +20,14 @@ GATED = textwrap.dedent("""\
     # test_browser_pruning_job.py's gate: the pruning job's k-th decoding waits until the file says >= k
     import os, pathlib, time
     import s2s.head_importance as _hi
-    _gate, _real, _calls = pathlib.Path(os.environ["S2S_TEST_GATE"]), _hi.greedy_batch, [0]
+    _gate, _real, _calls = pathlib.Path(os.environ["S2S_TEST_GATE"]), _hi.greedy_batch_masks, [0]
     def _gated(*args, **kwargs):
         _calls[0] += 1
         while int(_gate.read_text() or 0) < _calls[0]:
             time.sleep(0.1)
         return _real(*args, **kwargs)
-    _hi.greedy_batch = _gated
+    _hi.greedy_batch_masks = _gated
+    _hi.PRUNE_ROWS = 3          # the 3 pairs of one mask a batch: one decoding a call
     """)
 
 
@@ -57,7 +58,7 @@ def test_press_stop_the_page_still_whole_press_again_to_finish(hub_models, tmp_p
             shot(page, "pruning-job-running")
             assert exceptions(page) == []
             stop.click()
-            page.wait_for_function("() => document.body.innerText.includes('Stopping after this decoding')",
+            page.wait_for_function("() => document.body.innerText.includes('Stopping after the decodings under way')",
                                    timeout=60_000)
             gate.write_text("3")
             go_on = page.locator(".st-key-pruning_run").get_by_role("button", name="Go on pruning")

@@ -313,6 +313,38 @@ def test_the_batched_searches_honour_the_mask(models):
                                                                          for t in texts]
 
 
+@pytest.mark.parametrize("family", ["ours", *FAMILIES])
+def test_masks_side_by_side_in_one_batch_decode_as_each_alone(models, family):
+    """greedy_batch_masks (pruning's decoder batch, each row its own mask through
+    hooks.knocked_out_rows) gives, mask by mask, what decode() gives with that mask alone; a
+    copying Transformer's cross-attention masks go one at a time (its pointer reads the heads in)."""
+    tr = models[family]
+    texts = [OURS_TEXT, "a b", "j i h g f e"] if family == "ours" else [HUB_TEXT, "the dog ran .", "a b c"]
+    masks = [(), *[(m,) for m in MASKS[family]], MASKS[family]]
+    s = DecodeSettings("greedy", max_len=10)
+    together = D.greedy_batch_masks(tr, texts, masks, s, rows=7)       # 2 masks (6 rows) a batch
+    alone = [[decode(tr, t, DecodeSettings("greedy", max_len=10, head_mask=m)).translation for t in texts]
+             for m in masks]
+    assert together == alone
+    assert len({tuple(h) for h in together}) > 2        # the masks decode differently
+
+
+def test_a_batch_of_masks_refuses_the_pointers_heads_and_bad_masks(models, untrained_translators):
+    tr = models["ours"]
+    copying = untrained_translators["transformer-copy"]
+    with pytest.raises(InputError, match="pointer"):
+        with hooks.knocked_out_rows(copying.model, [(), (("cross", 0, 0),)]):
+            pass
+    masks = [(), (("cross", 0, 0),), (("encoder", 1, 1),), (("cross", 1, None),)]
+    texts = [OURS_TEXT, "a b c"]
+    assert D.greedy_batch_masks(copying, texts, masks, DecodeSettings(max_len=8)) == [
+        [decode(copying, t, DecodeSettings(max_len=8, head_mask=m)).translation for t in texts] for m in masks]
+    with pytest.raises(InputError, match="out of range"):
+        D.greedy_batch_masks(tr, [OURS_TEXT], [(), (("encoder", 9, 0),)])
+    with hooks.knocked_out_rows(tr.model, [(), ()]):        # no head out: nothing attached
+        assert D.greedy_batch(tr, [OURS_TEXT]) == D.greedy_batch(tr, [OURS_TEXT], DecodeSettings())
+
+
 def test_translate_command_masks_heads(untrained_translators, tmp_path):
     path = str(untrained_translators["transformer"].path)
     r = run_cli("s2s.translate", "--model", path, "--json", "--mask-heads", "cross:1.2,encoder:2.*", "--", OURS_TEXT)
@@ -467,21 +499,27 @@ def test_importance_and_prune_commands(untrained_translators, tmp_path):
     assert allc["of"] == 24 and len(allc["pruned_order"]) == 24
 
 
-def test_the_pruning_curve_is_greedy_bleu_under_the_masks(untrained_translators):
-    """One point recomputed by hand: greedy decoding with the first n heads of the order knocked
-    out, scored by sacrebleu."""
+@pytest.mark.parametrize("family, scope", [("ours", "cross"), ("ours", "encoder"), ("marian", "all")])
+def test_the_pruning_curve_is_greedy_bleu_under_the_masks(untrained_translators, models, family, scope):
+    """Every point recomputed by hand: greedy decoding with the first n heads of the order knocked
+    out, one sentence at a time, scored by sacrebleu (the curve decodes several masks side by side
+    in one batch, except a copying model's cross-attention masks)."""
     from s2s.evaluate import bleu
     from s2s.head_importance import importance, prune_curves
-    tr = untrained_translators["transformer"]
-    pairs = PAIRS["ours"] + [("a b c d e", "e d c b a")]
+    tr = untrained_translators["transformer"] if family == "ours" else models[family]
+    pairs = (PAIRS["ours"] + [("a b c d e", "e d c b a")]) if family == "ours" else PAIRS["hub"]
     ranked = importance(tr, pairs)
-    out = prune_curves(tr, pairs, ranked, steps=3, scopes=["cross"])
+    out = prune_curves(tr, pairs, ranked, steps=3, scopes=[scope])
+    for curve in out["curves"]:
+        for point in curve["points"]:
+            n = point["heads"]
+            mask = hooks.parse_head_mask(",".join(curve["pruned_order"][:n])) if n else ()
+            hyps = [decode(tr, en, DecodeSettings("greedy", head_mask=mask)).translation for en, _ in pairs]
+            assert point["bleu"] == round(bleu(hyps, [fr for _, fr in pairs]), 2)
     curve = next(c for c in out["curves"] if c["order"] == "importance")
     n = curve["points"][-1]["heads"]
-    mask = hooks.parse_head_mask(",".join(curve["pruned_order"][:n]))
-    hyps = [decode(tr, en, DecodeSettings("greedy", head_mask=mask)).translation for en, _ in pairs]
-    assert curve["points"][-1]["bleu"] == round(bleu(hyps, [fr for _, fr in pairs]), 2)
-    assert set([h for h in ranked.order() if h[0] == "cross"][:n]) == set(mask) and n > 0
+    assert set([h for h in ranked.order() if scope in ("all", h[0])][:n]) == set(
+        hooks.parse_head_mask(",".join(curve["pruned_order"][:n]))) and n > 0
 
 
 @pytest.mark.parametrize("args, message", [

@@ -144,17 +144,19 @@ def without_seconds(result: dict) -> dict:
 
 
 @need_shipped
-def test_a_stopped_prune_resumed_equals_one_never_stopped(shipped):
+def test_a_stopped_prune_resumed_equals_one_never_stopped(shipped, monkeypatch):
     """The shipped 3 x 4 Transformer on 3 held-out pairs, its cross-attention heads 3 steps (few heads
     out: decodings that end, so the test is quick): stopped after 3 decodings, the
     result so far has each curve's measured points only (the first ones) and says it is not
     complete; resumed from its scores it equals the run never stopped, which is complete and whose
     every point is the BLEU of that mask's own greedy decoding."""
+    import s2s.head_importance
     from s2s.decode import DecodeSettings, greedy_batch
     from s2s.evaluate import bleu
     tr, pairs, ranked = shipped
     whole = prune_curves(tr, pairs, ranked, steps=3, scopes=CROSS)
     assert whole["complete"] and whole["decoded"] == whole["decodings"] > 3 and whole["bleu"] > 0
+    monkeypatch.setattr(s2s.head_importance, "PRUNE_ROWS", len(pairs))     # one mask a batch: stop asked after each
     scores: dict = {}
     seen = []
     part = prune_curves(tr, pairs, ranked, steps=3, scopes=CROSS, scores=scores, stop=lambda: len(scores) >= 3,
@@ -202,3 +204,24 @@ def test_a_jobs_knocked_out_heads_never_reach_the_pages_pass_on_the_same_model(s
     page_done.set()
     assert job.wait(WAIT) and job.snapshot().status == "done"
     assert mine == [plain] * 8 and set(outputs) == {knocked}
+
+
+@need_shipped
+def test_a_prune_of_masks_side_by_side_stops_between_batches_and_resumes_the_same(shipped, monkeypatch):
+    """Two masks a decoder batch (PRUNE_ROWS = 2 x the pairs), encoder heads (which the copying
+    model's pointer does not read, so they batch): stop is asked between batches, so a stop after the
+    first keeps 2 masks, and the run resumed from them equals one never stopped, one batch each."""
+    import s2s.head_importance
+    tr, pairs, ranked = shipped
+    monkeypatch.setattr(s2s.head_importance, "PRUNE_ROWS", 2 * len(pairs))
+    calls = []
+    real = s2s.head_importance.greedy_batch_masks
+    monkeypatch.setattr(s2s.head_importance, "greedy_batch_masks",
+                        lambda tr, texts, masks, *a, **k: calls.append(len(masks)) or real(tr, texts, masks, *a, **k))
+    whole = prune_curves(tr, pairs, ranked, steps=3, scopes=("encoder",))
+    assert whole["complete"] and calls == [2] * (whole["decodings"] // 2) + [1] * (whole["decodings"] % 2)
+    scores: dict = {}
+    part = prune_curves(tr, pairs, ranked, steps=3, scopes=("encoder",), scores=scores, stop=lambda: len(scores) >= 1)
+    assert len(scores) == 2 and part["decoded"] == 2 and not part["complete"]
+    resumed = prune_curves(tr, pairs, ranked, steps=3, scopes=("encoder",), scores=scores)
+    assert without_seconds(resumed) == without_seconds(whole)

@@ -20,7 +20,8 @@ HUB_TEXT = "the cat sat on the mat ."
 @pytest.fixture
 def gated(hub_models, tmp_path, monkeypatch):
     """The tiny Marian served (S2S_HUB_MODELS), 3 held-out pairs, a fresh server's jobs, and a gate:
-    each of the pruning job's decodings waits for one release of the returned semaphore."""
+    each of the pruning job's decoder batches, one mask each here, waits for one release of the
+    returned semaphore."""
     import s2s.head_importance
     import ui.jobs
     import ui.pruning
@@ -32,12 +33,13 @@ def gated(hub_models, tmp_path, monkeypatch):
     monkeypatch.setenv("S2S_HUB_MODELS", marian)
     monkeypatch.delenv("S2S_CHECKPOINTS", raising=False)
     monkeypatch.setattr(ui.pruning, "HELD_OUT", pairs)
-    gate, real = threading.Semaphore(0), s2s.head_importance.greedy_batch
+    gate, real = threading.Semaphore(0), s2s.head_importance.greedy_batch_masks
 
     def one_at_a_time(*args, **kwargs):
         assert gate.acquire(timeout=WAIT), "the test never opened the gate"
         return real(*args, **kwargs)
-    monkeypatch.setattr(s2s.head_importance, "greedy_batch", one_at_a_time)
+    monkeypatch.setattr(s2s.head_importance, "greedy_batch_masks", one_at_a_time)
+    monkeypatch.setattr(s2s.head_importance, "PRUNE_ROWS", 3)      # the 3 pairs of one mask a batch
     ui.jobs.jobs().clear()
     yield marian, gate
     gate.release(10_000)          # a job left running ends

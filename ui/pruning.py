@@ -158,10 +158,13 @@ def pruning_work(tr: Translator, pairs: int, measured: dict | None):
             job.step(len(scores))
             job.keep(dict(prune_result(plan, scores), **kept["said"]))
             snap = job.snapshot()
-            if len(scores) == first + 1 and snap.left is not None and snap.left > TOO_LONG and not kept.get("go_on"):
-                job.stop(note=f"Pruning this model would take {about(snap.left)} more ({snap.total - snap.done} "
-                              f"decodings left at {about(snap.per_step)} each, timed on the one just done): "
-                              "stopped.")
+            if job.kept.get("timed_from") != first:      # this start's first batch of decodings: the estimate
+                job.kept["timed_from"] = first
+                if snap.left is not None and snap.left > TOO_LONG and not kept.get("go_on"):
+                    just = len(scores) - first
+                    job.stop(note=f"Pruning this model would take {about(snap.left)} more ({snap.total - snap.done} "
+                                  f"decodings left at {about(snap.per_step)} each, timed on the "
+                                  f"{'one' if just == 1 else just} just done): stopped.")
         result = prune_curves(tr, held_out, kept["ranked"], scores=scores, stop=job.stopping, progress=progress)
         return dict(result, **kept["said"])
     return work
@@ -176,11 +179,11 @@ def _pruning_progress(height: int, share: float, model: str):
         bar, halt = st.columns([4, 1], vertical_alignment="bottom")
         bar.progress(snap.share, text=text)
         if ui.jobs.stopping(snap.key):
-            halt.caption("Stopping after this decoding…")
+            halt.caption("Stopping after the decodings under way…")
         else:
             halt.button("Stop", key="pruning_stop", on_click=ui.jobs.stop, args=(snap.key,), width="stretch",
-                        help="Stop after the decoding under way; the points measured are kept, and the button "
-                             "that appears goes on from them")
+                        help="Stop after the decodings under way (a few masks decode side by side); the points "
+                             "measured are kept, and the button that appears goes on from them")
         if snap.partial and snap.partial.get("bleu") is not None:
             chart(snap.partial, height, share, model)
     return draw

@@ -46,6 +46,7 @@ from .batch import (
     beam_search_batch,
     forced_batch_attention,
     greedy_batch,
+    greedy_batch_masks,
     greedy_batch_stopped,
     no_prefix,
     pad_batch,
@@ -99,7 +100,7 @@ __all__ = ["BadWords", "Chooser", "DecodeSettings", "Decoding", "ForceToken", "H
            "TOPK_RECORDED", "Temperature", "TopK", "_left_to_right", "apply_processors", "attention_heads",
            "attention_of", "beam_search", "block_diagonal", "decode_by_sentence", "join_decodings",
            "beam_search_batch", "block_repeats", "decode", "encode_source", "forced",
-           "forced_batch_attention", "greedy", "greedy_batch", "greedy_batch_stopped",
+           "forced_batch_attention", "greedy", "greedy_batch", "greedy_batch_masks", "greedy_batch_stopped",
            "is_search_error",
            "length_limit", "lp", "model_processors", "no_prefix", "own_cap", "pad_batch", "positions",
            "repeated_ngram_mask", "sample", "source_coverage", "target_prefix_ids", "usable_pairs", "was_cut"]

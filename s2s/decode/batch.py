@@ -10,7 +10,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..hooks import knocked_out
+from ..hooks import knocked_out, knocked_out_rows, pointer_heads, read_head_mask, resolve_head_mask
 from ..loaded import Translator
 from ..text import InputError
 from .processors import apply_processors
@@ -77,42 +77,81 @@ def greedy_batch_stopped(tr: Translator, texts: Sequence[str], settings: DecodeS
         return _greedy_rows(tr, texts, settings, batch_size)
 
 
-def _greedy_rows(tr: Translator, texts: Sequence[str], settings: DecodeSettings, batch_size: int
-                 ) -> tuple[list[str], list[bool]]:
+def _greedy_rows(tr: Translator, texts: Sequence[str], settings: DecodeSettings, batch_size: int,
+                 masks: Sequence = ()) -> tuple[list[str], list[bool]]:
+    """Greedy decoding of `texts`, row i with the heads of masks[i] knocked out where `masks`
+    is given (s2s.hooks.knocked_out_rows; else every row whole, or under the caller's mask)."""
     processors, max_len = settings.processors(tr), settings.max_len
-    model, tok = tr.model, tr.tokenizer
+    model = tr.model
     srcs = [encode_source(tr, t) for t in texts]
     order = sorted(range(len(srcs)), key=lambda i: len(srcs[i]))
     out: list[str] = [""] * len(srcs)
     stopped: list[bool] = [False] * len(srcs)
     for b in range(0, len(order), batch_size):
         idx = order[b:b + batch_size]
-        src = pad_batch([srcs[i] for i in idx], tok.pad_id, tr.device)
-        memory, state = model.encode(src, torch.tensor([len(srcs[i]) for i in idx]))
-        feed = model.initial_feed(len(idx))
-        y = torch.full((len(idx),), tok.bos_id, dtype=torch.long, device=tr.device)
-        done = torch.zeros(len(idx), dtype=torch.bool, device=tr.device)
-        limits = [length_limit(tr, len(srcs[i]), max_len) for i in idx]     # each sentence's own, as in greedy
-        last_step = torch.tensor(limits, device=tr.device) - 1
-        ids = []
-        for j in range(max(limits)):
-            st = model.decode_step(y, state, feed, memory)
-            state, feed = st.state, st.feed
-            logits = st.logits
-            if processors:
-                prefix = torch.stack(ids, 1) if ids else y.new_zeros(len(idx), 0)
-                logits = apply_processors(processors, prefix, logits.float(), last_step == j)
-            y = logits.argmax(-1).masked_fill(done, tok.pad_id)
-            ids.append(y)
-            done |= (y == tok.eos_id) | (last_step == j)
-            if bool(done.all()):
-                break
-        ids_t = torch.stack(ids, 1).tolist()
-        for r, i in enumerate(idx):
-            row = ids_t[r][:limits[r]]
-            stopped[i] = tok.eos_id in row
-            out[i] = tok.decode(row[:row.index(tok.eos_id)] if tok.eos_id in row else row)
+        with knocked_out_rows(model, [masks[i] for i in idx] if masks else ()):
+            _greedy_batch_of(tr, srcs, idx, processors, max_len, out, stopped)
     return out, stopped
+
+
+def _greedy_batch_of(tr: Translator, srcs: Sequence[Sequence[int]], idx: Sequence[int], processors, max_len,
+                     out: list[str], stopped: list[bool]) -> None:
+    """One padded batch of _greedy_rows: rows `idx` of `srcs`, written into out and stopped."""
+    model, tok = tr.model, tr.tokenizer
+    src = pad_batch([srcs[i] for i in idx], tok.pad_id, tr.device)
+    memory, state = model.encode(src, torch.tensor([len(srcs[i]) for i in idx]))
+    feed = model.initial_feed(len(idx))
+    y = torch.full((len(idx),), tok.bos_id, dtype=torch.long, device=tr.device)
+    done = torch.zeros(len(idx), dtype=torch.bool, device=tr.device)
+    limits = [length_limit(tr, len(srcs[i]), max_len) for i in idx]     # each sentence's own, as in greedy
+    last_step = torch.tensor(limits, device=tr.device) - 1
+    ids = []
+    for j in range(max(limits)):
+        st = model.decode_step(y, state, feed, memory)
+        state, feed = st.state, st.feed
+        logits = st.logits
+        if processors:
+            prefix = torch.stack(ids, 1) if ids else y.new_zeros(len(idx), 0)
+            logits = apply_processors(processors, prefix, logits.float(), last_step == j)
+        y = logits.argmax(-1).masked_fill(done, tok.pad_id)
+        ids.append(y)
+        done |= (y == tok.eos_id) | (last_step == j)
+        if bool(done.all()):
+            break
+    ids_t = torch.stack(ids, 1).tolist()
+    for r, i in enumerate(idx):
+        row = ids_t[r][:limits[r]]
+        stopped[i] = tok.eos_id in row
+        out[i] = tok.decode(row[:row.index(tok.eos_id)] if tok.eos_id in row else row)
+
+
+@torch.inference_mode()
+def greedy_batch_masks(tr: Translator, texts: Sequence[str], masks: Sequence,
+                       settings: DecodeSettings = DecodeSettings(), rows: int = 96) -> list[list[str]]:
+    """For each head mask of `masks`, greedy_batch(tr, texts) with its heads knocked out, the
+    masks side by side in one decoder batch (each row its own mask: s2s.hooks.knocked_out_rows)
+    of about `rows` rows. On a CPU the output layer's weights (vocabulary x d) are read once a
+    step however many rows share them, so 96 rows cost far less than 96 / len(texts) batches of
+    len(texts) (docs/speed.md). The same outputs as one greedy_batch per mask, up to float noise.
+    A copying Transformer's masks that take out cross-attention heads (its pointer reads the
+    heads still in, one set per pass) are decoded one mask at a time."""
+    settings = no_prefix(replace(settings, method="greedy", head_mask=()).checked())
+    model = tr.model
+    out: dict[int, list[str]] = {}
+    for n, m in enumerate(masks):     # each mask checked (InputError) before any decoding
+        if m and pointer_heads(model, resolve_head_mask(model, read_head_mask(m))):
+            out[n] = []
+    for n in out:
+        out[n] = greedy_batch(tr, texts, replace(settings, head_mask=tuple(read_head_mask(masks[n]))))
+    per = max(1, rows // max(1, len(texts)))
+    todo = [n for n, m in enumerate(masks) if n not in out]
+    for start in range(0, len(todo), per):
+        chunk = todo[start:start + per]
+        hyps = _greedy_rows(tr, [t for _ in chunk for t in texts], settings, len(chunk) * len(texts),
+                            [masks[n] for n in chunk for _ in texts])[0]
+        for k, n in enumerate(chunk):
+            out[n] = hyps[k * len(texts):(k + 1) * len(texts)]
+    return [out[n] for n in range(len(masks))]
 
 
 # ------------------------------------------------------------------ batched beam search
