@@ -24,6 +24,8 @@ family is taught here once:
                          this thread's passes only: a loaded model is shared by the app's
                          sessions and its warm-up thread, whose passes go through untouched
     recorded(modules)    a reader: each module's (input, output) of the pass
+    per_head(x, heads)   an attention output seen per head, (..., heads, d_h): the one cut of a
+                         head's slice, for knocking out, importance and patching
     scaled_heads(...)    an editor: head h's slice of the attention output multiplied by xi_h
                          before the output projection (Michel et al. 2019), xi a tensor that
                          may carry a gradient (importance: dL/dxi_h)
@@ -359,6 +361,14 @@ def recorded(modules: Mapping[object, nn.Module]) -> Iterator[dict]:
         yield seen
 
 
+def per_head(x: torch.Tensor, heads: int) -> torch.Tensor:
+    """An attention output as the output projection W_O reads it, (..., d) with d = heads x d_h,
+    seen per head: (..., heads, d_h), head h's slice x[..., h * d_h:(h + 1) * d_h] at [..., h, :]
+    (a view where x is contiguous: writing into it writes x). The one cut of a head's slice, for
+    knocking out and importance (scaled_heads) and patching (s2s.patch)."""
+    return x.reshape(*x.shape[:-1], heads, x.shape[-1] // heads)
+
+
 def _scale_heads(xi: torch.Tensor, heads: int) -> Callable:
     """A pre-hook multiplying head h's slice of the output projection's input x (B, T, d) by
     xi[h], xi (heads,) one gate for every row, or by xi[b, h], xi (B, heads) each row's own gate
@@ -368,7 +378,7 @@ def _scale_heads(xi: torch.Tensor, heads: int) -> Callable:
         shape = x.shape
         g = xi.to(x.dtype)
         g = g[:, None] if g.dim() == 1 else g.reshape(shape[0], *([1] * (len(shape) - 2)), heads, 1)
-        scaled = (x.reshape(*shape[:-1], heads, shape[-1] // heads) * g).reshape(shape)
+        scaled = (per_head(x, heads) * g).reshape(shape)
         return (scaled,) + tuple(args[1:])
     return hook
 

@@ -64,6 +64,7 @@ from .hooks import (
     knocked_out,
     layer_modules,
     parse_head_mask,
+    per_head,
     read_head_mask,
     recorded,
     sites,
@@ -127,11 +128,13 @@ def _patch_rnn(clean, rows: Sequence[tuple[int, int]]) -> Callable:
 def _patch_heads(clean: torch.Tensor, heads: int, rows: Sequence[tuple[int, int]]) -> Callable:
     """A pre-hook on an output projection W_O: in row r, head h's slice of its input becomes the
     clean run's at every step, for each (r, h) of `rows`."""
+    clean_heads = per_head(clean, heads)
+
     def hook(module, args):
         x = args[0].clone()
-        d = x.size(-1) // heads
+        x_heads = per_head(x, heads)        # a view: writing it writes x
         for r, h in rows:
-            x[r, ..., h * d:(h + 1) * d] = clean[0, ..., h * d:(h + 1) * d]
+            x_heads[r, ..., h, :] = clean_heads[0, ..., h, :]
         return (x,) + tuple(args[1:])
     return hook
 

@@ -553,3 +553,15 @@ def test_bench_times_knockout_importance_and_pruning(untrained_translators, tmp_
     out = heads_timing(tr, 1, tmp_path / "missing.tsv", prune_pairs=3)
     assert "no held-out pairs" in out["heads_declined"] and "importance_s" not in out
     assert heads_timing(tr, 1, None, prune_pairs=3)["heads_declined"] == "no held-out pairs given (--held-out)"
+
+
+def test_one_cut_of_a_heads_slice():
+    """hooks.per_head: head h of an attention output (B, T, H * d_h) at [..., h, :], equal to the
+    slice [h * d_h:(h + 1) * d_h], and a view (the patch writes a clean head through it)."""
+    x = torch.randn(2, 3, 4 * 5)
+    seen = hooks.per_head(x, 4)
+    assert seen.shape == (2, 3, 4, 5)
+    for h in range(4):
+        assert torch.equal(seen[..., h, :], x[..., h * 5:(h + 1) * 5])
+    seen[1, :, 2, :] = 0.0
+    assert torch.all(x[1, :, 10:15] == 0) and torch.all(x[0, :, 10:15] != 0)
