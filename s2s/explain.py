@@ -12,6 +12,7 @@ over both, and their summary over a test set (summarize).
     python -m s2s.explain --model DIR --test examples/test_long.tsv --limit 200 --max-words 30 --json
     python -m s2s.explain --model DIR --contrast-step 5 --foil ▁heureuse --method ig --json -- "The girl is happy."
     python -m s2s.explain --model DIR --contrast-step 5 --foil ▁heureuse --mask-heads cross:2.* -- "The girl is happy."
+    python -m s2s.explain --model DIR --test examples/test_long.tsv --limit 20 --mask-heads cross:2.* --json
 
 --json prints source_tokens, target_tokens, attention (len(target_tokens) rows of
 len(source_tokens) weights), attributions (per method, rows of the same shape), kendall_tau
@@ -20,8 +21,9 @@ token_log_probs, the integration settings and completeness error, and with --cou
 a counterfactual object. --contrast-step T --foil PIECE (s2s/contrast.py) prints instead the
 attribution of log p(y_T) - log p(foil) at step T (from 1) to the source pieces: scores (one per
 source piece), target, foil, their log-probs, the pieces pushing toward each, by --method
-grad-x-input (default), ig or loo; with --mask-heads KIND:LAYER.HEAD[,...], of the model with
-those heads knocked out (s2s.hooks.knocked_out), and head_mask says which. --test prints,
+grad-x-input (default), ig or loo. With --mask-heads KIND:LAYER.HEAD[,...] every one of these
+(the comparison, --test, --contrast-step, --method) reads the model with those heads knocked out
+(s2s.hooks.knocked_out), and head_mask says which. --test prints,
 over the first --limit pairs of a TSV (English, French) whose English has at most --max-words
 words, each forced with its French: the quantiles of tau per method, the argmax agreement
 shares, the share of steps whose argmax survives a random permutation of alpha_j, and the
@@ -48,7 +50,15 @@ from .checkpoint import CheckpointError, Translator, load_translator
 from .contributions import ALIGN_METHODS, ATTRIBUTIONS, NOT_APPLICABLE, ROLLOUT_SHARE, applies, explain_contributions
 from .counterfactual import EPSILON, KINDS, counterfactual, permutation_survival, trace
 from .decode import positions
-from .hooks import MASK_HELP, HeadMask, knocked_out, parse_head_mask, read_head_mask, resolve_head_mask
+from .hooks import (
+    MASK_HELP,
+    HeadMask,
+    format_head_mask,
+    knocked_out,
+    parse_head_mask,
+    read_head_mask,
+    resolve_head_mask,
+)
 from .hub import MODEL_HELP
 from .hub_config import beyond_positions
 from .model import Seq2Seq
@@ -96,11 +106,15 @@ def fits_positions(tr: Translator, english: str, french: str) -> bool:
                                          len(tr.tokenizer.target_ids(clean_text(french, what="reference")))) is None
 
 
-def summarize(tr: Translator, pairs: Sequence[tuple[str, str]], ig_steps: int = IG_STEPS, seed: int = 0) -> dict:
+def summarize(tr: Translator, pairs: Sequence[tuple[str, str]], ig_steps: int = IG_STEPS, seed: int = 0,
+              head_mask: HeadMask | str = ()) -> dict:
     """Over (English, French) pairs, each forced with its French: the distribution of tau
     per attribution, the share of steps whose argmax agrees with attention's, and the share
-    of steps whose argmax token survives a random permutation of alpha_j."""
+    of steps whose argmax token survives a random permutation of alpha_j; with `head_mask`, each
+    pair explained with those heads knocked out (explain's head_mask), and head_mask in the result."""
     check_model(tr)
+    mask = read_head_mask(head_mask)
+    resolve_head_mask(tr.model, mask)       # a head the model lacks (or a recurrent model): one line, no work
     taus = {m: [] for m in METHODS}
     same = {m: [] for m in METHODS}
     survives, deltas, steps, t0 = [], [], 0, time.perf_counter()
@@ -109,7 +123,7 @@ def summarize(tr: Translator, pairs: Sequence[tuple[str, str]], ig_steps: int = 
     if not fitting:
         raise InputError(f"none of the {len(pairs)} pairs fits {tr.name}'s {positions(tr)} positions")
     for n, (en, fr) in enumerate(fitting):
-        e = explain(tr, en, reference=fr, ig_steps=ig_steps)
+        e = explain(tr, en, reference=fr, ig_steps=ig_steps, head_mask=mask)
         for m in METHODS:
             ts, ss = agreement(e.attention, e.attributions[m])
             taus[m] += ts
@@ -138,7 +152,8 @@ def summarize(tr: Translator, pairs: Sequence[tuple[str, str]], ig_steps: int = 
                                 "median": round(float(np.median(deltas)), 5),
                                 "q99": round(float(np.percentile(deltas, 99)), 5),
                                 "max": round(float(np.max(deltas)), 5)},
-            "ig_steps": ig_steps, "ig_splits": IG_SPLITS, "seconds": round(time.perf_counter() - t0, 1)}
+            "ig_steps": ig_steps, "ig_splits": IG_SPLITS, "seconds": round(time.perf_counter() - t0, 1),
+            **({"head_mask": format_head_mask(mask)} if mask else {})}
 
 
 def summarize_methods(tr: Translator, pairs: Sequence[tuple[str, str]]) -> dict:
@@ -206,7 +221,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "--method grad-x-input (default), ig or loo")
     p.add_argument("--foil", metavar="PIECE", help="with --contrast-step: the alternative, one piece of the vocabulary")
     p.add_argument("--mask-heads", metavar="KIND:LAYER.HEAD", default="",
-                   help="with --contrast-step or --method: read the model with these heads knocked out: " + MASK_HELP)
+                   help="read the model with these heads knocked out (the comparison, --test, --contrast-step, "
+                        "--method): " + MASK_HELP)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("text", nargs="*", help="the English text (after --, if it starts with a dash)")
     a = p.parse_args(argv)
@@ -214,8 +230,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error("--contrast-step T and --foil PIECE go together")
     if a.contrast_step is not None and (a.test is not None or a.table is not None or a.counterfactual is not None):
         p.error("--contrast-step explains one text: not with --test, --table or --counterfactual")
-    if a.mask_heads and (a.contrast_step is None and not a.method or a.test is not None):
-        p.error("--mask-heads is read with --contrast-step T --foil PIECE (the contrast) or --method (the matrices)")
+    if a.mask_heads and (a.counterfactual is not None or a.table is not None):
+        p.error("--mask-heads knocks heads out of one model: not with --counterfactual (a recurrent model's, which "
+                "has no heads) or --table (every checkpoint)")
     if a.table is not None:
         if a.test is None:
             p.error("--table needs --test FILE")
@@ -229,7 +246,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_model(tr)
         if a.test is not None:
             check_range("--limit", a.limit, 1, 100_000)
-            out = summarize(tr, read_test_pairs(a.test, a.limit, a.max_words), a.ig_steps, a.seed)
+            out = summarize(tr, read_test_pairs(a.test, a.limit, a.max_words), a.ig_steps, a.seed,
+                            head_mask=parse_head_mask(a.mask_heads))
             out["file"], out["max_words"] = str(a.test), a.max_words
             print(json.dumps(out) if a.json else "\n".join(f"{k}: {v}" for k, v in out.items()))
             return 0
@@ -238,7 +256,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _print_contrast(tr, text, a)
         if a.method:
             return _print_methods(tr, text, a)
-        e = explain(tr, text, a.reference, ig_steps=a.ig_steps)
+        e = explain(tr, text, a.reference, ig_steps=a.ig_steps, head_mask=parse_head_mask(a.mask_heads))
         cf = None
         if a.counterfactual is not None:
             cf = counterfactual(tr, text, a.counterfactual, a.kind, epsilon=a.epsilon, seed=a.seed,
@@ -253,6 +271,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(out, ensure_ascii=False, allow_nan=False))
         return 0
     print(f"{e.translation}   ({e.forced_from}, forced)")
+    if e.head_mask:
+        print(f"heads knocked out: {e.head_mask}")
     taus = e.kendall_tau()
     print(f"{'target':>14}  {'attention':>12}  " + "  ".join(f"{SHORT[m]:>16}" for m in METHODS)
           + "   (the source piece each one ranks first; tau with attention)")

@@ -236,6 +236,51 @@ def test_the_patch_of_a_knocked_out_model_is_the_patch_of_the_zeroed_copy(models
         np.abs(np.array(plain.patched) - np.array(masked.patched)).max() > 1e-6
 
 
+@pytest.mark.parametrize("name", ["marian", "shipped"])
+def test_attention_against_attributions_of_a_knocked_out_model_is_the_zeroed_copys(models, name):
+    """s2s.explain's comparison (explain: the greedy output, its attention, gradient x input and
+    leave-one-out) with head_mask, against the same on the zeroed copy; and the summary over pairs
+    (summarize, --test) likewise."""
+    from s2s.attributions import explain
+    from s2s.explain import summarize
+    tr, mask, tol = models[name], CONTRAST_MASKS[name], TOL[name]
+    zeroed = zeroed_copy(tr, mask)
+    methods = ("grad_x_input", "leave_one_out")
+    masked = explain(tr, text_of(name), methods=methods, head_mask=mask)
+    reference = explain(zeroed, text_of(name), methods=methods)
+    assert masked.target_tokens == reference.target_tokens
+    np.testing.assert_allclose(masked.attention, reference.attention, atol=tol, rtol=0)
+    np.testing.assert_allclose(masked.token_log_probs, reference.token_log_probs, atol=tol, rtol=0)
+    for m in methods:
+        np.testing.assert_allclose(masked.attributions[m], reference.attributions[m], atol=10 * tol, rtol=0)
+    assert masked.to_json()["head_mask"] == mask
+    plain = explain(tr, text_of(name), methods=methods)
+    assert "head_mask" not in plain.to_json()
+    assert (plain.target_tokens != masked.target_tokens        # the mask changed what is explained
+            or np.abs(np.array(plain.token_log_probs) - np.array(masked.token_log_probs)).max() > 1e-3)
+    pairs = [(text_of(name), masked.translation), (text_of(name).replace(".", "!"), masked.translation)]
+    got, want = summarize(tr, pairs, ig_steps=4, head_mask=mask), summarize(zeroed, pairs, ig_steps=4)
+    assert got.pop("head_mask") == mask and "head_mask" not in want
+    assert got["steps"] == want["steps"] and got["sentences"] == want["sentences"] == 2
+    assert got["argmax_agreement"] == pytest.approx(want["argmax_agreement"], abs=1e-3)
+    for m, quantiles in want["kendall_tau"].items():
+        assert got["kendall_tau"][m] == pytest.approx(quantiles, abs=1e-3), m
+
+
+def test_the_test_summary_command_takes_mask_heads(tmp_path):
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("The girl is happy.\tLa fille est heureuse.\nThe boy is here.\tLe garçon est ici.\n",
+                     encoding="utf-8")
+    r = run_cli("s2s.explain", "--model", "en-fr-transformer", "--test", str(pairs), "--ig-steps", "4",
+                "--mask-heads", "encoder:2.4", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["head_mask"] == "encoder:2.4" and out["sentences"] == 2
+    plain = json.loads(run_cli("s2s.explain", "--model", "en-fr-transformer", "--test", str(pairs), "--ig-steps", "4",
+                               "--json").stdout)
+    assert "head_mask" not in plain and plain["kendall_tau"] != out["kendall_tau"]
+
+
 def run_cli(*args):
     env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
     return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, env=env, timeout=300)
@@ -289,7 +334,8 @@ def test_the_commands_take_mask_heads(models):
     ["s2s.lens", "--mask-heads", "cross:4.1"], ["s2s.lens", "--mask-heads", "cross:1"],
     ["s2s.explain", "--contrast-step", "2", "--foil", "▁garçon", "--mask-heads", "decoder:1.5"],
     ["s2s.explain", "--contrast-step", "2", "--foil", "▁garçon", "--mask-heads", "self:1.1"],
-    ["s2s.explain", "--mask-heads", "cross:1.1"],
+    ["s2s.explain", "--mask-heads", "cross:1.9"],
+    ["s2s.explain", "--counterfactual", "2", "--mask-heads", "cross:1.1"],
     ["s2s.heads", "--mask-heads", "encoder:1.9"],
     ["s2s.explain", "--method", "norm", "--mask-heads", "cross:1.9"],
     ["s2s.patch", "--edited", "The little boy is happy because her mother is here.", "--mask-heads", "cross:1.9"],
@@ -299,7 +345,7 @@ def test_a_bad_mask_is_one_line_and_nothing_is_computed(command):
     assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert any(m in r.stderr for m in ("out of range", "Cannot read the head", "Unknown attention kind",
-                                        "--mask-heads is read with --contrast-step")), r.stderr
+                                        "not with --counterfactual")), r.stderr
 
 
 def test_a_recurrent_model_is_told_its_knockout(untrained_translators):

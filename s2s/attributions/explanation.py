@@ -13,6 +13,7 @@ import torch
 
 from ..checkpoint import Translator
 from ..decode import encode_source, forced, greedy, positions
+from ..hooks import HeadMask, format_head_mask, knocked_out, read_head_mask
 from ..hub_config import beyond_positions
 from ..text import InputError, check_range, clean_text
 from .gradient import IG_STEPS, grad_x_input, integrated_gradients
@@ -38,6 +39,7 @@ class Explanation:
     ig_delta: np.ndarray | None           # (T,) completeness error of integrated gradients
     ig_steps: int
     seconds: dict[str, float] = field(default_factory=dict)
+    head_mask: str = ""                   # the heads knocked out throughout, as --mask-heads writes them
 
     def kendall_tau(self) -> dict[str, list[float]]:
         return {m: agreement(self.attention, a)[0] for m, a in self.attributions.items()}
@@ -55,7 +57,8 @@ class Explanation:
                 "integrated_gradients": {
                     "baseline": "zero embeddings", "steps": self.ig_steps, "method": "gausslegendre",
                     "completeness_error": None if self.ig_delta is None else self.ig_delta.tolist()},
-                "seconds": {k: round(v, 3) for k, v in self.seconds.items()}}
+                "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
+                **({"head_mask": self.head_mask} if self.head_mask else {})}
 
 
 def _finite(v: float) -> float | None:
@@ -97,14 +100,26 @@ def target_ids(tr: Translator, text: str, reference: str | None) -> tuple[list[i
 
 
 def explain(tr: Translator, text: str, reference: str | None = None, methods: Sequence[str] = METHODS,
-            ig_steps: int = IG_STEPS) -> Explanation:
+            ig_steps: int = IG_STEPS, head_mask: HeadMask | str = ()) -> Explanation:
     """Attention and the attributions of `methods` for the greedy translation of `text`
-    (or for `reference`), both under forced decoding of that output."""
+    (or for `reference`), both under forced decoding of that output; with `head_mask`, of the
+    model with those heads knocked out throughout (s2s.hooks.knocked_out: the greedy output, the
+    attention and every attribution; InputError, one line, before any work, for a head the model
+    lacks or a recurrent model)."""
     check_model(tr)
     check_range("Integration steps", ig_steps, 2, 256)
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise InputError(f"Unknown attribution {unknown[0]!r}: use {', '.join(METHODS)}.")
+    mask = read_head_mask(head_mask)
+    with knocked_out(tr.model, mask):
+        out = _explain(tr, text, reference, methods, ig_steps)
+    out.head_mask = format_head_mask(mask)
+    return out
+
+
+def _explain(tr: Translator, text: str, reference: str | None, methods: Sequence[str], ig_steps: int
+             ) -> Explanation:
     seconds, t = {}, time.perf_counter()
     src_list = source_ids(tr, text)
     tgt_list, frm = target_ids(tr, text, reference)
