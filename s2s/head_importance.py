@@ -59,7 +59,7 @@ import torch.nn.functional as F
 
 from .checkpoint import Translator
 from .data import Pair, read_pairs, split_pairs
-from .decode import DecodeSettings, encode_source, greedy_batch, greedy_batch_masks, pad_batch, usable_pairs
+from .decode import DecodeSettings, encode_source, greedy_batch_masks, pad_batch, usable_pairs
 from .evaluate import bleu
 from .hooks import (
     KINDS,
@@ -412,8 +412,9 @@ def memory_line(parameters: int, available: int | None = None, bytes_per: int = 
 def estimate_seconds(tr: Translator, pairs: Sequence[Pair], decodings: int = 0, batch_size: int = 16) -> dict:
     """How long importance() of `pairs` and `decodings` greedy decodings of them (prune_curves:
     prune_decodings of the model's heads) will take, from a timed first step of each: one batch
-    of importance (its time per piece, scaled to every pair's pieces) and one greedy_batch of at
-    most `batch_size` of the pairs (scaled to all of them, times `decodings`). An estimate, off
+    of importance (its time per piece, scaled to every pair's pieces) and one decoder batch of at
+    most `batch_size` of the pairs, as pruning decodes them (greedy_batch_masks: as many copies as
+    fill PRUNE_ROWS rows; its time per row scaled to every pair, times `decodings`). An estimate, off
     by what batching gains or loses, made to tell minutes from hours before a run starts:
     {"importance", "pruning", "total", "measuring"} (seconds; "measuring": what it cost)."""
     check_heads(tr)
@@ -430,10 +431,11 @@ def estimate_seconds(tr: Translator, pairs: Sequence[Pair], decodings: int = 0, 
     if decodings > 0:
         texts = [en for en, _ in pairs][:batch_size]
         usable = [x for x in texts if _fits(tr, x)]
-        if usable:
+        if usable:      # one decoder batch as prune_curves runs it: masks side by side, about PRUNE_ROWS rows
+            per = max(1, PRUNE_ROWS // len(usable))
             t = time.perf_counter()
-            greedy_batch(tr, usable)
-            out["pruning"] = (time.perf_counter() - t) * len(pairs) / len(usable) * decodings
+            greedy_batch_masks(tr, usable, [()] * per)
+            out["pruning"] = (time.perf_counter() - t) / (per * len(usable)) * len(pairs) * decodings
     out["total"] = out["importance"] + out["pruning"]
     out["measuring"] = time.perf_counter() - t0
     return out
