@@ -130,10 +130,11 @@ def pruning_key(model: str, pairs: int = ON_DEMAND_PAIRS) -> tuple:
 
 def pruning_work(tr: Translator, pairs: int, measured: dict | None):
     """The pruning job: the heads ranked (by `measured`, an importance already measured, else on
-    the pairs), then one greedy decoding per mask, each BLEU kept in job.kept["scores"] as it
-    comes, the curves so far published after each (job.keep). A later start continues from the
-    ranking and the scores kept. After this start's first decoding, a run that would take more
-    than TOO_LONG stops itself with a note, unless job.kept["go_on"]."""
+    the pairs), then one greedy decoding per mask (several side by side in a batch), each BLEU
+    kept in job.kept["scores"] as it comes, the curves so far published after each batch
+    (job.keep). A later start continues from the ranking and the scores kept. After this start's
+    first batch, a run that would take more than TOO_LONG stops itself with a note, unless
+    job.kept["go_on"]."""
     def work(job: Job) -> dict | None:
         held_out = read_scored_pairs(HELD_OUT, pairs)
         kept = job.kept
