@@ -59,7 +59,7 @@ import torch.nn.functional as F
 
 from .checkpoint import Translator
 from .data import Pair, read_pairs, split_pairs
-from .decode import DecodeSettings, encode_source, greedy_batch_masks, pad_batch, usable_pairs
+from .decode import MASK_BATCH_ROWS, DecodeSettings, encode_source, greedy_batch_masks, pad_batch, usable_pairs
 from .evaluate import bleu
 from .hooks import (
     KINDS,
@@ -81,7 +81,7 @@ RARE_OVER_CHANCE = 3.0
 MAX_OFFSET = 512           # relative offsets counted (a source has at most 200 pieces, a decoding 250)
 SCOPES = ("all", *KINDS)
 ORDERS = ("importance", "random")
-PRUNE_ROWS = 96           # rows of one pruning batch: several masks side by side (docs/speed.md)
+PRUNE_ROWS = MASK_BATCH_ROWS   # rows of one pruning batch: several masks side by side (docs/speed.md)
 
 Progress = Callable[[float, str], None]      # (share done, what), as the attributions' progress
 

@@ -125,24 +125,25 @@ def _greedy_batch_of(tr: Translator, srcs: Sequence[Sequence[int]], idx: Sequenc
         out[i] = tok.decode(row[:row.index(tok.eos_id)] if tok.eos_id in row else row)
 
 
+MASK_BATCH_ROWS = 96      # rows of one decoder batch of masks side by side (docs/speed.md: the CPU's products)
+
+
 @torch.inference_mode()
 def greedy_batch_masks(tr: Translator, texts: Sequence[str], masks: Sequence,
-                       settings: DecodeSettings = DecodeSettings(), rows: int = 96) -> list[list[str]]:
+                       settings: DecodeSettings = DecodeSettings(), rows: int = MASK_BATCH_ROWS
+                       ) -> list[list[str]]:
     """For each head mask of `masks`, greedy_batch(tr, texts) with its heads knocked out, the
     masks side by side in one decoder batch (each row its own mask: s2s.hooks.knocked_out_rows)
-    of about `rows` rows. On a CPU the output layer's weights (vocabulary x d) are read once a
+    of about `rows` rows (MASK_BATCH_ROWS). On a CPU the output layer's weights (vocabulary x d) are read once a
     step however many rows share them, so 96 rows cost far less than 96 / len(texts) batches of
     len(texts) (docs/speed.md). The same outputs as one greedy_batch per mask, up to float noise.
     A copying Transformer's masks that take out cross-attention heads (its pointer reads the
     heads still in, one set per pass) are decoded one mask at a time."""
     settings = no_prefix(replace(settings, method="greedy", head_mask=()).checked())
     model = tr.model
-    out: dict[int, list[str]] = {}
-    for n, m in enumerate(masks):     # each mask checked (InputError) before any decoding
-        if m and pointer_heads(model, resolve_head_mask(model, read_head_mask(m))):
-            out[n] = []
-    for n in out:
-        out[n] = greedy_batch(tr, texts, replace(settings, head_mask=tuple(read_head_mask(masks[n]))))
+    # every mask checked (InputError) before any decoding; those the pointer reads go alone
+    alone = [n for n, m in enumerate(masks) if m and pointer_heads(model, resolve_head_mask(model, read_head_mask(m)))]
+    out = {n: greedy_batch(tr, texts, replace(settings, head_mask=read_head_mask(masks[n]))) for n in alone}
     per = max(1, rows // max(1, len(texts)))
     todo = [n for n, m in enumerate(masks) if n not in out]
     for start in range(0, len(todo), per):
